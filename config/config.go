@@ -1,0 +1,191 @@
+// Package config holds the one typed configuration every winobs artifact is
+// built from: an embedded default (the reference lab) overridden field by field
+// by a user file, validated completely before anything is rendered.
+package config
+
+import (
+	"bytes"
+	_ "embed"
+	"errors"
+	"fmt"
+	"os"
+
+	"github.com/prometheus/common/model"
+	"go.yaml.in/yaml/v3"
+)
+
+//go:embed default.yaml
+var defaultYAML []byte
+
+// DefaultYAML returns the embedded default configuration, comments included.
+func DefaultYAML() []byte { return bytes.Clone(defaultYAML) }
+
+// Config is the root of the configuration tree.
+type Config struct {
+	// Namespace the rendered objects are created in.
+	Namespace        string           `yaml:"namespace"`
+	Cluster          Cluster          `yaml:"cluster"`
+	Prometheus       Prometheus       `yaml:"prometheus"`
+	WindowsExporter  WindowsExporter  `yaml:"windowsExporter"`
+	KubeStateMetrics KubeStateMetrics `yaml:"kubeStateMetrics"`
+	Alerts           Alerts           `yaml:"alerts"`
+}
+
+// Cluster names the label that separates clusters in a shared backend.
+type Cluster struct {
+	Label string `yaml:"label"`
+	Name  string `yaml:"name"`
+}
+
+// Prometheus holds what the Prometheus that evaluates the rules needs.
+type Prometheus struct {
+	// RuleLabels go on every PrometheusRule (the ruleSelector of kps).
+	RuleLabels Labels `yaml:"ruleLabels"`
+}
+
+// WindowsExporter describes how windows_exporter is scraped.
+type WindowsExporter struct {
+	Job string `yaml:"job"`
+}
+
+// KubeStateMetrics describes how kube-state-metrics is scraped.
+type KubeStateMetrics struct {
+	Job string `yaml:"job"`
+}
+
+// Alerts holds every alert threshold and hold time. Dashboards read the same
+// values, so a threshold lives in exactly one place.
+type Alerts struct {
+	RunbookURL             string           `yaml:"runbookURL"`
+	NodeCommit             NodeCommit       `yaml:"nodeCommit"`
+	ContainerCommit        ContainerCommit  `yaml:"containerCommit"`
+	ContainerNoMemoryLimit Sustained        `yaml:"containerNoMemoryLimit"`
+	NodeOvercommit         NodeOvercommit   `yaml:"nodeOvercommit"`
+	NodeServices           NodeServices     `yaml:"nodeServices"`
+	UncordonedReboot       UncordonedReboot `yaml:"uncordonedReboot"`
+	ExporterDown           Sustained        `yaml:"exporterDown"`
+	CollectorFailing       Sustained        `yaml:"collectorFailing"`
+	ExporterVersion        Sustained        `yaml:"exporterVersion"`
+	CommitLimitMissing     Sustained        `yaml:"commitLimitMissing"`
+}
+
+// Sustained is an alert that only needs a hold time.
+type Sustained struct {
+	For Duration `yaml:"for"`
+}
+
+// NodeCommit thresholds are ratios of committed bytes to the commit limit.
+type NodeCommit struct {
+	Warning  float64  `yaml:"warning"`
+	Critical float64  `yaml:"critical"`
+	For      Duration `yaml:"for"`
+}
+
+// ContainerCommit is the ratio of a container's committed bytes to its limit.
+type ContainerCommit struct {
+	Warning float64  `yaml:"warning"`
+	For     Duration `yaml:"for"`
+}
+
+// NodeOvercommit fires when commit exceeds physical memory by CommitToPhysical
+// while the node pages more than PagesPerSecond.
+type NodeOvercommit struct {
+	CommitToPhysical float64  `yaml:"commitToPhysical"`
+	PagesPerSecond   float64  `yaml:"pagesPerSecond"`
+	For              Duration `yaml:"for"`
+}
+
+// NodeServices lists Windows services that must be running on every node.
+type NodeServices struct {
+	Services []string `yaml:"services"`
+	For      Duration `yaml:"for"`
+}
+
+// UncordonedReboot looks for boots within Window that no cordon surrounded.
+type UncordonedReboot struct {
+	Window Duration `yaml:"window"`
+}
+
+// Labels is a label map that a user file replaces as a whole rather than
+// merging into the default, so a default selector label can be dropped.
+type Labels map[string]string
+
+// UnmarshalYAML implements yaml.Unmarshaler.
+func (l *Labels) UnmarshalYAML(n *yaml.Node) error {
+	m := map[string]string{}
+	if err := n.Decode(&m); err != nil {
+		return err
+	}
+	*l = m
+	return nil
+}
+
+// Duration is a Prometheus duration string ("5m", "1h30m"), kept as written so
+// that an invalid one is reported by Validate together with every other problem.
+type Duration string
+
+// Model returns the parsed duration; Validate has rejected invalid ones.
+func (d Duration) Model() model.Duration {
+	v, _ := model.ParseDuration(string(d))
+	return v
+}
+
+// Load returns the default configuration overridden by the file at path
+// (none when path is empty), validated. On failure the error is a Problems
+// listing every problem found, each with file, line and field path.
+func Load(path string) (*Config, error) {
+	var cfg Config
+	if err := decodeStrict("(default)", defaultYAML, &cfg); err != nil {
+		return nil, fmt.Errorf("embedded default config: %w", err)
+	}
+	var root *yaml.Node
+	var probs Problems
+	if path != "" {
+		src, err := os.ReadFile(path)
+		if err != nil {
+			return nil, fmt.Errorf("reading config: %w", err)
+		}
+		root, probs = overlay(path, src, &cfg)
+	}
+	for _, p := range Validate(&cfg) {
+		p.File, p.Line = locate(path, root, p.Path)
+		probs = append(probs, p)
+	}
+	if len(probs) > 0 {
+		probs.sort()
+		return nil, probs
+	}
+	return &cfg, nil
+}
+
+// overlay decodes src over cfg, reporting unknown keys and type errors.
+func overlay(file string, src []byte, cfg *Config) (*yaml.Node, Problems) {
+	var doc yaml.Node
+	if err := yaml.Unmarshal(src, &doc); err != nil {
+		return nil, Problems{syntaxProblem(file, err)}
+	}
+	if len(doc.Content) == 0 {
+		return nil, nil // an empty file changes nothing
+	}
+	root := doc.Content[0]
+	probs := unknownFields(file, root, cfg)
+	if err := root.Decode(cfg); err != nil {
+		var te *yaml.TypeError
+		if !errors.As(err, &te) {
+			return root, append(probs, syntaxProblem(file, err))
+		}
+		for _, msg := range te.Errors {
+			probs = append(probs, typeProblem(file, root, msg))
+		}
+	}
+	return root, probs
+}
+
+func decodeStrict(file string, src []byte, out *Config) error {
+	dec := yaml.NewDecoder(bytes.NewReader(src))
+	dec.KnownFields(true)
+	if err := dec.Decode(out); err != nil {
+		return fmt.Errorf("%s: %w", file, err)
+	}
+	return nil
+}

@@ -1,0 +1,174 @@
+package rules
+
+import (
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/winobs/winobs/config"
+)
+
+// Alert names, also the anchors of their sections in docs/runbooks.md.
+const (
+	AlertNodeCommitChargeHigh        = "WindowsNodeCommitChargeHigh"
+	AlertContainerCommitNearLimit    = "WindowsContainerCommitNearLimit"
+	AlertContainerNoMemoryLimit      = "WindowsContainerNoMemoryLimit"
+	AlertNodeOvercommittedPaging     = "WindowsNodeOvercommittedPaging"
+	AlertNodeServiceNotRunning       = "WindowsNodeServiceNotRunning"
+	AlertNodeRebootedWithoutDrain    = "WindowsNodeRebootedWithoutDrain"
+	AlertExporterDown                = "WindowsExporterDown"
+	AlertExporterCollectorFailing    = "WindowsExporterCollectorFailing"
+	AlertExporterVersionUntested     = "WindowsExporterVersionUntested"
+	AlertNodeCommitLimitMetricAbsent = "WindowsNodeCommitLimitMetricAbsent"
+)
+
+// SupportedExporterVersions matches the windows_exporter versions whose metric
+// names the rules are tested against. 0.32 renames windows_memory_commit_limit
+// to a name not yet established, so it is deliberately outside.
+const SupportedExporterVersions = `v?0\.(29|30|31)\..*`
+
+type alertDef struct {
+	name, severity string
+	expr           string
+	hold           config.Duration
+	summary        string
+	description    string
+}
+
+const (
+	nodeRef      = "{{ $labels.instance }}"
+	containerRef = "{{ $labels.namespace }}/{{ $labels.pod }}/{{ $labels.container }}"
+)
+
+func alertDefs(a *config.Alerts) []alertDef {
+	commit := func(severity string, threshold float64) alertDef {
+		return alertDef{
+			name: AlertNodeCommitChargeHigh, severity: severity,
+			expr:    `$[NodeCommitRatio] > ` + num(threshold),
+			hold:    a.NodeCommit.For,
+			summary: "Windows node " + nodeRef + " has committed {{ $value | humanizePercentage }} of its commit limit.",
+			description: "Committed memory on " + nodeRef + " is {{ $value | humanizePercentage }} of the commit limit (RAM plus page files). " +
+				"At the limit every memory allocation on the node fails with ERROR_COMMITMENT_LIMIT (1455), in all containers at once, " +
+				"and the Windows kubelet does not evict pods on memory pressure.",
+		}
+	}
+	return []alertDef{
+		commit("warning", a.NodeCommit.Warning),
+		commit("critical", a.NodeCommit.Critical),
+		{
+			name: AlertContainerCommitNearLimit, severity: "warning",
+			expr:    `$[ContainerCommitToLimit] >= ` + num(a.ContainerCommit.Warning),
+			hold:    a.ContainerCommit.For,
+			summary: "Windows container " + containerRef + " has committed {{ $value | humanizePercentage }} of its memory limit.",
+			description: "The container's job object caps committed memory, not the working set that kubectl top shows. " +
+				"At the limit VirtualAlloc fails with error 1455 and the process crashes with an exit code: the pod restarts with reason Error, never OOMKilled.",
+		},
+		{
+			name: AlertContainerNoMemoryLimit, severity: "warning",
+			expr: `
+				max by ($[cluster], namespace, pod, container) (
+				  $[ContainerInfo]
+				  and on ($[cluster], namespace, pod, container)
+				  kube_pod_container_info{$[ksm]}
+				)
+				unless on ($[cluster], namespace, pod, container)
+				kube_pod_container_resource_limits{$[ksm], resource="memory"}`,
+			hold:    a.ContainerNoMemoryLimit.For,
+			summary: "Windows container " + containerRef + " has no memory limit.",
+			description: "Without a limit the container can commit memory until the node reaches its commit limit, and then allocations fail in every container on the node. " +
+				"Set memory limits (requests equal to limits) on every Windows pod.",
+		},
+		{
+			name: AlertNodeOvercommittedPaging, severity: "warning",
+			expr: `
+				$[NodeCommitToPhysical] > ` + num(a.NodeOvercommit.CommitToPhysical) + `
+				and on ($[cluster], instance)
+				$[NodePagingRate] > ` + num(a.NodeOvercommit.PagesPerSecond),
+			hold:    a.NodeOvercommit.For,
+			summary: "Windows node " + nodeRef + " has committed {{ $value | humanizePercentage }} of its physical memory and is paging heavily.",
+			description: "Committed memory on " + nodeRef + " is {{ $value | humanizePercentage }} of installed RAM while the node pages more than " +
+				num(a.NodeOvercommit.PagesPerSecond) + " pages per second: every container on it slows down, and the commit limit is next.",
+		},
+		{
+			name: AlertNodeServiceNotRunning, severity: "critical",
+			expr: `
+				max by ($[cluster], instance, node, name) (
+				  windows_service_state{$[exporter], name=~` + serviceRegex(a.NodeServices.Services) + `, state="running"}
+				) == 0`,
+			hold:    a.NodeServices.For,
+			summary: "Service {{ $labels.name }} is not running on Windows node " + nodeRef + ".",
+			description: "The Windows service {{ $labels.name }} on " + nodeRef + " has not been in the running state for " + string(a.NodeServices.For) +
+				". Without kubelet or containerd the node cannot start, stop or report pods.",
+		},
+		{
+			name: AlertNodeRebootedWithoutDrain, severity: "warning",
+			// The boot time names of 0.31 (and 0.30.6+), 0.30 and 0.29.
+			expr: `
+				(
+				  time() - max by ($[cluster], instance) (
+				    windows_system_boot_time_timestamp{$[exporter]}
+				    or windows_system_boot_time_timestamp_seconds{$[exporter]}
+				    or windows_system_system_up_time{$[exporter]}
+				  ) < ` + seconds(a.UncordonedReboot.Window) + `
+				)
+				* on ($[cluster], instance) group_left (node) $[NodeInfo]
+				unless on ($[cluster], node)
+				max by ($[cluster], node) (max_over_time(kube_node_spec_unschedulable{$[ksm]}[` + string(a.UncordonedReboot.Window) + `])) > 0`,
+			summary: "Windows node {{ $labels.node }} rebooted {{ $value | humanizeDuration }} ago without being cordoned.",
+			description: "Node {{ $labels.node }} booted {{ $value | humanizeDuration }} ago and was not cordoned at any time in the last " + string(a.UncordonedReboot.Window) +
+				". After an unplanned restart its pods can look Running while their networking is not restored.",
+		},
+		{
+			name: AlertExporterDown, severity: "warning",
+			expr:    `max by ($[cluster], instance, node) (up{$[exporter]}) == 0`,
+			hold:    a.ExporterDown.For,
+			summary: "windows-exporter on " + nodeRef + " cannot be scraped.",
+			description: "Prometheus has failed to scrape windows-exporter on " + nodeRef + " for " + string(a.ExporterDown.For) +
+				": every Windows alert for this node is blind.",
+		},
+		{
+			name: AlertExporterCollectorFailing, severity: "warning",
+			expr:    `max by ($[cluster], instance, node, collector) (windows_exporter_collector_success{$[exporter]}) == 0`,
+			hold:    a.CollectorFailing.For,
+			summary: "windows-exporter collector {{ $labels.collector }} fails on " + nodeRef + ".",
+			description: "The {{ $labels.collector }} collector of windows-exporter on " + nodeRef + " has reported failure for " + string(a.CollectorFailing.For) +
+				"; its metrics are missing or partial.",
+		},
+		{
+			name: AlertExporterVersionUntested, severity: "info",
+			expr: `max by ($[cluster], instance, node, version) (windows_exporter_build_info{$[exporter], version!~"` +
+				strings.ReplaceAll(SupportedExporterVersions, `\`, `\\`) + `"})`,
+			hold:    a.ExporterVersion.For,
+			summary: "windows-exporter {{ $labels.version }} on " + nodeRef + " is outside the tested versions.",
+			description: "winobs rules are tested against windows_exporter 0.29 to 0.31. Version {{ $labels.version }} may have renamed metrics " +
+				"(0.32 renames windows_memory_commit_limit), which silently empties rules and dashboards.",
+		},
+		{
+			name: AlertNodeCommitLimitMetricAbsent, severity: "warning",
+			expr: `
+				max by ($[cluster], instance, node) (windows_memory_committed_bytes{$[exporter]})
+				unless on ($[cluster], instance)
+				windows_memory_commit_limit{$[exporter]}`,
+			hold:        a.CommitLimitMissing.For,
+			summary:     "Windows node " + nodeRef + " reports no commit limit.",
+			description: "windows-exporter on " + nodeRef + " reports committed memory but no windows_memory_commit_limit, so the commit charge alert cannot fire for this node.",
+		},
+	}
+}
+
+// serviceRegex matches the service key names case-insensitively: the exporter
+// reports them with the case the service was registered with.
+func serviceRegex(services []string) string {
+	quoted := make([]string, len(services))
+	for i, s := range services {
+		quoted[i] = regexp.QuoteMeta(s)
+	}
+	return strconv.Quote("(?i)(" + strings.Join(quoted, "|") + ")")
+}
+
+func num(f float64) string { return strconv.FormatFloat(f, 'g', -1, 64) }
+
+func seconds(d config.Duration) string {
+	return num(time.Duration(d.Model()).Seconds())
+}

@@ -1,0 +1,65 @@
+package rules
+
+// Group names. Both groups may run next to kube-prometheus-stack's
+// windows.node.rules and windows.pod.rules in one Prometheus.
+const (
+	RecordsGroup = "winobs-windows-records"
+	AlertsGroup  = "winobs-windows-alerts"
+)
+
+// Record names follow level:metric:operations. The metric part always starts
+// with "winobs_" so no record can equal a kube-prometheus-stack, Azure or raw
+// windows_exporter name (a test enforces it against their lists).
+//
+// Container-level records carry cluster, namespace, pod and container with the
+// pod's real values, however windows-exporter is scraped, and nothing else.
+const (
+	// ContainerInfo maps every running Windows container_id to its namespace,
+	// pod and container (value 1). It is the right-hand side of every
+	// container join and is unique per (cluster, container_id).
+	ContainerInfo = "container_id:winobs_windows_container_info:max"
+
+	// ContainerCommitBytes is committed memory: what the job object limits.
+	ContainerCommitBytes = "namespace_pod_container:winobs_windows_container_memory_commit_bytes:max"
+	// ContainerWorkingSetBytes is the private working set: what kubectl top shows.
+	ContainerWorkingSetBytes = "namespace_pod_container:winobs_windows_container_memory_private_working_set_bytes:max"
+	// ContainerCPUCores is CPU use in cores over 5m.
+	ContainerCPUCores = "namespace_pod_container:winobs_windows_container_cpu_usage_seconds:rate5m"
+
+	// ContainerMemoryLimitBytes and the three below come from kube-state-metrics,
+	// restricted to containers windows-exporter reports.
+	ContainerMemoryLimitBytes   = "namespace_pod_container:winobs_windows_container_memory_limit_bytes:max"
+	ContainerMemoryRequestBytes = "namespace_pod_container:winobs_windows_container_memory_request_bytes:max"
+	ContainerCPULimitCores      = "namespace_pod_container:winobs_windows_container_cpu_limit_cores:max"
+	ContainerCPURequestCores    = "namespace_pod_container:winobs_windows_container_cpu_request_cores:max"
+
+	// ContainerCommitToLimit is committed memory over the memory limit: at 1,
+	// VirtualAlloc fails with ERROR_COMMITMENT_LIMIT (1455).
+	ContainerCommitToLimit = "namespace_pod_container:winobs_windows_container_memory_commit_to_limit:ratio"
+
+	// PodNetworkReceiveBytes and PodNetworkTransmitBytes are bytes per second
+	// per pod. The exporter repeats an HNS endpoint's counters on every
+	// container of the pod, so they are deduplicated, not summed.
+	PodNetworkReceiveBytes  = "namespace_pod:winobs_windows_pod_network_receive_bytes:rate5m"
+	PodNetworkTransmitBytes = "namespace_pod:winobs_windows_pod_network_transmit_bytes:rate5m"
+)
+
+// Node-level records carry cluster and instance, plus node when the scrape
+// sets a node label.
+const (
+	// NodeInfo maps every windows-exporter instance to its Kubernetes node
+	// name (value 1), from a node label on the series or else by matching the
+	// instance address to kube_node_info's internal_ip.
+	NodeInfo = "instance:winobs_windows_node_info:max"
+	// NodeCommitRatio is the commit charge: committed bytes over the commit
+	// limit (RAM plus page files). At 1 every allocation on the node fails.
+	NodeCommitRatio = "instance:winobs_windows_memory_commit:ratio"
+	// NodeCommitToPhysical is committed bytes over installed RAM.
+	NodeCommitToPhysical = "instance:winobs_windows_memory_commit_to_physical:ratio"
+	// NodeMemoryUtilisation is 1 - available/physical.
+	NodeMemoryUtilisation = "instance:winobs_windows_memory_utilisation:ratio"
+	// NodeCPUUtilisation is the non-idle fraction of all cores over 5m.
+	NodeCPUUtilisation = "instance:winobs_windows_cpu_utilisation:rate5m"
+	// NodePagingRate is hard-fault paging in pages per second over 5m.
+	NodePagingRate = "instance:winobs_windows_memory_swap_pages:rate5m"
+)

@@ -1,0 +1,126 @@
+package rules
+
+// Recording rules, in evaluation order: later rules read earlier ones at the
+// same timestamp. $[name] placeholders are expanded by expand (selectors and
+// the cluster label from the config, record names from names.go).
+//
+// Two rules hold throughout:
+//   - Scrape labels (instance, pod, endpoint, service, exported_*, ...) are
+//     aggregated away before labels are renamed or joined, so two overlapping
+//     exporter pods or two kube-state-metrics replicas cannot produce a
+//     duplicate label set.
+//   - Every right-hand side of an on(...) join is itself aggregated to one
+//     series per join key, so no join can fail as many-to-many.
+var records = []struct{ record, expr string }{
+	// The container's own labels from the first source that has them:
+	//  1. exported_* : windows-exporter 0.31+ scraped without honorLabels (the
+	//     kube-prometheus-stack ServiceMonitor), where the target's labels won;
+	//  2. plain labels: scraped with honorLabels, or by an agent that adds no
+	//     pod labels; series carrying the exporter pod's own target labels (an
+	//     empty or pre-0.31 value) are recognised by matching the exporter's
+	//     build_info on the same instance and skipped;
+	//  3. kube-state-metrics by container_id: exporters before 0.31, and
+	//     containers whose labels the exporter left empty.
+	{ContainerInfo, `
+		max by ($[cluster], container_id, namespace, pod, container) (
+		  label_replace(label_replace(label_replace(
+		    max by ($[cluster], container_id, exported_namespace, exported_pod, exported_container) (
+		      windows_container_available{$[exporter], exported_pod!=""}
+		    ),
+		  "namespace", "$1", "exported_namespace", "(.*)"),
+		  "pod", "$1", "exported_pod", "(.*)"),
+		  "container", "$1", "exported_container", "(.*)")
+		)
+		or on ($[cluster], container_id)
+		max by ($[cluster], container_id, namespace, pod, container) (
+		  windows_container_available{$[exporter], exported_pod="", pod!=""}
+		  unless on ($[cluster], instance, namespace, pod)
+		  windows_exporter_build_info{$[exporter]}
+		)
+		or on ($[cluster], container_id)
+		max by ($[cluster], container_id, namespace, pod, container) (
+		  kube_pod_container_info{$[ksm], container_id!=""}
+		  and on ($[cluster], container_id)
+		  windows_container_available{$[exporter]}
+		)`},
+
+	{ContainerCommitBytes, containerGauge("windows_container_memory_usage_commit_bytes{$[exporter]}")},
+	{ContainerWorkingSetBytes, containerGauge("windows_container_memory_usage_private_working_set_bytes{$[exporter]}")},
+	{ContainerCPUCores, containerGauge("rate(windows_container_cpu_usage_seconds_total{$[exporter]}[5m])")},
+	{PodNetworkReceiveBytes, podNetwork("windows_container_network_receive_bytes_total")},
+	{PodNetworkTransmitBytes, podNetwork("windows_container_network_transmit_bytes_total")},
+
+	{ContainerMemoryLimitBytes, windowsContainerResource("kube_pod_container_resource_limits", "memory")},
+	{ContainerMemoryRequestBytes, windowsContainerResource("kube_pod_container_resource_requests", "memory")},
+	{ContainerCPULimitCores, windowsContainerResource("kube_pod_container_resource_limits", "cpu")},
+	{ContainerCPURequestCores, windowsContainerResource("kube_pod_container_resource_requests", "cpu")},
+	{ContainerCommitToLimit, `
+		$[ContainerCommitBytes]
+		/ on ($[cluster], namespace, pod, container)
+		($[ContainerMemoryLimitBytes] > 0)`},
+
+	// windows_exporter_build_info is present whatever collectors are enabled.
+	{NodeInfo, `
+		max by ($[cluster], instance, node) (windows_exporter_build_info{$[exporter], node!=""})
+		or on ($[cluster], instance)
+		max by ($[cluster], instance, node) (
+		  label_replace(
+		    max by ($[cluster], instance) (windows_exporter_build_info{$[exporter]}),
+		    "internal_ip", "$1", "instance", "\\[?(.*?)\\]?(?::[0-9]+)?"
+		  )
+		  * on ($[cluster], internal_ip) group_left (node)
+		  max by ($[cluster], internal_ip, node) (kube_node_info{$[ksm]})
+		)`},
+	{NodeCommitRatio, `
+		max by ($[cluster], instance, node) (windows_memory_committed_bytes{$[exporter]})
+		/
+		max by ($[cluster], instance, node) (windows_memory_commit_limit{$[exporter]})`},
+	{NodeCommitToPhysical, `
+		max by ($[cluster], instance, node) (windows_memory_committed_bytes{$[exporter]})
+		/
+		max by ($[cluster], instance, node) (windows_memory_physical_total_bytes{$[exporter]})`},
+	{NodeMemoryUtilisation, `
+		1 -
+		max by ($[cluster], instance, node) (windows_memory_available_bytes{$[exporter]})
+		/
+		max by ($[cluster], instance, node) (windows_memory_physical_total_bytes{$[exporter]})`},
+	{NodeCPUUtilisation, `
+		1 - avg by ($[cluster], instance, node) (
+		  max by ($[cluster], instance, node, core) (rate(windows_cpu_time_total{$[exporter], mode="idle"}[5m]))
+		)`},
+	{NodePagingRate, `
+		max by ($[cluster], instance, node) (rate(windows_memory_swap_page_operations_total{$[exporter]}[5m]))`},
+}
+
+// containerGauge gives a per-container series (or a function of one, such as
+// a rate) the container's real labels, one series per container.
+func containerGauge(series string) string {
+	return `
+		max by ($[cluster], namespace, pod, container) (
+		  max by ($[cluster], container_id) (` + series + `)
+		  * on ($[cluster], container_id) group_left (namespace, pod, container)
+		  $[ContainerInfo]
+		)`
+}
+
+// podNetwork takes one value per pod and HNS endpoint (max over the pod's
+// containers, which all repeat it), then sums the pod's endpoints.
+func podNetwork(counter string) string {
+	return `
+		sum by ($[cluster], namespace, pod) (
+		  max by ($[cluster], namespace, pod, interface) (
+		    max by ($[cluster], container_id, interface) (rate(` + counter + `{$[exporter]}[5m]))
+		    * on ($[cluster], container_id) group_left (namespace, pod)
+		    $[ContainerInfo]
+		  )
+		)`
+}
+
+// windowsContainerResource restricts a kube-state-metrics resource series to
+// the containers windows-exporter reports.
+func windowsContainerResource(metric, resource string) string {
+	return `
+		max by ($[cluster], namespace, pod, container) (` + metric + `{$[ksm], resource="` + resource + `"})
+		and on ($[cluster], namespace, pod, container)
+		$[ContainerInfo]`
+}

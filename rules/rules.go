@@ -1,0 +1,200 @@
+// Package rules builds winobs's Prometheus recording and alerting rules for
+// Windows nodes and containers: as rule files for any Prometheus-compatible
+// ruler and as prometheus-operator PrometheusRule objects.
+package rules
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"regexp"
+	"strconv"
+	"strings"
+
+	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
+	"github.com/prometheus/common/model"
+	"github.com/prometheus/prometheus/model/rulefmt"
+	"github.com/prometheus/prometheus/promql/parser"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/winobs/winobs/config"
+	"github.com/winobs/winobs/render"
+)
+
+// Build returns the rule groups for cfg. Every expression is parsed and the
+// encoded groups pass the same checks as `promtool check rules`.
+func Build(cfg *config.Config) (rulefmt.RuleGroups, error) {
+	p := parser.NewParser(parser.Options{})
+	x := newExpander(cfg)
+	var errs []error
+	expr := func(name, tmpl string) string {
+		s, err := x.expr(p, tmpl)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", name, err))
+		}
+		return s
+	}
+
+	recs := rulefmt.RuleGroup{Name: RecordsGroup}
+	for _, r := range records {
+		recs.Rules = append(recs.Rules, rulefmt.Rule{Record: r.record, Expr: expr(r.record, r.expr)})
+	}
+	alerts := rulefmt.RuleGroup{Name: AlertsGroup}
+	for _, a := range alertDefs(&cfg.Alerts) {
+		alerts.Rules = append(alerts.Rules, rulefmt.Rule{
+			Alert:  a.name,
+			Expr:   expr(a.name, a.expr),
+			For:    a.hold.Model(),
+			Labels: map[string]string{"severity": a.severity},
+			Annotations: map[string]string{
+				"summary":     a.summary,
+				"description": a.description,
+				"runbook_url": RunbookURL(cfg.Alerts.RunbookURL, a.name),
+			},
+		})
+	}
+	if len(errs) > 0 {
+		return rulefmt.RuleGroups{}, errors.Join(errs...)
+	}
+	groups := rulefmt.RuleGroups{Groups: []rulefmt.RuleGroup{recs, alerts}}
+	for _, g := range groups.Groups {
+		if _, err := encodeGroup(g, p); err != nil {
+			return rulefmt.RuleGroups{}, err
+		}
+	}
+	return groups, nil
+}
+
+// RunbookURL is the runbook link of an alert: every alert gets it here, from
+// one base, with the anchor GitHub gives the alert's heading.
+func RunbookURL(base, alert string) string {
+	return base + "#" + strings.ToLower(alert)
+}
+
+// Files renders the groups as plain rule files (rules/) and as PrometheusRule
+// objects (prometheus/), one file per group in each.
+func Files(cfg *config.Config) ([]render.File, error) {
+	groups, err := Build(cfg)
+	if err != nil {
+		return nil, err
+	}
+	p := parser.NewParser(parser.Options{})
+	var files []render.File
+	for _, g := range groups.Groups {
+		raw, err := encodeGroup(g, p)
+		if err != nil {
+			return nil, err
+		}
+		files = append(files,
+			render.File{Path: "rules/" + g.Name + ".yaml", Raw: raw},
+			render.File{Path: "prometheus/" + g.Name + ".yaml", Objects: []any{prometheusRule(cfg, g)}},
+		)
+	}
+	return files, nil
+}
+
+// encodeGroup encodes one group as a rule file and checks it as promtool does.
+func encodeGroup(g rulefmt.RuleGroup, p parser.Parser) ([]byte, error) {
+	raw, err := render.EncodeYAML(rulefmt.RuleGroups{Groups: []rulefmt.RuleGroup{g}})
+	if err != nil {
+		return nil, err
+	}
+	if _, errs := rulefmt.Parse(raw, false, model.LegacyValidation, p, slog.New(slog.DiscardHandler)); len(errs) > 0 {
+		return nil, fmt.Errorf("group %s: %w", g.Name, errors.Join(errs...))
+	}
+	return raw, nil
+}
+
+func prometheusRule(cfg *config.Config, g rulefmt.RuleGroup) *monitoringv1.PrometheusRule {
+	labels := map[string]string{"app.kubernetes.io/name": "winobs", "app.kubernetes.io/component": "rules"}
+	for k, v := range cfg.Prometheus.RuleLabels {
+		labels[k] = v
+	}
+	spec := monitoringv1.RuleGroup{Name: g.Name}
+	for _, r := range g.Rules {
+		rule := monitoringv1.Rule{
+			Record:      r.Record,
+			Alert:       r.Alert,
+			Expr:        intstr.FromString(r.Expr),
+			Labels:      r.Labels,
+			Annotations: r.Annotations,
+		}
+		if r.For != 0 {
+			d := monitoringv1.Duration(r.For.String())
+			rule.For = &d
+		}
+		spec.Rules = append(spec.Rules, rule)
+	}
+	return &monitoringv1.PrometheusRule{
+		TypeMeta:   metav1.TypeMeta{APIVersion: monitoringv1.SchemeGroupVersion.String(), Kind: monitoringv1.PrometheusRuleKind},
+		ObjectMeta: metav1.ObjectMeta{Name: g.Name, Namespace: cfg.Namespace, Labels: labels},
+		Spec:       monitoringv1.PrometheusRuleSpec{Groups: []monitoringv1.RuleGroup{spec}},
+	}
+}
+
+// expander fills $[name] placeholders in expression templates.
+type expander struct{ vars map[string]string }
+
+var placeholder = regexp.MustCompile(`\$\[(\w+)\]`)
+
+func newExpander(cfg *config.Config) *expander {
+	return &expander{vars: map[string]string{
+		"cluster":  cfg.Cluster.Label,
+		"exporter": "job=" + strconv.Quote(cfg.WindowsExporter.Job),
+		"ksm":      "job=" + strconv.Quote(cfg.KubeStateMetrics.Job),
+
+		"ContainerInfo":             ContainerInfo,
+		"ContainerCommitBytes":      ContainerCommitBytes,
+		"ContainerMemoryLimitBytes": ContainerMemoryLimitBytes,
+		"ContainerCommitToLimit":    ContainerCommitToLimit,
+		"NodeInfo":                  NodeInfo,
+		"NodeCommitRatio":           NodeCommitRatio,
+		"NodeCommitToPhysical":      NodeCommitToPhysical,
+		"NodePagingRate":            NodePagingRate,
+	}}
+}
+
+// expr expands a template, checks that it parses, and returns it dedented,
+// keeping the template's hand-made layout.
+func (x *expander) expr(p parser.Parser, tmpl string) (string, error) {
+	var missing []string
+	s := placeholder.ReplaceAllStringFunc(tmpl, func(m string) string {
+		name := m[2 : len(m)-1]
+		v, ok := x.vars[name]
+		if !ok {
+			missing = append(missing, name)
+		}
+		return v
+	})
+	if len(missing) > 0 {
+		return "", fmt.Errorf("unknown placeholders %v", missing)
+	}
+	s = dedent(s)
+	if _, err := p.ParseExpr(s); err != nil {
+		return "", fmt.Errorf("parsing %q: %w", s, err)
+	}
+	return s, nil
+}
+
+// dedent removes the indentation that all non-blank lines share, and the
+// blank lines around the text.
+func dedent(s string) string {
+	lines := strings.Split(strings.Trim(s, "\n"), "\n")
+	common := -1
+	for _, l := range lines {
+		if strings.TrimSpace(l) == "" {
+			continue
+		}
+		n := len(l) - len(strings.TrimLeft(l, "\t "))
+		if common < 0 || n < common {
+			common = n
+		}
+	}
+	for i, l := range lines {
+		if len(l) >= common {
+			lines[i] = strings.TrimRight(l[common:], " \t")
+		}
+	}
+	return strings.Join(lines, "\n")
+}
