@@ -1,0 +1,232 @@
+package tests
+
+import (
+	"log/slog"
+	"os"
+	"path/filepath"
+	"reflect"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+
+	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
+	"github.com/prometheus/common/model"
+	"github.com/prometheus/prometheus/model/rulefmt"
+	"github.com/prometheus/prometheus/promql/parser"
+	"sigs.k8s.io/yaml"
+
+	winrules "github.com/winobs/winobs/rules"
+)
+
+const manifests = "../manifests"
+
+// loadRenderedGroups parses the committed rule files as promtool would.
+func loadRenderedGroups(t *testing.T) []rulefmt.RuleGroup {
+	t.Helper()
+	files, _ := filepath.Glob(filepath.Join(manifests, "rules", "*.yaml"))
+	if len(files) == 0 {
+		t.Fatal("no rendered rule files; run make generate")
+	}
+	var groups []rulefmt.RuleGroup
+	for _, f := range files {
+		rgs, errs := rulefmt.ParseFile(f, false, model.LegacyValidation, promqlParser, slog.New(slog.DiscardHandler))
+		if len(errs) > 0 {
+			t.Fatalf("%s: %v", f, errs)
+		}
+		groups = append(groups, rgs.Groups...)
+	}
+	return groups
+}
+
+// TestEveryRuleIsTested: every alert has a case where it fires (with
+// annotations) and one where it must stay silent; every record has a case
+// that checks its exact value.
+func TestEveryRuleIsTested(t *testing.T) {
+	fires, silent, recorded := map[string]bool{}, map[string]bool{}, map[string]bool{}
+	for _, path := range testFiles(t) {
+		for _, tg := range loadTestFile(t, path).Tests {
+			for _, at := range tg.AlertRuleTests {
+				if len(at.ExpAlerts) == 0 {
+					silent[at.Alertname] = true
+				}
+				for _, ea := range at.ExpAlerts {
+					if len(ea.ExpAnnotations) == 0 {
+						t.Errorf("%s: %s at %s: a firing case must state its annotations", path, at.Alertname, at.EvalTime)
+					}
+					fires[at.Alertname] = true
+				}
+			}
+			for _, et := range tg.PromqlExprTests {
+				if len(et.ExpSamples) > 0 {
+					recorded[strings.TrimSpace(et.Expr)] = true
+				}
+			}
+		}
+	}
+	for _, g := range loadRenderedGroups(t) {
+		for _, r := range g.Rules {
+			switch {
+			case r.Alert != "" && !fires[r.Alert]:
+				t.Errorf("alert %s has no test case where it fires", r.Alert)
+			case r.Alert != "" && !silent[r.Alert]:
+				t.Errorf("alert %s has no test case where it must not fire", r.Alert)
+			case r.Record != "" && !recorded[r.Record]:
+				t.Errorf("record %s has no exact-value test case", r.Record)
+			}
+		}
+	}
+}
+
+// TestPrometheusRuleMatchesRuleFiles: the PrometheusRule objects hold exactly
+// the groups of the plain rule files.
+func TestPrometheusRuleMatchesRuleFiles(t *testing.T) {
+	for _, g := range loadRenderedGroups(t) {
+		raw, err := os.ReadFile(filepath.Join(manifests, "prometheus", g.Name+".yaml"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var cr monitoringv1.PrometheusRule
+		if err := yaml.UnmarshalStrict(raw, &cr); err != nil {
+			t.Fatal(err)
+		}
+		// The spec is a valid rule file on its own, as promtool wants it.
+		spec, err := yaml.Marshal(cr.Spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		parsed, errs := rulefmt.Parse(spec, false, model.LegacyValidation, promqlParser, slog.New(slog.DiscardHandler))
+		if len(errs) > 0 {
+			t.Fatalf("%s spec: %v", g.Name, errs)
+		}
+		if len(parsed.Groups) != 1 || !equalGroups(parsed.Groups[0], g) {
+			t.Errorf("PrometheusRule %s differs from rules/%s.yaml", g.Name, g.Name)
+		}
+	}
+}
+
+func equalGroups(a, b rulefmt.RuleGroup) bool {
+	return reflect.DeepEqual(a, b)
+}
+
+// knownMetrics is every metric a rule may select: windows_exporter 0.31.8,
+// kube-state-metrics, Prometheus' own, our records, and the legacy names the
+// rules read on purpose for older exporters.
+func knownMetrics(t *testing.T, groups []rulefmt.RuleGroup) map[string]string {
+	known := map[string]string{"up": "prometheus"}
+	read := func(path, source string, field int) {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, line := range strings.Split(string(b), "\n") {
+			if f := strings.Fields(line); len(f) > field && !strings.HasPrefix(line, "#") {
+				known[f[field]] = source
+			}
+		}
+	}
+	read("../../shared/testdata/windows-exporter/metric-names-0.31.8.txt", "windows_exporter 0.31.8", 0)
+	read("../../shared/testdata/windows-exporter/kube-state-metrics-names.txt", "kube-state-metrics", 0)
+	for _, g := range groups {
+		for _, r := range g.Rules {
+			if r.Record != "" {
+				known[r.Record] = "winobs record"
+			}
+		}
+	}
+	for name, version := range legacyMetrics {
+		known[name] = version
+	}
+	return known
+}
+
+// legacyMetrics are pre-0.31 names read only in an `or` after the 0.31 name.
+var legacyMetrics = map[string]string{
+	"windows_system_boot_time_timestamp_seconds": "windows_exporter 0.30 (removed in 0.31.0)",
+	"windows_system_system_up_time":              "windows_exporter 0.29 (renamed in 0.30.0)",
+}
+
+// TestRulesSelectOnlyKnownMetrics catches a misspelt or renamed metric, the
+// way kube-prometheus-stack's rules went empty on exporter 0.31.
+func TestRulesSelectOnlyKnownMetrics(t *testing.T) {
+	groups := loadRenderedGroups(t)
+	known := knownMetrics(t, groups)
+	for _, g := range groups {
+		for _, r := range g.Rules {
+			expr, err := promqlParser.ParseExpr(r.Expr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, vs := range parser.ExtractSelectors(expr) {
+				for _, m := range vs {
+					if _, ok := known[m.Value]; m.Name == model.MetricNameLabel && !ok {
+						t.Errorf("%s%s selects unknown metric %q", r.Alert, r.Record, m.Value)
+					}
+				}
+			}
+		}
+	}
+}
+
+// kpsNames are the record names of kube-prometheus-stack 88.5.3 /
+// kubernetes-mixin (and Azure Managed Prometheus) for Windows. Prometheus
+// does not refuse two groups recording one name; the series would collide.
+var kpsNames = []string{
+	"node:windows_node:sum", "node:windows_node_num_cpu:sum", ":windows_node_cpu_utilisation:avg1m",
+	"node:windows_node_cpu_utilisation:avg1m", ":windows_node_memory_utilisation:", ":windows_node_memory_MemFreeCached_bytes:sum",
+	"node:windows_node_memory_totalCached_bytes:sum", ":windows_node_memory_MemTotal_bytes:sum", "node:windows_node_memory_bytes_available:sum",
+	"node:windows_node_memory_bytes_total:sum", "node:windows_node_memory_utilisation:ratio", "node:windows_node_memory_utilisation:",
+	"node:windows_node_memory_swap_io_pages:irate", ":windows_node_disk_utilisation:avg_irate", "node:windows_node_disk_utilisation:avg_irate",
+	"node:windows_node_filesystem_usage:", "node:windows_node_filesystem_avail:", ":windows_node_net_utilisation:sum_irate",
+	"node:windows_node_net_utilisation:sum_irate", ":windows_node_net_saturation:sum_irate", "node:windows_node_net_saturation:sum_irate",
+	"windows_pod_container_available", "windows_container_total_runtime", "windows_container_memory_usage",
+	"windows_container_private_working_set_usage", "windows_container_network_received_bytes_total",
+	"windows_container_network_transmitted_bytes_total", "kube_pod_windows_container_resource_memory_request",
+	"kube_pod_windows_container_resource_memory_limit", "kube_pod_windows_container_resource_cpu_cores_request",
+	"kube_pod_windows_container_resource_cpu_cores_limit", "namespace_pod_container:windows_container_cpu_usage_seconds_total:sum_rate",
+	":windows_node_cpu_utilisation:avg5m", "node:windows_node_cpu_utilisation:avg5m",
+}
+
+var recordName = regexp.MustCompile(`^[a-z_]+:winobs_[a-z0-9_]+:[a-z0-9_]+$`)
+
+// TestRecordNamesAreOurs: no record may take a kube-prometheus-stack, Azure
+// or raw exporter name, and every one has the winobs marker and the
+// level:metric:operations shape.
+func TestRecordNamesAreOurs(t *testing.T) {
+	groups := loadRenderedGroups(t)
+	raw := knownMetrics(t, nil) // exporter and KSM names only
+	for _, g := range groups {
+		for _, r := range g.Rules {
+			if r.Record == "" {
+				continue
+			}
+			if !recordName.MatchString(r.Record) {
+				t.Errorf("record %s does not follow level:winobs_metric:operations", r.Record)
+			}
+			if slices.Contains(kpsNames, r.Record) {
+				t.Errorf("record %s collides with kube-prometheus-stack", r.Record)
+			}
+			if src, ok := raw[r.Record]; ok {
+				t.Errorf("record %s collides with a %s metric", r.Record, src)
+			}
+		}
+	}
+	// The constants dashboards use are the records the rules produce.
+	for _, name := range []string{
+		winrules.ContainerInfo, winrules.ContainerCommitBytes, winrules.ContainerWorkingSetBytes, winrules.ContainerCPUCores,
+		winrules.ContainerMemoryLimitBytes, winrules.ContainerMemoryRequestBytes, winrules.ContainerCPULimitCores,
+		winrules.ContainerCPURequestCores, winrules.ContainerCommitToLimit, winrules.PodNetworkReceiveBytes,
+		winrules.PodNetworkTransmitBytes, winrules.NodeInfo, winrules.NodeCommitRatio, winrules.NodeCommitToPhysical,
+		winrules.NodeMemoryUtilisation, winrules.NodeCPUUtilisation, winrules.NodePagingRate,
+	} {
+		found := false
+		for _, g := range groups {
+			for _, r := range g.Rules {
+				found = found || r.Record == name
+			}
+		}
+		if !found {
+			t.Errorf("exported record name %s is not recorded by any rule", name)
+		}
+	}
+}
