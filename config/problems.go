@@ -197,7 +197,9 @@ func typeProblem(file string, root *yaml.Node, msg string) Problem {
 		return Problem{File: file, Msg: msg}
 	}
 	line, _ := strconv.Atoi(m[1])
-	return Problem{File: file, Line: line, Path: pathAtLine(root, line), Msg: m[2]}
+	// The error names the kind of node it could not decode.
+	collection := strings.Contains(m[2], "!!seq") || strings.Contains(m[2], "!!map")
+	return Problem{File: file, Line: line, Path: pathAtLine(root, line, collection), Msg: m[2]}
 }
 
 func syntaxProblem(file string, err error) Problem {
@@ -213,18 +215,22 @@ func syntaxProblem(file string, err error) Problem {
 	return Problem{File: file, Msg: "invalid YAML: " + strings.TrimPrefix(msg, "yaml: ")}
 }
 
-// pathAtLine returns the path of the value on line, preferring the first
-// scalar there (the one a type error is about) over a flow mapping holding it.
-func pathAtLine(n *yaml.Node, line int) string {
-	var found, scalar string
+// pathAtLine returns the path of the value on line. A flow collection and
+// its items share a line, so it picks the innermost collection when the error
+// is about one, else the first scalar.
+func pathAtLine(n *yaml.Node, line int, collection bool) string {
+	var first, inner, scalar string
 	var walk func(n *yaml.Node, path string)
 	walk = func(n *yaml.Node, path string) {
 		if n.Line == line && path != "" {
-			if found == "" {
-				found = path
+			if first == "" {
+				first = path
 			}
-			if scalar == "" && n.Kind == yaml.ScalarNode {
+			if n.Kind == yaml.ScalarNode && scalar == "" {
 				scalar = path
+			}
+			if n.Kind != yaml.ScalarNode {
+				inner = path
 			}
 		}
 		switch n.Kind {
@@ -239,10 +245,13 @@ func pathAtLine(n *yaml.Node, line int) string {
 		}
 	}
 	walk(n, "")
-	if scalar != "" {
+	switch {
+	case collection && inner != "":
+		return inner
+	case !collection && scalar != "":
 		return scalar
 	}
-	return found
+	return first
 }
 
 func join(path, key string) string {

@@ -180,7 +180,7 @@ func (x *expander) expr(p parser.Parser, tmpl string) (string, error) {
 // dedent removes the indentation that all non-blank lines share, and the
 // blank lines around the text.
 func dedent(s string) string {
-	lines := strings.Split(strings.Trim(s, "\n"), "\n")
+	lines := strings.Split(strings.TrimRight(strings.TrimLeft(s, "\n"), " \t\n"), "\n")
 	common := -1
 	for _, l := range lines {
 		if strings.TrimSpace(l) == "" {

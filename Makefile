@@ -1,0 +1,37 @@
+# winobs: the Windows observability bundle. `make help` lists the targets.
+GO ?= go
+# promtool of Prometheus 3.x, for the optional cross-check of tests/*.yaml.
+PROMTOOL_VERSION := v0.316.0
+
+.PHONY: help generate test vet fmt-check windows check-generated ci bench promtool-test
+
+help: ## list targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-16s %s\n", $$1, $$2}'
+
+generate: ## render the committed bundle into manifests/
+	$(GO) run ./cmd/gen --out manifests
+
+test: ## run every test (rule unit tests included)
+	$(GO) test ./...
+
+vet: ## go vet
+	$(GO) vet ./...
+
+fmt-check: ## fail if gofmt would change a file
+	@out=$$(gofmt -l .); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+
+windows: ## build and vet everything for Windows
+	GOOS=windows $(GO) build ./...
+	GOOS=windows $(GO) vet ./...
+
+check-generated: ## fail if manifests/ differs from a fresh render
+	$(GO) run ./cmd/gen --out manifests --check
+
+ci: fmt-check test vet windows check-generated ## what CI runs
+
+bench: ## benchmarks: rule evaluation over 50 Windows nodes x 60 containers
+	$(GO) test -run '^$$' -bench . -benchmem -benchtime 20x ./tests/
+
+promtool-test: ## run tests/*.yaml with real promtool 3.x (slow: ~10 CPU-minutes to build)
+	GOBIN=$(CURDIR)/bin $(GO) install github.com/prometheus/prometheus/cmd/promtool@$(PROMTOOL_VERSION)
+	cd tests && ../bin/promtool test rules *.yaml

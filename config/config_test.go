@@ -1,0 +1,132 @@
+package config
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func writeConfig(t *testing.T, body string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "winobs.yaml")
+	if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestDefaultIsTheReferenceLab(t *testing.T) {
+	cfg, err := Load("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Namespace != "monitoring" || cfg.WindowsExporter.Job != "windows-exporter" ||
+		cfg.Prometheus.RuleLabels["release"] != "kps" || cfg.Alerts.NodeCommit.Warning != 0.9 ||
+		cfg.Alerts.NodeCommit.Critical != 0.95 || cfg.Alerts.ContainerCommit.Warning != 0.9 {
+		t.Errorf("default config drifted from the seed lab: %+v", cfg)
+	}
+}
+
+func TestOverrideFieldByField(t *testing.T) {
+	p := writeConfig(t, `
+alerts:
+  nodeCommit:
+    critical: 0.97
+prometheus:
+  ruleLabels: {prometheus: main}
+`)
+	cfg, err := Load(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Alerts.NodeCommit.Critical != 0.97 || cfg.Alerts.NodeCommit.Warning != 0.9 || cfg.Alerts.NodeCommit.For != "5m" {
+		t.Errorf("nodeCommit = %+v, want critical overridden and the rest kept", cfg.Alerts.NodeCommit)
+	}
+	// A label map is replaced, not merged: the default selector label must go.
+	if len(cfg.Prometheus.RuleLabels) != 1 || cfg.Prometheus.RuleLabels["prometheus"] != "main" {
+		t.Errorf("ruleLabels = %v, want exactly {prometheus: main}", cfg.Prometheus.RuleLabels)
+	}
+}
+
+func TestEmptyFileKeepsDefaults(t *testing.T) {
+	if _, err := Load(writeConfig(t, "# nothing to change\n")); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// All problems at once, each with file, line and field path.
+func TestProblemsReportedTogether(t *testing.T) {
+	p := writeConfig(t, `namespace: Monitoring
+alerts:
+  nodeCommit:
+    warning: 1.5
+    for: -5m
+  containerCommit:
+    warnng: 0.8
+  nodeServices:
+    services: ["kubelet", "bad name"]
+  uncordonedReboot:
+    window: 0s
+  exporterDown:
+    for: soon
+windowsExporter:
+  job: ""
+  scrape: {}
+kubeStateMetrics:
+  job: [a]
+`)
+	_, err := Load(p)
+	probs, ok := err.(Problems)
+	if !ok {
+		t.Fatalf("want Problems, got %T %v", err, err)
+	}
+	want := []string{
+		p + ":1: namespace: must be a DNS-1123 label",
+		p + ":4: alerts.nodeCommit.warning: must be a ratio above 0 and at most 1",
+		p + ":5: alerts.nodeCommit.for: must be a non-negative duration",
+		p + `:7: alerts.containerCommit.warnng: unknown field (did you mean "warning"?)`,
+		p + `:9: alerts.nodeServices.services[1]: must be a Windows service key name`,
+		p + ":11: alerts.uncordonedReboot.window: must be longer than zero",
+		p + `:13: alerts.exporterDown.for: must be a non-negative duration such as 30s, 5m or 1h, got "soon"`,
+		p + ":15: windowsExporter.job: must not be empty",
+		p + ":16: windowsExporter.scrape: unknown field",
+		p + ":18: kubeStateMetrics.job: cannot unmarshal",
+	}
+	if len(probs) != len(want) {
+		t.Errorf("got %d problems, want %d:\n%v", len(probs), len(want), err)
+	}
+	for i, w := range want {
+		if i >= len(probs) || !strings.HasPrefix(probs[i].Error(), w) {
+			t.Errorf("problem %d:\n got  %v\n want %s...", i, probs[i], w)
+		}
+	}
+}
+
+func TestInvalidYAML(t *testing.T) {
+	_, err := Load(writeConfig(t, "alerts:\n  nodeCommit: [\n"))
+	if err == nil || !strings.Contains(err.Error(), "invalid YAML") {
+		t.Fatalf("want an invalid YAML problem, got %v", err)
+	}
+}
+
+func TestMissingFile(t *testing.T) {
+	_, err := Load(filepath.Join(t.TempDir(), "nope.yaml"))
+	if err == nil || !strings.Contains(err.Error(), "nope.yaml") {
+		t.Fatalf("want an error naming the file, got %v", err)
+	}
+}
+
+// The embedded default documents every field: nothing is settable that the
+// default does not show.
+func TestDefaultSetsEveryField(t *testing.T) {
+	var n yamlNode
+	if err := unmarshalNode(DefaultYAML(), &n); err != nil {
+		t.Fatal(err)
+	}
+	for _, path := range fieldPaths(Config{}) {
+		if lookup(n.root(), path) == nil {
+			t.Errorf("default.yaml does not set %s", path)
+		}
+	}
+}

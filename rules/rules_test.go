@@ -1,0 +1,111 @@
+package rules
+
+import (
+	"os"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/winobs/winobs/config"
+)
+
+func defaultConfig(t *testing.T) *config.Config {
+	t.Helper()
+	cfg, err := config.Load("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg
+}
+
+// Every alert links to a runbook section that exists and says how to confirm
+// the problem from both sides: a query and a command on the node.
+func TestRunbooks(t *testing.T) {
+	doc, err := os.ReadFile("../docs/runbooks.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sections := map[string]string{}
+	for _, s := range strings.Split(string(doc), "\n## ")[1:] {
+		title, body, _ := strings.Cut(s, "\n")
+		sections[strings.ToLower(title)] = body
+	}
+	groups, err := Build(defaultConfig(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range groups.Groups[1].Rules {
+		url := r.Annotations["runbook_url"]
+		anchor := url[strings.LastIndex(url, "#")+1:]
+		body, ok := sections[anchor]
+		switch {
+		case !strings.HasPrefix(url, "https://github.com/winobs/winobs/blob/main/docs/runbooks.md#"):
+			t.Errorf("%s: runbook_url %q", r.Alert, url)
+		case !ok:
+			t.Errorf("%s: docs/runbooks.md has no section %q", r.Alert, anchor)
+		case !strings.Contains(body, "```promql") || !strings.Contains(body, "```powershell") ||
+			!strings.Contains(body, "**Meaning.**") || !strings.Contains(body, "**Act.**"):
+			t.Errorf("%s: runbook section lacks meaning, a PromQL and a PowerShell check, or actions", r.Alert)
+		}
+	}
+}
+
+// The config is the one source of thresholds, selectors and labels.
+func TestBuildFollowsConfig(t *testing.T) {
+	cfg := defaultConfig(t)
+	cfg.Cluster.Label = "k8s_cluster"
+	cfg.WindowsExporter.Job = "integrations/windows-exporter"
+	cfg.KubeStateMetrics.Job = "ksm"
+	cfg.Alerts.NodeCommit.Warning = 0.8
+	cfg.Alerts.NodeServices.Services = []string{"kubelet", "hns", "vmcompute.v2"}
+	cfg.Alerts.RunbookURL = "https://runbooks.example.com/windows"
+	groups, err := Build(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var all strings.Builder
+	for _, g := range groups.Groups {
+		for _, r := range g.Rules {
+			all.WriteString(r.Expr + "\n" + r.Annotations["runbook_url"] + "\n")
+		}
+	}
+	text := all.String()
+	for _, want := range []string{
+		`job="integrations/windows-exporter"`, `job="ksm"`, "by (k8s_cluster, container_id)",
+		"instance:winobs_windows_memory_commit:ratio > 0.8\n",
+		`name=~"(?i)(kubelet|hns|vmcompute\\.v2)"`,
+		"https://runbooks.example.com/windows#windowsnodecommitchargehigh",
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("rules do not contain %q", want)
+		}
+	}
+	for _, unwanted := range []string{`job="windows-exporter"`, `job="kube-state-metrics"`, "(cluster,"} {
+		if strings.Contains(text, unwanted) {
+			t.Errorf("rules still contain the default %q", unwanted)
+		}
+	}
+}
+
+func TestExpanderRejectsUnknownPlaceholders(t *testing.T) {
+	_, err := newExpander(defaultConfig(t)).expr(nil, "up{$[nope]}")
+	if err == nil || !strings.Contains(err.Error(), "nope") {
+		t.Fatalf("want an error naming the placeholder, got %v", err)
+	}
+}
+
+func TestDedent(t *testing.T) {
+	got := dedent("\n\t\tsum by (a) (\n\t\t  x\n\n\t\t)\n\t")
+	if want := "sum by (a) (\n  x\n\n)"; got != want {
+		t.Errorf("dedent = %q, want %q", got, want)
+	}
+}
+
+func TestSupportedVersions(t *testing.T) {
+	re := regexp.MustCompile("^(?:" + SupportedExporterVersions + ")$")
+	for v, want := range map[string]bool{"0.29.2": true, "0.30.6": true, "v0.31.8": true, "0.32.0": false, "0.28.1": false, "1.0.0": false} {
+		if re.MatchString(v) != want {
+			t.Errorf("version %s supported = %v, want %v", v, !want, want)
+		}
+	}
+}
