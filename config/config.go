@@ -28,7 +28,24 @@ type Config struct {
 	Prometheus       Prometheus       `yaml:"prometheus"`
 	WindowsExporter  WindowsExporter  `yaml:"windowsExporter"`
 	KubeStateMetrics KubeStateMetrics `yaml:"kubeStateMetrics"`
+	Logs             Logs             `yaml:"logs"`
+	Dashboards       Dashboards       `yaml:"dashboards"`
 	Alerts           Alerts           `yaml:"alerts"`
+}
+
+// Logs names the Loki streams the agents write and the dashboards read.
+type Logs struct {
+	EventsJob  string `yaml:"eventsJob"`
+	PodLogsJob string `yaml:"podLogsJob"`
+}
+
+// Dashboards controls how dashboards are published to Grafana.
+type Dashboards struct {
+	Folder            string   `yaml:"folder"`
+	Tags              []string `yaml:"tags"`
+	SidecarLabel      string   `yaml:"sidecarLabel"`
+	SidecarLabelValue string   `yaml:"sidecarLabelValue"`
+	FolderAnnotation  string   `yaml:"folderAnnotation"`
 }
 
 // Cluster names the label that separates clusters in a shared backend.

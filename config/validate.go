@@ -11,6 +11,8 @@ import (
 var (
 	dnsLabel  = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
 	labelName = regexp.MustCompile(`^[a-zA-Z_][a-zA-Z0-9_]*$`)
+	// A Kubernetes label or annotation key: optional DNS prefix, then a name.
+	qualifiedName = regexp.MustCompile(`^([a-z0-9]([-a-z0-9.]*[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$`)
 	// Service key names as the Service Control Manager accepts them.
 	serviceName = regexp.MustCompile(`^[A-Za-z0-9_.\-]+$`)
 )
@@ -27,6 +29,15 @@ func Validate(c *Config) Problems {
 	}
 	v.nonEmpty("windowsExporter.job", c.WindowsExporter.Job)
 	v.nonEmpty("kubeStateMetrics.job", c.KubeStateMetrics.Job)
+
+	v.nonEmpty("logs.eventsJob", c.Logs.EventsJob)
+	v.nonEmpty("logs.podLogsJob", c.Logs.PodLogsJob)
+	v.check("logs.podLogsJob", c.Logs.PodLogsJob != c.Logs.EventsJob, "must differ from logs.eventsJob")
+	v.nonEmpty("dashboards.folder", c.Dashboards.Folder)
+	v.check("dashboards.sidecarLabel", qualifiedName.MatchString(c.Dashboards.SidecarLabel),
+		"must be a Kubernetes label key, got %q", c.Dashboards.SidecarLabel)
+	v.check("dashboards.folderAnnotation", qualifiedName.MatchString(c.Dashboards.FolderAnnotation),
+		"must be a Kubernetes annotation key, got %q", c.Dashboards.FolderAnnotation)
 
 	a := &c.Alerts
 	if u, err := url.Parse(a.RunbookURL); err != nil || u.Scheme == "" || u.Host == "" || u.Fragment != "" {

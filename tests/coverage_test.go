@@ -109,43 +109,6 @@ func equalGroups(a, b rulefmt.RuleGroup) bool {
 	return reflect.DeepEqual(a, b)
 }
 
-// knownMetrics is every metric a rule may select: windows_exporter 0.31.8,
-// kube-state-metrics, Prometheus' own, our records, and the legacy names the
-// rules read on purpose for older exporters.
-func knownMetrics(t *testing.T, groups []rulefmt.RuleGroup) map[string]string {
-	known := map[string]string{"up": "prometheus"}
-	read := func(path, source string, field int) {
-		b, err := os.ReadFile(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, line := range strings.Split(string(b), "\n") {
-			if f := strings.Fields(line); len(f) > field && !strings.HasPrefix(line, "#") {
-				known[f[field]] = source
-			}
-		}
-	}
-	read("../../shared/testdata/windows-exporter/metric-names-0.31.8.txt", "windows_exporter 0.31.8", 0)
-	read("../../shared/testdata/windows-exporter/kube-state-metrics-names.txt", "kube-state-metrics", 0)
-	for _, g := range groups {
-		for _, r := range g.Rules {
-			if r.Record != "" {
-				known[r.Record] = "winobs record"
-			}
-		}
-	}
-	for name, version := range legacyMetrics {
-		known[name] = version
-	}
-	return known
-}
-
-// legacyMetrics are pre-0.31 names read only in an `or` after the 0.31 name.
-var legacyMetrics = map[string]string{
-	"windows_system_boot_time_timestamp_seconds": "windows_exporter 0.30 (removed in 0.31.0)",
-	"windows_system_system_up_time":              "windows_exporter 0.29 (renamed in 0.30.0)",
-}
-
 // TestRulesSelectOnlyKnownMetrics catches a misspelt or renamed metric, the
 // way kube-prometheus-stack's rules went empty on exporter 0.31.
 func TestRulesSelectOnlyKnownMetrics(t *testing.T) {

@@ -18,6 +18,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/winobs/winobs/config"
+	"github.com/winobs/winobs/dashboards"
 	"github.com/winobs/winobs/render"
 	"github.com/winobs/winobs/rules"
 )
@@ -73,6 +74,7 @@ func build(cfg *config.Config) ([]render.File, error) {
 		build func(*config.Config) ([]render.File, error)
 	}{
 		{"rules", rules.Files},
+		{"dashboards", dashboards.Files},
 	}
 	var files []render.File
 	for _, b := range builders {

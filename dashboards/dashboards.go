@@ -1,0 +1,150 @@
+// Package dashboards builds winobs's Grafana dashboards for Windows nodes,
+// pods, event logs and the log pipeline with grafana-foundation-sdk. Queries
+// live in queries.go, layouts in one file per dashboard.
+package dashboards
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"github.com/grafana/grafana-foundation-sdk/go/cog"
+	"github.com/grafana/grafana-foundation-sdk/go/common"
+	"github.com/grafana/grafana-foundation-sdk/go/dashboard"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/winobs/winobs/config"
+	"github.com/winobs/winobs/render"
+)
+
+// Stable dashboard uids: links and bookmarks survive regeneration.
+const (
+	NodesUID    = "winobs-windows-nodes"
+	PodsUID     = "winobs-windows-pods"
+	EventsUID   = "winobs-windows-events"
+	PipelineUID = "winobs-windows-log-pipeline"
+)
+
+var titles = map[string]string{
+	NodesUID:    "Windows / Nodes",
+	PodsUID:     "Windows / Pods",
+	EventsUID:   "Windows / Event log",
+	PipelineUID: "Windows / Log pipeline",
+}
+
+// order is the order of the dashboards in links and output.
+var order = []string{NodesUID, PodsUID, EventsUID, PipelineUID}
+
+// Build returns the four dashboards for cfg.
+func Build(cfg *config.Config) ([]dashboard.Dashboard, error) {
+	q := newQueries(cfg)
+	builders := map[string]*dashboard.DashboardBuilder{
+		NodesUID:    nodes(cfg, q),
+		PodsUID:     pods(cfg, q),
+		EventsUID:   events(cfg, q),
+		PipelineUID: pipeline(cfg, q),
+	}
+	out := make([]dashboard.Dashboard, 0, len(order))
+	for _, uid := range order {
+		d, err := builders[uid].Build()
+		if err != nil {
+			return nil, fmt.Errorf("dashboard %s: %w", uid, err)
+		}
+		numberPanels(&d)
+		out = append(out, d)
+	}
+	return out, nil
+}
+
+// Files renders every dashboard as JSON (dashboards/<uid>.json, for import or
+// provisioning) and as a ConfigMap that the Grafana sidecar of
+// kube-prometheus-stack loads into the configured folder.
+func Files(cfg *config.Config) ([]render.File, error) {
+	ds, err := Build(cfg)
+	if err != nil {
+		return nil, err
+	}
+	var files []render.File
+	for _, d := range ds {
+		raw, err := json.MarshalIndent(d, "", "  ")
+		if err != nil {
+			return nil, err
+		}
+		raw = append(raw, '\n')
+		uid := *d.Uid
+		cm := &corev1.ConfigMap{
+			TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
+			ObjectMeta: metav1.ObjectMeta{
+				Name:      "winobs-dashboard-" + uid[len("winobs-"):],
+				Namespace: cfg.Namespace,
+				Labels: map[string]string{
+					cfg.Dashboards.SidecarLabel: cfg.Dashboards.SidecarLabelValue,
+					"app.kubernetes.io/name":    "winobs", "app.kubernetes.io/component": "dashboards",
+				},
+				Annotations: map[string]string{cfg.Dashboards.FolderAnnotation: cfg.Dashboards.Folder},
+			},
+			Data: map[string]string{uid + ".json": string(raw)},
+		}
+		files = append(files,
+			render.File{Path: "dashboards/" + uid + ".json", Raw: raw},
+			render.File{Path: "dashboards/" + uid + ".yaml", Objects: []any{cm}},
+		)
+	}
+	return files, nil
+}
+
+// newDashboard starts a dashboard with what all four share: uid, tags,
+// datasource (and cluster) variables, and links to the other three.
+func newDashboard(cfg *config.Config, q queries, uid, desc string, datasources ...string) *dashboard.DashboardBuilder {
+	b := dashboard.NewDashboardBuilder(titles[uid]).Uid(uid).Description(desc).
+		Tags(cfg.Dashboards.Tags).Editable().Timezone("browser").Refresh("1m").
+		Time("now-6h", "now").Tooltip(dashboard.DashboardCursorSyncCrosshair)
+	for _, ds := range datasources {
+		b.WithVariable(dashboard.NewDatasourceVariableBuilder(ds).Label(map[string]string{promVar: "Prometheus", lokiVar: "Loki"}[ds]).Type(ds))
+	}
+	if multiCluster(cfg) {
+		b.WithVariable(queryVar("cluster", promDS, q.clusterValues(cfg.Cluster.Label), false).
+			Current(dashboard.VariableOption{Text: str(cfg.Cluster.Name), Value: str(cfg.Cluster.Name)}))
+	}
+	for _, other := range order {
+		if other != uid {
+			b.Link(dashboard.NewDashboardLinkBuilder(titles[other]).Type(dashboard.DashboardLinkTypeLink).
+				Url("/d/" + other).KeepTime(true).IncludeVars(true).Icon("dashboard").TargetBlank(false).AsDropdown(false).Tooltip(""))
+		}
+	}
+	return b
+}
+
+// multiCluster: a cluster name is configured, so queries select on it.
+func multiCluster(cfg *config.Config) bool { return cfg.Cluster.Name != "" }
+
+// queryVar is a variable filled from label values; multi adds "All" (.*).
+func queryVar(name string, ds common.DataSourceRef, def string, multi bool) *dashboard.QueryVariableBuilder {
+	v := dashboard.NewQueryVariableBuilder(name).Label(name).Datasource(ds).
+		Query(dashboard.StringOrMap{String: cog.ToPtr(def)}).
+		Refresh(dashboard.VariableRefreshOnTimeRangeChanged).Sort(dashboard.VariableSortAlphabeticalAsc).
+		AllowCustomValue(false)
+	if multi {
+		v.Multi(true).IncludeAll(true).AllValue(".*")
+	}
+	return v
+}
+
+func str(s string) dashboard.StringOrArrayOfString {
+	return dashboard.StringOrArrayOfString{String: &s}
+}
+
+// numberPanels gives every panel and row a unique, stable id (the SDK sets
+// none), so viewPanel links and provisioning diffs stay stable.
+func numberPanels(d *dashboard.Dashboard) {
+	id := uint32(1)
+	for i := range d.Panels {
+		switch p := d.Panels[i]; {
+		case p.Panel != nil:
+			p.Panel.Id = cog.ToPtr(id)
+		case p.RowPanel != nil:
+			p.RowPanel.Id = id
+		}
+		id++
+	}
+}

@@ -1,0 +1,143 @@
+package dashboards
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/grafana/grafana-foundation-sdk/go/cog/plugins"
+	"github.com/grafana/grafana-foundation-sdk/go/dashboard"
+
+	"github.com/winobs/winobs/config"
+)
+
+func build(t *testing.T, mutate func(*config.Config)) []dashboard.Dashboard {
+	t.Helper()
+	cfg, err := config.Load("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if mutate != nil {
+		mutate(cfg)
+	}
+	ds, err := Build(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ds
+}
+
+// The JSON decodes back into the SDK's types and encodes to the same bytes.
+// (Plain json.Unmarshal: the SDK's strict decoder rejects its own output.)
+func TestRoundTrip(t *testing.T) {
+	plugins.RegisterDefaultPlugins()
+	for _, d := range build(t, nil) {
+		first, err := json.Marshal(d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var back dashboard.Dashboard
+		if err := json.Unmarshal(first, &back); err != nil {
+			t.Fatalf("%s: %v", *d.Uid, err)
+		}
+		second, _ := json.Marshal(back)
+		if !bytes.Equal(first, second) {
+			t.Errorf("%s does not round-trip through the SDK types", *d.Uid)
+		}
+	}
+}
+
+// Panel ids are unique, every panel has a unit, every target a unique refId
+// and a datasource variable.
+func TestPanelsAreComplete(t *testing.T) {
+	uids := map[string]bool{}
+	for _, d := range build(t, nil) {
+		uids[*d.Uid] = true
+		ids := map[uint32]bool{}
+		for _, pr := range d.Panels {
+			if pr.RowPanel != nil {
+				ids[pr.RowPanel.Id] = true
+				continue
+			}
+			p := pr.Panel
+			if p.Id == nil || ids[*p.Id] {
+				t.Errorf("%s/%v: missing or duplicate panel id", *d.Uid, p.Title)
+				continue
+			}
+			ids[*p.Id] = true
+			if p.FieldConfig == nil || p.FieldConfig.Defaults.Unit == nil || *p.FieldConfig.Defaults.Unit == "" {
+				t.Errorf("%s/%s: no unit", *d.Uid, *p.Title)
+			}
+			if p.Description == nil || *p.Description == "" {
+				t.Errorf("%s/%s: no description", *d.Uid, *p.Title)
+			}
+			refs := map[string]bool{}
+			raw, _ := json.Marshal(p.Targets)
+			var targets []struct {
+				RefID      string `json:"refId"`
+				Datasource struct {
+					UID string `json:"uid"`
+				} `json:"datasource"`
+			}
+			json.Unmarshal(raw, &targets)
+			if len(targets) == 0 {
+				t.Errorf("%s/%s: no targets", *d.Uid, *p.Title)
+			}
+			for _, tg := range targets {
+				if tg.RefID == "" || refs[tg.RefID] {
+					t.Errorf("%s/%s: missing or duplicate refId %q", *d.Uid, *p.Title, tg.RefID)
+				}
+				refs[tg.RefID] = true
+				if tg.Datasource.UID != "${prometheus}" && tg.Datasource.UID != "${loki}" {
+					t.Errorf("%s/%s: target datasource %q is not a variable", *d.Uid, *p.Title, tg.Datasource.UID)
+				}
+			}
+		}
+	}
+	if len(uids) != 4 {
+		t.Errorf("want 4 dashboards with distinct uids, got %v", uids)
+	}
+}
+
+// Thresholds come from the alert config: one source of truth.
+func TestThresholdsFollowAlertConfig(t *testing.T) {
+	ds := build(t, func(c *config.Config) {
+		c.Alerts.NodeCommit.Warning, c.Alerts.NodeCommit.Critical = 0.81, 0.93
+		c.Alerts.ContainerCommit.Warning = 0.77
+	})
+	all, _ := json.Marshal(ds)
+	for _, want := range []string{`"value":0.81`, `"value":0.93`, `"value":0.77`} {
+		if !bytes.Contains(all, []byte(want)) {
+			t.Errorf("no threshold step %s", want)
+		}
+	}
+}
+
+// A configured cluster adds the variable and narrows every query.
+func TestClusterVariable(t *testing.T) {
+	single, _ := json.Marshal(build(t, nil))
+	if bytes.Contains(single, []byte("$cluster")) {
+		t.Error("single-cluster dashboards select on $cluster")
+	}
+	ds := build(t, func(c *config.Config) { c.Cluster.Name, c.Cluster.Label = "lab", "k8s_cluster" })
+	for _, d := range ds[:2] { // the Prometheus dashboards
+		raw, _ := json.Marshal(d)
+		if !bytes.Contains(raw, []byte(`k8s_cluster=\"$cluster\"`)) || !strings.Contains(string(raw), `"name":"cluster"`) {
+			t.Errorf("%s: no cluster variable or matcher", *d.Uid)
+		}
+	}
+}
+
+func TestLinksReachTheOtherDashboards(t *testing.T) {
+	for _, d := range build(t, nil) {
+		if len(d.Links) != 3 {
+			t.Errorf("%s has %d links, want 3", *d.Uid, len(d.Links))
+		}
+		for _, l := range d.Links {
+			if l.Url == nil || !strings.HasPrefix(*l.Url, "/d/winobs-windows-") || *l.Url == "/d/"+*d.Uid {
+				t.Errorf("%s: bad link %v", *d.Uid, l.Url)
+			}
+		}
+	}
+}

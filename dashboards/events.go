@@ -1,0 +1,41 @@
+package dashboards
+
+import (
+	"github.com/grafana/grafana-foundation-sdk/go/cog"
+	"github.com/grafana/grafana-foundation-sdk/go/dashboard"
+
+	"github.com/winobs/winobs/config"
+)
+
+func events(cfg *config.Config, q queries) *dashboard.DashboardBuilder {
+	return newDashboard(cfg, q, EventsUID,
+		"Windows event logs and pod logs in Loki, as Alloy's loki.source.windowsevent and winobs's eventlog-shipper write them.",
+		lokiVar).
+		WithVariable(queryVar("node", lokiDS, lokiValues(q.events, "node"), true)).
+		WithVariable(queryVar("channel", lokiDS, lokiValues(q.events, "channel"), true)).
+		WithVariable(dashboard.NewCustomVariableBuilder("level").Label("level").
+			Values(dashboard.StringOrMap{String: cog.ToPtr("Critical,Error,Warning,Information,Verbose")}).
+			Multi(true).IncludeAll(true).AllValue(".*")).
+		WithVariable(textVar("event_id", ".+")).
+		WithVariable(queryVar("namespace", lokiDS, lokiValues(q.podLogs, "namespace"), true)).
+		WithVariable(queryVar("pod", lokiDS, lokiValues(q.podLogs+`, namespace=~"$namespace"`, "pod"), true)).
+		WithVariable(textVar("search", "")).
+		WithRow(dashboard.NewRowBuilder("Events")).
+		WithPanel(graph("Event rate by channel, level and provider", "Events per interval.",
+			unitEvents, []query{logQL(q.eventRate(), "{{channel}} {{levelText}} {{source}}")}).Span(24)).
+		WithPanel(grid("Service Control Manager events per node",
+			"7000/7009: a service failed to start or timed out (often a slow disk at boot); 7031/7034: a service terminated unexpectedly; 7036: state changes.",
+			unitEvents, []query{logQLTable(q.scmTable())}, nil, "")).
+		WithPanel(logLines("Events", "Filtered by node, channel, level, event id (regex) and text.", logQL(q.eventLogs(), ""))).
+		WithRow(dashboard.NewRowBuilder("Windows pod logs")).
+		WithPanel(logLines("Pod logs", "Container output from C:\\var\\log\\pods, filtered by namespace, pod and text.", logQL(q.podLogLines(), "")))
+}
+
+func lokiValues(selector, label string) string {
+	return "label_values({" + selector + "}, " + label + ")"
+}
+
+func textVar(name, def string) *dashboard.TextBoxVariableBuilder {
+	return dashboard.NewTextBoxVariableBuilder(name).Label(name).DefaultValue(dashboard.StringOrMap{String: &def}).
+		Current(dashboard.VariableOption{Text: str(def), Value: str(def)})
+}

@@ -1,0 +1,66 @@
+package dashboards
+
+import (
+	"github.com/grafana/grafana-foundation-sdk/go/dashboard"
+	"github.com/grafana/grafana-foundation-sdk/go/units"
+
+	"github.com/winobs/winobs/config"
+	"github.com/winobs/winobs/rules"
+)
+
+var running = map[string]string{"1": "running", "0": "not running"}
+
+func nodes(cfg *config.Config, q queries) *dashboard.DashboardBuilder {
+	a := cfg.Alerts
+	commitSteps := []float64{a.NodeCommit.Warning, a.NodeCommit.Critical}
+	return newDashboard(cfg, q, NodesUID,
+		"Windows nodes: commit charge (what fails allocations), CPU, memory, paging, disks, network, node services and exporter health.",
+		promVar).
+		WithVariable(queryVar("instance", promDS, q.instanceValues(), true)).
+		WithRow(dashboard.NewRowBuilder("Fleet")).
+		WithPanel(grid("Windows nodes",
+			"One row per node. OS build and revision show the monthly patch level; commit charge is the share of RAM plus page files already promised.",
+			units.Short, []query{promTable(q.fleetOS())}, []column{
+				{title: "Uptime", unit: units.Seconds, query: q.fleetUptime()},
+				{title: "kubelet", unit: units.Short, query: q.fleetService("kubelet"), mapping: running},
+				{title: "containerd", unit: units.Short, query: q.fleetService("containerd"), mapping: running},
+				{title: "Commit charge", unit: units.PercentUnit, query: q.fleetRecord(rules.NodeCommitRatio), steps: commitSteps},
+				{title: "CPU", unit: units.PercentUnit, query: q.fleetRecord(rules.NodeCPUUtilisation)},
+				{title: "Physical memory", unit: units.PercentUnit, query: q.fleetRecord(rules.NodeMemoryUtilisation)},
+				{title: "C: free", unit: units.PercentUnit, query: q.fleetSystemVolumeFree()},
+			}, "Commit charge").Height(10)).
+		WithRow(dashboard.NewRowBuilder("Memory")).
+		WithPanel(graph("Commit charge",
+			"Committed bytes over the commit limit. At 100 % every allocation on the node fails (error 1455); dashed lines are the alert thresholds.",
+			units.PercentUnit, []query{prom(q.nodeRecord(rules.NodeCommitRatio), "{{instance}}")}, commitSteps...)).
+		WithPanel(graph("Committed, commit limit and physical memory",
+			"Committed memory is what Windows has promised; the commit limit is RAM plus page files. Above physical memory the node pages.",
+			units.BytesIEC, []query{
+				prom(q.nodeGauge("windows_memory_committed_bytes"), "{{instance}} committed"),
+				prom(q.nodeGauge("windows_memory_commit_limit"), "{{instance}} commit limit"),
+				prom(q.nodeGauge("windows_memory_physical_total_bytes"), "{{instance}} physical"),
+			})).
+		WithPanel(graph("Physical memory in use", "1 - available / installed RAM. Available includes the standby cache.",
+			units.PercentUnit, []query{prom(q.nodeRecord(rules.NodeMemoryUtilisation), "{{instance}}")})).
+		WithPanel(graph("Paging", "Hard-fault paging to and from disk.",
+			unitPagesPerSecond, []query{prom(q.nodeRecord(rules.NodePagingRate), "{{instance}}")}, a.NodeOvercommit.PagesPerSecond)).
+		WithRow(dashboard.NewRowBuilder("CPU, disk and network")).
+		WithPanel(graph("CPU utilisation", "Non-idle share of all logical processors.",
+			units.PercentUnit, []query{prom(q.nodeRecord(rules.NodeCPUUtilisation), "{{instance}}")})).
+		WithPanel(graph("Volume free space", "Free space of each mounted volume (unmounted HarddiskVolumeN partitions left out).",
+			units.PercentUnit, []query{prom(q.diskFree(), "{{instance}} {{volume}}")})).
+		WithPanel(graph("Volume busy", "Share of time the volume was not idle, bounded at 100 %.",
+			units.PercentUnit, []query{prom(q.diskBusy(), "{{instance}} {{volume}}")})).
+		WithPanel(graph("Network", "Bits per second per adapter; received above the axis, sent below.",
+			units.BitsPerSecondSI, []query{
+				prom(q.netBits("received"), "{{instance}} {{nic}} received"),
+				prom("-"+q.netBits("sent"), "{{instance}} {{nic}} sent"),
+			})).
+		WithRow(dashboard.NewRowBuilder("Services and exporter")).
+		WithPanel(grid("Node services", "Current state of the services Kubernetes needs on the node.",
+			units.Short, []query{promTable(q.serviceStates())}, nil, "").Span(12)).
+		WithPanel(graph("Exporter collectors", "1 when a windows-exporter collector succeeded on the last scrape, 0 when it failed.",
+			units.Short, []query{prom(q.collectorSuccess(), "{{instance}} {{collector}}")})).
+		WithPanel(graph("Collector duration", "Time each collector took on the last scrape.",
+			units.Seconds, []query{prom(q.collectorDuration(), "{{instance}} {{collector}}")}))
+}

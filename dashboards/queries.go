@@ -1,0 +1,192 @@
+package dashboards
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/winobs/winobs/config"
+	"github.com/winobs/winobs/rules"
+)
+
+// queries holds every query the dashboards show, built from the config's
+// selectors and the record names of package rules, apart from the layout.
+type queries struct {
+	cluster  string // ", cluster=\"$cluster\"" or "" for a single cluster
+	exporter string // windows_exporter selector matchers
+	ksm      string // kube-state-metrics selector matchers
+	events   string // event log stream selector matchers
+	podLogs  string // pod log stream selector matchers
+	services string // regex of the node services that must run
+}
+
+func newQueries(cfg *config.Config) queries {
+	q := queries{
+		exporter: "job=" + strconv.Quote(cfg.WindowsExporter.Job),
+		ksm:      "job=" + strconv.Quote(cfg.KubeStateMetrics.Job),
+		events:   "job=" + strconv.Quote(cfg.Logs.EventsJob),
+		podLogs:  "job=" + strconv.Quote(cfg.Logs.PodLogsJob),
+		services: "(?i)(" + strings.Join(cfg.Alerts.NodeServices.Services, "|") + ")",
+	}
+	if multiCluster(cfg) {
+		q.cluster = fmt.Sprintf(`, %s="$cluster"`, cfg.Cluster.Label)
+	}
+	return q
+}
+
+// Selectors of the node and pod dashboards, narrowed by their variables.
+func (q queries) node() string    { return q.exporter + q.cluster + `, instance=~"$instance"` }
+func (q queries) nodeRec() string { return `instance=~"$instance"` + q.cluster }
+func (q queries) pod() string     { return `namespace="$namespace", pod=~"$pod"` + q.cluster }
+
+// Variables.
+
+func (q queries) instanceValues() string {
+	return fmt.Sprintf("label_values(windows_exporter_build_info{%s%s}, instance)", q.exporter, q.cluster)
+}
+
+func (q queries) namespaceValues() string {
+	return fmt.Sprintf("label_values(%s{%s}, namespace)", rules.ContainerInfo, strings.TrimPrefix(q.cluster, ", "))
+}
+
+func (q queries) podValues() string {
+	return fmt.Sprintf(`label_values(%s{namespace="$namespace"%s}, pod)`, rules.ContainerInfo, q.cluster)
+}
+
+func (q queries) clusterValues(label string) string {
+	return fmt.Sprintf("label_values(windows_exporter_build_info{%s}, %s)", q.exporter, label)
+}
+
+// Windows nodes: fleet table columns (instant, one row per instance).
+
+func (q queries) fleetOS() string {
+	return fmt.Sprintf("max by (instance, product, build_number, revision) (windows_os_info{%s})", q.node())
+}
+
+func (q queries) fleetUptime() string {
+	return fmt.Sprintf("time() - max by (instance) (windows_system_boot_time_timestamp{%s})", q.node())
+}
+
+func (q queries) fleetService(name string) string {
+	return fmt.Sprintf(`max by (instance) (windows_service_state{%s, name=~"(?i)%s", state="running"})`, q.node(), name)
+}
+
+func (q queries) fleetRecord(record string) string {
+	return fmt.Sprintf("max by (instance) (%s{%s})", record, q.nodeRec())
+}
+
+func (q queries) fleetSystemVolumeFree() string {
+	return fmt.Sprintf(`max by (instance) (windows_logical_disk_free_bytes{%[1]s, volume="C:"} / windows_logical_disk_size_bytes{%[1]s, volume="C:"})`, q.node())
+}
+
+// Windows nodes: per-node time series.
+
+func (q queries) nodeRecord(record string) string { return fmt.Sprintf("%s{%s}", record, q.nodeRec()) }
+
+func (q queries) nodeGauge(metric string) string { return fmt.Sprintf("%s{%s}", metric, q.node()) }
+
+// Volumes named HarddiskVolumeN are unmounted system partitions.
+const volumes = `volume!~"HarddiskVolume.*"`
+
+func (q queries) diskFree() string {
+	return fmt.Sprintf("windows_logical_disk_free_bytes{%[1]s, %[2]s} / windows_logical_disk_size_bytes{%[1]s, %[2]s}", q.node(), volumes)
+}
+
+// diskBusy is bounded at 100 %: read+write seconds can exceed the interval
+// on a queueing disk, idle time cannot.
+func (q queries) diskBusy() string {
+	return fmt.Sprintf("clamp(1 - rate(windows_logical_disk_idle_seconds_total{%s, %s}[$__rate_interval]), 0, 1)", q.node(), volumes)
+}
+
+// Network in bits: the exporter's counters are bytes.
+func (q queries) netBits(direction string) string {
+	return fmt.Sprintf("rate(windows_net_bytes_%s_total{%s}[$__rate_interval]) * 8", direction, q.node())
+}
+
+func (q queries) serviceStates() string {
+	return fmt.Sprintf(`windows_service_state{%s, name=~"%s"} == 1`, q.node(), q.services)
+}
+
+func (q queries) collectorSuccess() string {
+	return fmt.Sprintf("windows_exporter_collector_success{%s}", q.node())
+}
+
+func (q queries) collectorDuration() string {
+	return fmt.Sprintf("windows_exporter_collector_duration_seconds{%s}", q.node())
+}
+
+// Windows pods.
+
+func (q queries) podRecord(record string) string { return fmt.Sprintf("%s{%s}", record, q.pod()) }
+
+// podNetworkBits shows a pod's traffic in bits per second.
+func (q queries) podNetworkBits(record string) string {
+	return fmt.Sprintf("%s{%s} * 8", record, q.pod())
+}
+
+func (q queries) podRestarts() string {
+	return fmt.Sprintf(`max by (namespace, pod, container) (increase(kube_pod_container_status_restarts_total{%s, %s}[$__rate_interval]))
+and on (namespace, pod, container) %s`, q.ksm, q.pod(), rules.ContainerInfo)
+}
+
+func (q queries) commitToLimitTable() string {
+	return fmt.Sprintf("sort_desc(%s%s)", rules.ContainerCommitToLimit, q.clusterOnly())
+}
+
+func (q queries) noMemoryLimit() string {
+	return fmt.Sprintf(`max by (namespace, pod, container) (%[1]s%[3]s and on (namespace, pod, container) kube_pod_container_info{%[2]s%[4]s})
+unless on (namespace, pod, container) kube_pod_container_resource_limits{%[2]s%[4]s, resource="memory"}`,
+		rules.ContainerInfo, q.ksm, q.clusterOnly(), q.cluster)
+}
+
+func (q queries) clusterOnly() string {
+	if q.cluster == "" {
+		return ""
+	}
+	return "{" + strings.TrimPrefix(q.cluster, ", ") + "}"
+}
+
+// Windows events (LogQL). Fields are those of the Alloy event line.
+
+func (q queries) eventStream() string {
+	return fmt.Sprintf(`{%s, node=~"$node", channel=~"$channel"}`, q.events)
+}
+
+func (q queries) eventRate() string {
+	return fmt.Sprintf(`sum by (channel, levelText, source) (count_over_time(%s | json | levelText=~"$level" [$__auto]))`, q.eventStream())
+}
+
+// scmEventIDs are the Service Control Manager events that explain a node
+// service failing (7000, 7009, 7031, 7034) or changing state (7036).
+const scmEventIDs = "7000|7009|7031|7034|7036"
+
+func (q queries) scmTable() string {
+	return fmt.Sprintf(`sum by (node, event_id) (count_over_time({%s, node=~"$node", channel="System"} | json | source="Service Control Manager" | event_id=~"%s" [$__range]))`,
+		q.events, scmEventIDs)
+}
+
+func (q queries) eventLogs() string {
+	return fmt.Sprintf(`%s | json | levelText=~"$level" | event_id=~"$event_id" |= "$search"`, q.eventStream())
+}
+
+func (q queries) podLogLines() string {
+	return fmt.Sprintf(`{%s, node=~"$node", namespace=~"$namespace", pod=~"$pod"} |= "$search"`, q.podLogs)
+}
+
+// Log pipeline (what reaches Loki, per node).
+
+func (q queries) eventsPerNode() string {
+	return fmt.Sprintf(`sum by (node, channel) (count_over_time({%s, node=~"$node"} [$__auto]))`, q.events)
+}
+
+func (q queries) podLinesPerNode() string {
+	return fmt.Sprintf(`sum by (node) (count_over_time({%s, node=~"$node"} [$__auto]))`, q.podLogs)
+}
+
+func (q queries) eventBytesPerNode() string {
+	return fmt.Sprintf(`sum by (node) (bytes_over_time({%s, node=~"$node"} [$__auto]))`, q.events)
+}
+
+func (q queries) nodesSilent() string {
+	return fmt.Sprintf(`sum by (node) (count_over_time({%s, node=~"$node"} [1h]))`, q.events)
+}

@@ -1,0 +1,63 @@
+package tests
+
+import (
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/prometheus/prometheus/model/rulefmt"
+)
+
+// knownMetrics is every metric a rule may select: windows_exporter 0.31.8,
+// kube-state-metrics, Prometheus' own, our records, and the legacy names the
+// rules read on purpose for older exporters.
+func knownMetrics(t *testing.T, groups []rulefmt.RuleGroup) map[string]string {
+	known := map[string]string{"up": "prometheus"}
+	read := func(path, source string, field int) {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, line := range strings.Split(string(b), "\n") {
+			if f := strings.Fields(line); len(f) > field && !strings.HasPrefix(line, "#") {
+				known[f[field]] = source
+			}
+		}
+	}
+	read("../../shared/testdata/windows-exporter/metric-names-0.31.8.txt", "windows_exporter 0.31.8", 0)
+	read("../../shared/testdata/windows-exporter/kube-state-metrics-names.txt", "kube-state-metrics", 0)
+	for _, g := range groups {
+		for _, r := range g.Rules {
+			if r.Record != "" {
+				known[r.Record] = "winobs record"
+			}
+		}
+	}
+	for name, version := range legacyMetrics {
+		known[name] = version
+	}
+	return known
+}
+
+// legacyMetrics are pre-0.31 names read only in an `or` after the 0.31 name.
+var legacyMetrics = map[string]string{
+	"windows_system_boot_time_timestamp_seconds": "windows_exporter 0.30 (removed in 0.31.0)",
+	"windows_system_system_up_time":              "windows_exporter 0.29 (renamed in 0.30.0)",
+}
+
+// eventLineFields are the keys of the Alloy event line (nested objects as
+// LogQL's json parser flattens them), as reference/eventlog-and-shippers.md
+// section 2 lists them.
+var eventLineFields = []string{
+	"source", "channel", "computer", "event_id", "version", "level", "task", "opCode", "levelText", "taskText",
+	"opCodeText", "keywords", "timeCreated", "eventRecordID", "correlation_activityID", "correlation_relatedActivityID",
+	"execution_processId", "execution_threadId", "execution_processName", "security_userId", "security_userName",
+	"user_data", "event_data", "message",
+}
+
+// Stream labels the agents set: event logs get channel and computer from the
+// event plus job and node; pod logs get the pod's labels.
+var (
+	eventStreamLabels  = []string{"job", "node", "channel", "computer"}
+	podLogStreamLabels = []string{"job", "node", "namespace", "pod", "container", "app"}
+)

@@ -1,0 +1,195 @@
+package tests
+
+import (
+	"encoding/json"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/prometheus/common/model"
+	"github.com/prometheus/prometheus/promql/parser"
+
+	"github.com/winobs/winobs/config"
+	"github.com/winobs/winobs/dashboards"
+)
+
+// dashboardQuery is one query found in a dashboard: a panel target or a
+// variable's definition.
+type dashboardQuery struct {
+	where, datasource, expr string
+}
+
+// dashboardQueries walks the dashboards' JSON, as Grafana would read it, for
+// every target and query variable, for a single- and a multi-cluster config.
+func dashboardQueries(t *testing.T) []dashboardQuery {
+	var out []dashboardQuery
+	for _, cluster := range []string{"", "lab"} {
+		cfg, err := config.Load("")
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg.Cluster.Name = cluster
+		ds, err := dashboards.Build(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		raw, _ := json.Marshal(ds)
+		var parsed []struct {
+			UID    string `json:"uid"`
+			Panels []struct {
+				Title   string `json:"title"`
+				Targets []struct {
+					Expr       string `json:"expr"`
+					Datasource struct {
+						Type string `json:"type"`
+					} `json:"datasource"`
+				} `json:"targets"`
+			} `json:"panels"`
+			Templating struct {
+				List []struct {
+					Name       string `json:"name"`
+					Type       string `json:"type"`
+					Query      any    `json:"query"`
+					Datasource struct {
+						Type string `json:"type"`
+					} `json:"datasource"`
+				} `json:"list"`
+			} `json:"templating"`
+		}
+		if err := json.Unmarshal(raw, &parsed); err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range parsed {
+			for _, p := range d.Panels {
+				for _, tg := range p.Targets {
+					out = append(out, dashboardQuery{d.UID + "/" + p.Title, tg.Datasource.Type, tg.Expr})
+				}
+			}
+			for _, v := range d.Templating.List {
+				if q, ok := v.Query.(string); ok && v.Type == "query" {
+					out = append(out, dashboardQuery{d.UID + "/$" + v.Name, v.Datasource.Type, q})
+				}
+			}
+		}
+	}
+	if len(out) < 40 {
+		t.Fatalf("found only %d dashboard queries", len(out))
+	}
+	return out
+}
+
+var (
+	grafanaVar  = regexp.MustCompile(`\$\{?([A-Za-z_]\w*)\}?`)
+	labelValues = regexp.MustCompile(`^label_values\((.*), *(\w+)\)$`)
+)
+
+// substituteVariables replaces Grafana variables as Grafana would: interval
+// variables by a duration, the others by a value.
+func substituteVariables(expr string) string {
+	return grafanaVar.ReplaceAllStringFunc(expr, func(m string) string {
+		if strings.HasPrefix(strings.Trim(m, "${}"), "__") {
+			return "5m"
+		}
+		return "x"
+	})
+}
+
+// TestDashboardPromQLSelectsKnownMetrics: every PromQL query parses once
+// Grafana's variables are substituted, and selects only metrics that
+// windows_exporter 0.31.8, kube-state-metrics or our rules produce. A misspelt
+// or renamed metric fails here instead of leaving a panel empty.
+func TestDashboardPromQLSelectsKnownMetrics(t *testing.T) {
+	known := knownMetrics(t, loadRenderedGroups(t))
+	for _, q := range dashboardQueries(t) {
+		if q.datasource != "prometheus" {
+			continue
+		}
+		expr := q.expr
+		if m := labelValues.FindStringSubmatch(expr); m != nil {
+			expr = m[1]
+		}
+		e, err := promqlParser.ParseExpr(substituteVariables(expr))
+		if err != nil {
+			t.Errorf("%s: %q does not parse: %v", q.where, q.expr, err)
+			continue
+		}
+		for _, vs := range parser.ExtractSelectors(e) {
+			for _, m := range vs {
+				if _, ok := known[m.Value]; m.Name == model.MetricNameLabel && !ok {
+					t.Errorf("%s: selects unknown metric %q", q.where, m.Value)
+				}
+			}
+		}
+	}
+}
+
+var (
+	streamSelector = regexp.MustCompile(`\{([^{}]*)\}`)
+	streamMatcher  = regexp.MustCompile(`([A-Za-z_]\w*)\s*(?:=~|!~|!=|=)\s*"([^"]*)"`)
+	labelFilter    = regexp.MustCompile(`\|\s*([A-Za-z_]\w*)\s*(?:=~|!~|!=|==|>=|<=|=|>|<)`)
+	grouping       = regexp.MustCompile(`\bby\s*\(([^)]*)\)`)
+	unsupported    = regexp.MustCompile(`\|\s*(?:logfmt|pattern|regexp|unpack|line_format|label_format|unwrap)\b`)
+)
+
+// TestDashboardLogQLUsesEventLineFields: every LogQL query selects streams by
+// labels the agents set, keeps to simple standard LogQL, and filters or
+// groups only by stream labels or fields the Alloy event line has.
+func TestDashboardLogQLUsesEventLineFields(t *testing.T) {
+	cfg, _ := config.Load("")
+	for _, q := range dashboardQueries(t) {
+		if q.datasource != "loki" {
+			continue
+		}
+		expr := q.expr
+		if m := labelValues.FindStringSubmatch(expr); m != nil {
+			expr = m[1] + " by (" + m[2] + ")" // the variable's label must be a stream label
+		}
+		sel := streamSelector.FindStringSubmatch(expr)
+		if sel == nil {
+			t.Errorf("%s: no stream selector in %q", q.where, q.expr)
+			continue
+		}
+		var stream, fields []string
+		for _, m := range streamMatcher.FindAllStringSubmatch(sel[1], -1) {
+			if m[1] == "job" {
+				switch m[2] {
+				case cfg.Logs.EventsJob:
+					stream, fields = eventStreamLabels, eventLineFields
+				case cfg.Logs.PodLogsJob:
+					stream = podLogStreamLabels
+				}
+			}
+		}
+		if stream == nil {
+			t.Errorf("%s: %q selects no winobs stream by job", q.where, q.expr)
+			continue
+		}
+		for _, m := range streamMatcher.FindAllStringSubmatch(sel[1], -1) {
+			if !slices.Contains(stream, m[1]) {
+				t.Errorf("%s: stream label %q is not set by the agents", q.where, m[1])
+			}
+		}
+		if unsupported.MatchString(expr) {
+			t.Errorf("%s: %q uses more than stream selectors, line filters, | json and label filters", q.where, q.expr)
+		}
+		usable := stream
+		if strings.Contains(expr, "| json") {
+			usable = append(slices.Clone(stream), fields...)
+		}
+		var names []string
+		for _, m := range labelFilter.FindAllStringSubmatch(expr, -1) {
+			names = append(names, m[1])
+		}
+		for _, m := range grouping.FindAllStringSubmatch(expr, -1) {
+			for _, l := range strings.Split(m[1], ",") {
+				names = append(names, strings.TrimSpace(l))
+			}
+		}
+		for _, n := range names {
+			if !slices.Contains(usable, n) {
+				t.Errorf("%s: %q uses %q, which is neither a stream label nor an event line field", q.where, q.expr, n)
+			}
+		}
+	}
+}
