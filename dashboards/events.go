@@ -19,6 +19,7 @@ func events(cfg *config.Config, q queries) *dashboard.DashboardBuilder {
 		WithVariable(textVar("event_id", ".+")).
 		WithVariable(queryVar("namespace", lokiDS, lokiValues(q.podLogs, "namespace"), true)).
 		WithVariable(queryVar("pod", lokiDS, lokiValues(q.podLogs+`, namespace=~"$namespace"`, "pod"), true)).
+		WithVariable(queryVar("container", lokiDS, lokiValues(q.podLogs+`, namespace=~"$namespace", pod=~"$pod"`, "container"), true)).
 		WithVariable(textVar("search", "")).
 		WithRow(dashboard.NewRowBuilder("Events")).
 		WithPanel(graph("Event rate by channel, level and provider", "Events per interval.",
@@ -28,7 +29,7 @@ func events(cfg *config.Config, q queries) *dashboard.DashboardBuilder {
 			unitEvents, []query{logQLTable(q.scmTable())}, nil, "")).
 		WithPanel(logLines("Events", "Filtered by node, channel, level, event id (regex) and text.", logQL(q.eventLogs(), ""))).
 		WithRow(dashboard.NewRowBuilder("Windows pod logs")).
-		WithPanel(logLines("Pod logs", "Container output from C:\\var\\log\\pods, filtered by namespace, pod and text.", logQL(q.podLogLines(), "")))
+		WithPanel(logLines("Pod logs", "Container output from C:\\var\\log\\pods, filtered by node, namespace, pod, container and text.", logQL(q.podLogLines(), "")))
 }
 
 func lokiValues(selector, label string) string {

@@ -29,7 +29,8 @@ func nodes(cfg *config.Config, q queries) *dashboard.DashboardBuilder {
 				{title: "Physical memory", unit: units.PercentUnit, query: q.fleetRecord(rules.NodeMemoryUtilisation)},
 				{title: "C: free", unit: units.PercentUnit, query: q.fleetSystemVolumeFree()},
 			}, "Commit charge").Height(10)).
-		WithRow(dashboard.NewRowBuilder("Memory")).
+		// One row per selected node.
+		WithRow(dashboard.NewRowBuilder("Node $instance").Repeat("instance")).
 		WithPanel(graph("Commit charge",
 			"Committed bytes over the commit limit. At 100 % every allocation on the node fails (error 1455); dashed lines are the alert thresholds.",
 			units.PercentUnit, []query{prom(q.nodeRecord(rules.NodeCommitRatio), "{{instance}}")}, commitSteps...)).
@@ -44,7 +45,6 @@ func nodes(cfg *config.Config, q queries) *dashboard.DashboardBuilder {
 			units.PercentUnit, []query{prom(q.nodeRecord(rules.NodeMemoryUtilisation), "{{instance}}")})).
 		WithPanel(graph("Paging", "Hard-fault paging to and from disk.",
 			unitPagesPerSecond, []query{prom(q.nodeRecord(rules.NodePagingRate), "{{instance}}")}, a.NodeOvercommit.PagesPerSecond)).
-		WithRow(dashboard.NewRowBuilder("CPU, disk and network")).
 		WithPanel(graph("CPU utilisation", "Non-idle share of all logical processors.",
 			units.PercentUnit, []query{prom(q.nodeRecord(rules.NodeCPUUtilisation), "{{instance}}")})).
 		WithPanel(graph("Volume free space", "Free space of each mounted volume (unmounted HarddiskVolumeN partitions left out).",

@@ -170,7 +170,7 @@ func (q queries) eventLogs() string {
 }
 
 func (q queries) podLogLines() string {
-	return fmt.Sprintf(`{%s, node=~"$node", namespace=~"$namespace", pod=~"$pod"} |= "$search"`, q.podLogs)
+	return fmt.Sprintf(`{%s, node=~"$node", namespace=~"$namespace", pod=~"$pod", container=~"$container"} |= "$search"`, q.podLogs)
 }
 
 // Log pipeline (what reaches Loki, per node).
