@@ -28,6 +28,13 @@ type Config struct {
 	Prometheus       Prometheus       `yaml:"prometheus"`
 	WindowsExporter  WindowsExporter  `yaml:"windowsExporter"`
 	KubeStateMetrics KubeStateMetrics `yaml:"kubeStateMetrics"`
+	Nodes            Nodes            `yaml:"nodes"`
+	APIServer        APIServer        `yaml:"apiServer"`
+	ServiceCIDR      string           `yaml:"serviceCIDR"`
+	Loki             Loki             `yaml:"loki"`
+	EventLog         EventLog         `yaml:"eventLog"`
+	LogAgent         LogAgent         `yaml:"logAgent"`
+	Alloy            Alloy            `yaml:"alloy"`
 	Logs             Logs             `yaml:"logs"`
 	Dashboards       Dashboards       `yaml:"dashboards"`
 	Alerts           Alerts           `yaml:"alerts"`
@@ -60,9 +67,103 @@ type Prometheus struct {
 	RuleLabels Labels `yaml:"ruleLabels"`
 }
 
-// WindowsExporter describes how windows_exporter is scraped.
+// WindowsExporter describes how windows_exporter is scraped and, with
+// Deploy, how winobs runs it.
 type WindowsExporter struct {
-	Job string `yaml:"job"`
+	Job            string    `yaml:"job"`
+	Deploy         bool      `yaml:"deploy"`
+	Image          string    `yaml:"image"`
+	Monitor        string    `yaml:"monitor"`
+	MonitorLabels  Labels    `yaml:"monitorLabels"`
+	ScrapeInterval Duration  `yaml:"scrapeInterval"`
+	Services       []string  `yaml:"services"`
+	Firewall       Firewall  `yaml:"firewall"`
+	Resources      Resources `yaml:"resources"`
+}
+
+// Monitor kinds for WindowsExporter.Monitor.
+const (
+	PodMonitor     = "PodMonitor"
+	ServiceMonitor = "ServiceMonitor"
+)
+
+// Firewall scopes the inbound rule for the exporter's port.
+type Firewall struct {
+	Enabled   bool     `yaml:"enabled"`
+	AllowFrom []string `yaml:"allowFrom"`
+}
+
+// Resources are container requests and limits as Kubernetes quantities.
+type Resources struct {
+	Requests map[string]string `yaml:"requests"`
+	Limits   map[string]string `yaml:"limits"`
+}
+
+// Nodes says how Windows workloads are placed on Windows nodes.
+type Nodes struct {
+	Selector    Labels       `yaml:"selector"`
+	Tolerations []Toleration `yaml:"tolerations"`
+}
+
+// Toleration is a Kubernetes toleration.
+type Toleration struct {
+	Key      string `yaml:"key"`
+	Operator string `yaml:"operator"`
+	Value    string `yaml:"value"`
+	Effect   string `yaml:"effect"`
+}
+
+// APIServer is the Kubernetes API as the node network reaches it.
+type APIServer struct {
+	Host string `yaml:"host"`
+	Port int    `yaml:"port"`
+}
+
+// Loki is the push endpoint of the node agents.
+type Loki struct {
+	URL             string    `yaml:"url"`
+	Tenant          string    `yaml:"tenant"`
+	BasicAuth       BasicAuth `yaml:"basicAuth"`
+	BearerTokenFile string    `yaml:"bearerTokenFile"`
+	CAFile          string    `yaml:"caFile"`
+}
+
+// BasicAuth reads its password from a file on the node.
+type BasicAuth struct {
+	Username     string `yaml:"username"`
+	PasswordFile string `yaml:"passwordFile"`
+}
+
+// EventLog lists the event log channels to forward.
+type EventLog struct {
+	Channels []Channel `yaml:"channels"`
+	Locale   int       `yaml:"locale"`
+}
+
+// Channel is one event log channel and the levels forwarded from it.
+type Channel struct {
+	Name   string `yaml:"name"`
+	Levels []int  `yaml:"levels"`
+}
+
+// LogAgent assigns each Windows node to exactly one log agent.
+type LogAgent struct {
+	NodeLabel string `yaml:"nodeLabel"`
+	Default   string `yaml:"default"`
+}
+
+// Log agents for LogAgent.Default and the node label's values.
+const (
+	AgentAlloy   = "alloy"
+	AgentShipper = "shipper"
+)
+
+// Alloy configures the Alloy HostProcess DaemonSet.
+type Alloy struct {
+	Image         string    `yaml:"image"`
+	StoragePath   string    `yaml:"storagePath"`
+	ListenAddress string    `yaml:"listenAddress"`
+	Resources     Resources `yaml:"resources"`
 }
 
 // KubeStateMetrics describes how kube-state-metrics is scraped.

@@ -130,3 +130,28 @@ func TestDefaultSetsEveryField(t *testing.T) {
 		}
 	}
 }
+
+// HostProcess agents live in the node's network: what they cannot reach is
+// rejected with the reason, as is an agent port opened to the network.
+func TestAgentReachability(t *testing.T) {
+	for name, tc := range map[string]struct{ body, want string }{
+		"loki service name":  {"loki:\n  url: http://loki-gateway.monitoring.svc/loki/api/v1/push\n", "loki.url: \"loki-gateway.monitoring.svc\" is a cluster DNS name"},
+		"loki cluster.local": {"loki:\n  url: http://loki-gateway.monitoring.svc.cluster.local/loki/api/v1/push\n", "cluster DNS name"},
+		"loki service IP":    {"loki:\n  url: http://10.106.213.144/loki/api/v1/push\n", "10.106.213.144 is in the Service CIDR 10.96.0.0/12"},
+		"loki not push":      {"loki:\n  url: http://192.168.10.24:31100/\n", "must be the push endpoint"},
+		"api service IP":     {"apiServer:\n  host: 10.96.0.1\n", "apiServer.host: 10.96.0.1 is in the Service CIDR"},
+		"api kubernetes":     {"apiServer:\n  host: kubernetes.default.svc\n", "apiServer.host: \"kubernetes.default.svc\" is a cluster DNS name"},
+		"alloy open port":    {"alloy:\n  listenAddress: 0.0.0.0:12345\n", "would open Alloy's HTTP server to the node network"},
+		"firewall scope":     {"windowsExporter:\n  firewall:\n    allowFrom: [192.168.10.0/33]\n", "allowFrom[0]: must be an IP address or CIDR"},
+		"monitor kind":       {"windowsExporter:\n  monitor: ScrapeConfig\n", "must be PodMonitor or ServiceMonitor"},
+		"agent":              {"logAgent:\n  default: fluent-bit\n", "logAgent.default: must be alloy or shipper"},
+		"level":              {"eventLog:\n  channels:\n    - {name: System, levels: [7]}\n", "eventLog.channels[0].levels[0]: must be a level"},
+		"quantity":           {"alloy:\n  resources:\n    limits: {memory: lots}\n", "alloy.resources.limits.memory: must be a Kubernetes quantity"},
+		"credentials":        {"loki:\n  basicAuth: {username: winobs}\n", "basicAuth needs both username and passwordFile"},
+	} {
+		_, err := Load(writeConfig(t, tc.body))
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: want %q, got %v", name, tc.want, err)
+		}
+	}
+}

@@ -2,8 +2,13 @@ package config
 
 import (
 	"fmt"
+	"net"
+	"net/netip"
 	"net/url"
 	"regexp"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/prometheus/common/model"
 )
@@ -30,6 +35,8 @@ func Validate(c *Config) Problems {
 	v.nonEmpty("windowsExporter.job", c.WindowsExporter.Job)
 	v.nonEmpty("kubeStateMetrics.job", c.KubeStateMetrics.Job)
 
+	validateExporter(v, &c.WindowsExporter)
+	validateAgents(v, c)
 	v.nonEmpty("logs.eventsJob", c.Logs.EventsJob)
 	v.nonEmpty("logs.podLogsJob", c.Logs.PodLogsJob)
 	v.check("logs.podLogsJob", c.Logs.PodLogsJob != c.Logs.EventsJob, "must differ from logs.eventsJob")
@@ -62,6 +69,12 @@ func Validate(c *Config) Problems {
 			"must be a Windows service key name (letters, digits, '_', '.', '-'), got %q", s)
 	}
 	v.hold("alerts.nodeServices.for", a.NodeServices.For)
+	if c.WindowsExporter.Deploy {
+		for i, s := range a.NodeServices.Services {
+			v.check(fmt.Sprintf("alerts.nodeServices.services[%d]", i), !serviceName.MatchString(s) || containsFold(c.WindowsExporter.Services, s),
+				"%q is not in windowsExporter.services, so the exporter would not report it and the alert could never fire", s)
+		}
+	}
 	if d, ok := v.duration("alerts.uncordonedReboot.window", a.UncordonedReboot.Window); ok {
 		v.check("alerts.uncordonedReboot.window", d > 0, "must be longer than zero")
 	}
@@ -70,6 +83,121 @@ func Validate(c *Config) Problems {
 	v.hold("alerts.exporterVersion.for", a.ExporterVersion.For)
 	v.hold("alerts.commitLimitMissing.for", a.CommitLimitMissing.For)
 	return v.probs
+}
+
+func validateExporter(v *validator, e *WindowsExporter) {
+	v.nonEmpty("windowsExporter.image", e.Image)
+	v.check("windowsExporter.monitor", e.Monitor == PodMonitor || e.Monitor == ServiceMonitor,
+		"must be %s or %s, got %q", PodMonitor, ServiceMonitor, e.Monitor)
+	if d, ok := v.duration("windowsExporter.scrapeInterval", e.ScrapeInterval); ok {
+		v.check("windowsExporter.scrapeInterval", d > 0, "must be longer than zero")
+	}
+	for k := range e.MonitorLabels {
+		v.check("windowsExporter.monitorLabels."+k, qualifiedName.MatchString(k), "must be a Kubernetes label key")
+	}
+	if e.Firewall.Enabled {
+		v.check("windowsExporter.firewall.allowFrom", len(e.Firewall.AllowFrom) > 0,
+			"must list the addresses Prometheus scrapes from (or set firewall.enabled: false)")
+	}
+	for i, a := range e.Firewall.AllowFrom {
+		_, errPrefix := netip.ParsePrefix(a)
+		_, errAddr := netip.ParseAddr(a)
+		v.check(fmt.Sprintf("windowsExporter.firewall.allowFrom[%d]", i), errPrefix == nil || errAddr == nil,
+			"must be an IP address or CIDR such as 192.168.10.23/32, got %q", a)
+	}
+	v.resources("windowsExporter.resources", e.Resources)
+	for i, s := range e.Services {
+		v.check(fmt.Sprintf("windowsExporter.services[%d]", i), serviceName.MatchString(s),
+			"must be a Windows service key name (letters, digits, '_', '.', '-'), got %q", s)
+	}
+}
+
+// validateAgents checks what HostProcess agents on the node need. They run in
+// the node's network namespace: cluster DNS names do not resolve there and
+// Service IPs are not routed to the host, so both are rejected.
+func validateAgents(v *validator, c *Config) {
+	cidr, err := netip.ParsePrefix(c.ServiceCIDR)
+	v.check("serviceCIDR", err == nil, "must be a CIDR such as 10.96.0.0/12, got %q", c.ServiceCIDR)
+	reachable := func(path, host string) {
+		h := strings.ToLower(strings.TrimSuffix(host, "."))
+		switch {
+		case h == "":
+			v.add(path, "must not be empty")
+		case strings.HasSuffix(h, ".svc") || strings.Contains(h, ".svc.") || strings.HasSuffix(h, ".cluster.local") || h == "kubernetes" || !strings.Contains(h, ".") && net.ParseIP(h) == nil && h != "localhost":
+			v.add(path, "%q is a cluster DNS name, which HostProcess pods cannot resolve: use an address the node network reaches (a NodePort on a node, a load balancer or an ingress name)", host)
+		default:
+			if ip, err := netip.ParseAddr(h); err == nil && cidr.IsValid() && cidr.Contains(ip) {
+				v.add(path, "%s is in the Service CIDR %s, which the Windows host cannot reach: use a NodePort, load balancer or ingress address", host, c.ServiceCIDR)
+			}
+		}
+	}
+	reachable("apiServer.host", c.APIServer.Host)
+	v.check("apiServer.port", c.APIServer.Port > 0 && c.APIServer.Port < 65536, "must be a TCP port, got %d", c.APIServer.Port)
+
+	u, err := url.Parse(c.Loki.URL)
+	switch {
+	case err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "":
+		v.add("loki.url", "must be an http(s) URL such as http://192.168.10.24:31100/loki/api/v1/push, got %q", c.Loki.URL)
+	case !strings.HasSuffix(u.Path, "/loki/api/v1/push"):
+		v.add("loki.url", "must be the push endpoint, ending in /loki/api/v1/push, got %q", c.Loki.URL)
+	default:
+		reachable("loki.url", u.Hostname())
+	}
+	v.check("loki.basicAuth.passwordFile", (c.Loki.BasicAuth.Username == "") == (c.Loki.BasicAuth.PasswordFile == ""),
+		"basicAuth needs both username and passwordFile")
+	v.check("loki.bearerTokenFile", c.Loki.BearerTokenFile == "" || c.Loki.BasicAuth.Username == "",
+		"use either basicAuth or bearerTokenFile, not both")
+	v.check("loki.caFile", c.Loki.CAFile == "" || strings.HasPrefix(c.Loki.URL, "https://"), "a CA file needs an https URL")
+
+	v.check("eventLog.channels", len(c.EventLog.Channels) > 0, "must list at least one channel")
+	seen := map[string]bool{}
+	for i, ch := range c.EventLog.Channels {
+		p := fmt.Sprintf("eventLog.channels[%d]", i)
+		v.check(p+".name", ch.Name != "" && !seen[strings.ToLower(ch.Name)], "must be a channel name listed once, got %q", ch.Name)
+		seen[strings.ToLower(ch.Name)] = true
+		v.check(p+".levels", len(ch.Levels) > 0, "must list at least one level")
+		for j, l := range ch.Levels {
+			v.check(fmt.Sprintf("%s.levels[%d]", p, j), l >= 0 && l <= 5, "must be a level from 0 (LogAlways) to 5 (verbose), got %d", l)
+		}
+	}
+	v.check("eventLog.locale", c.EventLog.Locale > 0 && c.EventLog.Locale <= 0xFFFF, "must be a Windows LCID such as 1033 (en-US), got %d", c.EventLog.Locale)
+
+	v.check("logAgent.nodeLabel", qualifiedName.MatchString(c.LogAgent.NodeLabel), "must be a Kubernetes label key, got %q", c.LogAgent.NodeLabel)
+	v.check("logAgent.default", c.LogAgent.Default == AgentAlloy || c.LogAgent.Default == AgentShipper,
+		"must be %s or %s, got %q", AgentAlloy, AgentShipper, c.LogAgent.Default)
+
+	v.nonEmpty("alloy.image", c.Alloy.Image)
+	v.check("alloy.storagePath", windowsAbsPath.MatchString(c.Alloy.StoragePath),
+		`must be an absolute Windows path on the node's disk such as C:\var\lib\alloy, got %q`, c.Alloy.StoragePath)
+	if ap, err := netip.ParseAddrPort(c.Alloy.ListenAddress); err != nil {
+		v.add("alloy.listenAddress", "must be address:port such as 127.0.0.1:12345, got %q", c.Alloy.ListenAddress)
+	} else if !ap.Addr().IsLoopback() {
+		v.add("alloy.listenAddress", "%s would open Alloy's HTTP server to the node network: HostProcess pods share the host's network, use 127.0.0.1", c.Alloy.ListenAddress)
+	}
+	v.resources("alloy.resources", c.Alloy.Resources)
+	for k := range c.Nodes.Selector {
+		v.check("nodes.selector."+k, qualifiedName.MatchString(k), "must be a Kubernetes label key")
+	}
+	for i, t := range c.Nodes.Tolerations {
+		v.check(fmt.Sprintf("nodes.tolerations[%d].operator", i), t.Operator == "Equal" || t.Operator == "Exists",
+			"must be Equal or Exists, got %q", t.Operator)
+		v.check(fmt.Sprintf("nodes.tolerations[%d].effect", i), t.Effect == "" || t.Effect == "NoSchedule" || t.Effect == "PreferNoSchedule" || t.Effect == "NoExecute",
+			"must be NoSchedule, PreferNoSchedule, NoExecute or empty, got %q", t.Effect)
+	}
+}
+
+var windowsAbsPath = regexp.MustCompile(`^[A-Za-z]:\\`)
+
+func (v *validator) resources(path string, r Resources) {
+	for kind, m := range map[string]map[string]string{"requests": r.Requests, "limits": r.Limits} {
+		for name, q := range m {
+			p := path + "." + kind + "." + name
+			v.check(p, name == "cpu" || name == "memory", "must be cpu or memory")
+			if _, err := resource.ParseQuantity(q); err != nil {
+				v.add(p, "must be a Kubernetes quantity such as 50m or 128Mi, got %q", q)
+			}
+		}
+	}
 }
 
 type validator struct{ probs Problems }
@@ -95,6 +223,15 @@ func (v *validator) labelName(path, s string) {
 // ratio accepts a fraction in (0, 1]: thresholds are ratios, not percentages.
 func (v *validator) ratio(path string, f float64) {
 	v.check(path, validRatio(f), "must be a ratio above 0 and at most 1 (0.9 means 90%%), got %g", f)
+}
+
+func containsFold(list []string, s string) bool {
+	for _, x := range list {
+		if strings.EqualFold(x, s) {
+			return true
+		}
+	}
+	return false
 }
 
 func validRatio(f float64) bool { return f > 0 && f <= 1 }

@@ -73,7 +73,8 @@ func RunbookURL(base, alert string) string {
 }
 
 // Files renders the groups as plain rule files (rules/) and as PrometheusRule
-// objects (prometheus/), one file per group in each.
+// objects (prometheus/), one file per group in each, and the event log alerts
+// for the Loki ruler (loki-rules/).
 func Files(cfg *config.Config) ([]render.File, error) {
 	groups, err := Build(cfg)
 	if err != nil {
@@ -91,7 +92,8 @@ func Files(cfg *config.Config) ([]render.File, error) {
 			render.File{Path: "prometheus/" + g.Name + ".yaml", Objects: []any{prometheusRule(cfg, g)}},
 		)
 	}
-	return files, nil
+	loki, err := lokiFile(cfg)
+	return append(files, loki), err
 }
 
 // encodeGroup encodes one group as a rule file and checks it as promtool does.

@@ -30,11 +30,13 @@ func TestRunbooks(t *testing.T) {
 		title, body, _ := strings.Cut(s, "\n")
 		sections[strings.ToLower(title)] = body
 	}
-	groups, err := Build(defaultConfig(t))
+	cfg := defaultConfig(t)
+	groups, err := Build(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, r := range groups.Groups[1].Rules {
+	alerts := append(groups.Groups[1].Rules, LokiGroups(cfg).Groups[0].Rules...)
+	for _, r := range alerts {
 		url := r.Annotations["runbook_url"]
 		anchor := url[strings.LastIndex(url, "#")+1:]
 		body, ok := sections[anchor]
@@ -107,5 +109,18 @@ func TestSupportedVersions(t *testing.T) {
 		if re.MatchString(v) != want {
 			t.Errorf("version %s supported = %v, want %v", v, !want, want)
 		}
+	}
+}
+
+// The binary payload of the real 7031 sample (wuauserv) is what the Loki rule
+// matches for a service key, NUL-terminated so "hns" cannot match "hnsfoo".
+func TestBinaryServiceKeyMatchesRealEvent(t *testing.T) {
+	const eventData = "<Data Name='param1'>Windows Update</Data><Data Name='param2'>1</Data><Binary>770075006100750073006500720076000000</Binary>"
+	match := regexp.MustCompile(".*<Binary>" + BinaryServiceKey("wuauserv") + "0000.*")
+	if !match.MatchString(eventData) {
+		t.Errorf("pattern %s does not match the sample", match)
+	}
+	if regexp.MustCompile(".*<Binary>" + BinaryServiceKey("wuau") + "0000.*").MatchString(eventData) {
+		t.Error("a prefix of the key matched")
 	}
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/winobs/winobs/config"
 	"github.com/winobs/winobs/dashboards"
+	"github.com/winobs/winobs/rules"
 )
 
 // dashboardQuery is one query found in a dashboard: a panel target or a
@@ -136,60 +137,73 @@ var (
 // labels the agents set, keeps to simple standard LogQL, and filters or
 // groups only by stream labels or fields the Alloy event line has.
 func TestDashboardLogQLUsesEventLineFields(t *testing.T) {
-	cfg, _ := config.Load("")
 	for _, q := range dashboardQueries(t) {
-		if q.datasource != "loki" {
-			continue
+		if q.datasource == "loki" {
+			checkLogQL(t, q.where, q.expr)
 		}
-		expr := q.expr
-		if m := labelValues.FindStringSubmatch(expr); m != nil {
-			expr = m[1] + " by (" + m[2] + ")" // the variable's label must be a stream label
-		}
-		sel := streamSelector.FindStringSubmatch(expr)
-		if sel == nil {
-			t.Errorf("%s: no stream selector in %q", q.where, q.expr)
-			continue
-		}
-		var stream, fields []string
-		for _, m := range streamMatcher.FindAllStringSubmatch(sel[1], -1) {
-			if m[1] == "job" {
-				switch m[2] {
-				case cfg.Logs.EventsJob:
-					stream, fields = eventStreamLabels, eventLineFields
-				case cfg.Logs.PodLogsJob:
-					stream = podLogStreamLabels
-				}
+	}
+}
+
+// TestLokiRulesUseEventLineFields applies the same check to the Loki ruler's
+// event log alerts.
+func TestLokiRulesUseEventLineFields(t *testing.T) {
+	cfg, _ := config.Load("")
+	for _, r := range rules.LokiGroups(cfg).Groups[0].Rules {
+		checkLogQL(t, r.Alert+"/"+r.Labels["service"], r.Expr)
+	}
+}
+
+func checkLogQL(t *testing.T, where, expr string) {
+	t.Helper()
+	cfg, _ := config.Load("")
+	q := dashboardQuery{where: where, expr: expr}
+	if m := labelValues.FindStringSubmatch(expr); m != nil {
+		expr = m[1] + " by (" + m[2] + ")" // the variable's label must be a stream label
+	}
+	sel := streamSelector.FindStringSubmatch(expr)
+	if sel == nil {
+		t.Errorf("%s: no stream selector in %q", q.where, q.expr)
+		return
+	}
+	var stream, fields []string
+	for _, m := range streamMatcher.FindAllStringSubmatch(sel[1], -1) {
+		if m[1] == "job" {
+			switch m[2] {
+			case cfg.Logs.EventsJob:
+				stream, fields = eventStreamLabels, eventLineFields
+			case cfg.Logs.PodLogsJob:
+				stream = podLogStreamLabels
 			}
 		}
-		if stream == nil {
-			t.Errorf("%s: %q selects no winobs stream by job", q.where, q.expr)
-			continue
+	}
+	if stream == nil {
+		t.Errorf("%s: %q selects no winobs stream by job", q.where, q.expr)
+		return
+	}
+	for _, m := range streamMatcher.FindAllStringSubmatch(sel[1], -1) {
+		if !slices.Contains(stream, m[1]) {
+			t.Errorf("%s: stream label %q is not set by the agents", q.where, m[1])
 		}
-		for _, m := range streamMatcher.FindAllStringSubmatch(sel[1], -1) {
-			if !slices.Contains(stream, m[1]) {
-				t.Errorf("%s: stream label %q is not set by the agents", q.where, m[1])
-			}
+	}
+	if unsupported.MatchString(expr) {
+		t.Errorf("%s: %q uses more than stream selectors, line filters, | json and label filters", q.where, q.expr)
+	}
+	usable := stream
+	if strings.Contains(expr, "| json") {
+		usable = append(slices.Clone(stream), fields...)
+	}
+	var names []string
+	for _, m := range labelFilter.FindAllStringSubmatch(expr, -1) {
+		names = append(names, m[1])
+	}
+	for _, m := range grouping.FindAllStringSubmatch(expr, -1) {
+		for _, l := range strings.Split(m[1], ",") {
+			names = append(names, strings.TrimSpace(l))
 		}
-		if unsupported.MatchString(expr) {
-			t.Errorf("%s: %q uses more than stream selectors, line filters, | json and label filters", q.where, q.expr)
-		}
-		usable := stream
-		if strings.Contains(expr, "| json") {
-			usable = append(slices.Clone(stream), fields...)
-		}
-		var names []string
-		for _, m := range labelFilter.FindAllStringSubmatch(expr, -1) {
-			names = append(names, m[1])
-		}
-		for _, m := range grouping.FindAllStringSubmatch(expr, -1) {
-			for _, l := range strings.Split(m[1], ",") {
-				names = append(names, strings.TrimSpace(l))
-			}
-		}
-		for _, n := range names {
-			if !slices.Contains(usable, n) {
-				t.Errorf("%s: %q uses %q, which is neither a stream label nor an event line field", q.where, q.expr, n)
-			}
+	}
+	for _, n := range names {
+		if !slices.Contains(usable, n) {
+			t.Errorf("%s: %q uses %q, which is neither a stream label nor an event line field", q.where, q.expr, n)
 		}
 	}
 }

@@ -17,8 +17,10 @@ import (
 	"os"
 	"text/tabwriter"
 
+	"github.com/winobs/winobs/alloy"
 	"github.com/winobs/winobs/config"
 	"github.com/winobs/winobs/dashboards"
+	"github.com/winobs/winobs/exporters"
 	"github.com/winobs/winobs/render"
 	"github.com/winobs/winobs/rules"
 )
@@ -75,6 +77,8 @@ func build(cfg *config.Config) ([]render.File, error) {
 	}{
 		{"rules", rules.Files},
 		{"dashboards", dashboards.Files},
+		{"alloy", alloy.Files},
+		{"exporters", exporters.Files},
 	}
 	var files []render.File
 	for _, b := range builders {

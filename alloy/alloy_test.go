@@ -1,0 +1,163 @@
+package alloy
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+
+	"github.com/grafana/alloy/syntax/ast"
+	"github.com/grafana/alloy/syntax/parser"
+	"github.com/grafana/alloy/syntax/printer"
+
+	"github.com/winobs/winobs/config"
+)
+
+func load(t *testing.T, mutate func(*config.Config)) *config.Config {
+	t.Helper()
+	cfg, err := config.Load("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if mutate != nil {
+		mutate(cfg)
+	}
+	return cfg
+}
+
+// parsed is config.alloy as Alloy's parser reads it: each block by
+// "name.label", each attribute as its printed expression.
+type parsed map[string]map[string]string
+
+func parse(t *testing.T, src []byte) parsed {
+	t.Helper()
+	f, err := parser.ParseFile("config.alloy", src)
+	if err != nil {
+		t.Fatalf("Alloy cannot parse the generated config: %v\n%s", err, src)
+	}
+	// The generated text is already in canonical form (what `alloy fmt` prints).
+	var canon bytes.Buffer
+	if err := printer.Fprint(&canon, f); err != nil {
+		t.Fatal(err)
+	}
+	if strings.TrimSpace(canon.String()) != strings.TrimSpace(string(src)) {
+		t.Errorf("config.alloy is not canonically formatted")
+	}
+	out := parsed{}
+	var walk func(prefix string, body ast.Body)
+	walk = func(prefix string, body ast.Body) {
+		attrs := map[string]string{}
+		counts := map[string]int{}
+		for _, stmt := range body {
+			switch s := stmt.(type) {
+			case *ast.AttributeStmt:
+				var b bytes.Buffer
+				printer.Fprint(&b, s.Value)
+				attrs[s.Name.Name] = b.String()
+			case *ast.BlockStmt:
+				key := strings.Join(s.Name, ".")
+				if s.Label != "" {
+					key += "." + s.Label
+				}
+				counts[key]++
+				if counts[key] > 1 {
+					key += "#" + string(rune('0'+counts[key]))
+				}
+				walk(strings.TrimPrefix(prefix+"/"+key, "/"), s.Body)
+			}
+		}
+		out[prefix] = attrs
+	}
+	walk("", f.Body)
+	return out
+}
+
+func TestConfigPodLogs(t *testing.T) {
+	p := parse(t, Config(load(t, nil)))
+	checks := []struct{ block, attr, want string }{
+		{"discovery.kubernetes.pods", "role", `"pod"`},
+		// Only this node's pods, by the Node name (not the upper-case hostname).
+		{"discovery.kubernetes.pods/selectors", "field", `"spec.nodeName=" + sys.env("NODE_NAME")`},
+		{"discovery.relabel.pods", "targets", "discovery.kubernetes.pods.targets"},
+		{"discovery.relabel.pods/rule", "target_label", `"namespace"`},
+		{"discovery.relabel.pods/rule#2", "target_label", `"pod"`},
+		{"discovery.relabel.pods/rule#3", "target_label", `"container"`},
+		{"discovery.relabel.pods/rule#4", "target_label", `"app"`},
+		{"discovery.relabel.pods/rule#5", "source_labels", `["__meta_kubernetes_pod_node_name"]`},
+		{"discovery.relabel.pods/rule#6", "replacement", `"windows-pods"`},
+		{"discovery.relabel.pods/rule#7", "target_label", `"__path__"`},
+		{"discovery.relabel.pods/rule#7", "separator", `"\\"`},
+		{"discovery.relabel.pods/rule#7", "replacement", `"C:\\var\\log\\pods\\*$1\\*.log"`},
+		{"local.file_match.pods", "path_targets", "discovery.relabel.pods.output"},
+		{"loki.source.file.pods", "forward_to", "[loki.process.pods.receiver]"},
+		{"loki.process.pods", "forward_to", "[loki.write.default.receiver]"},
+		{"loki.write.default/endpoint", "url", `"http://192.168.10.24:31100/loki/api/v1/push"`},
+	}
+	for _, c := range checks {
+		if got := p[c.block][c.attr]; got != c.want {
+			t.Errorf("%s %s = %s, want %s", c.block, c.attr, got, c.want)
+		}
+	}
+	if _, ok := p["loki.process.pods/stage.cri"]; !ok {
+		t.Error("no stage.cri in loki.process.pods")
+	}
+}
+
+func TestConfigEventChannels(t *testing.T) {
+	p := parse(t, Config(load(t, nil)))
+	for _, c := range []struct{ label, channel, xpath string }{
+		{"system", "System", "*[System[(Level=1 or Level=2 or Level=3)]]"},
+		{"application", "Application", "*[System[(Level=1 or Level=2)]]"},
+	} {
+		b := p["loki.source.windowsevent."+c.label]
+		want := map[string]string{
+			"eventlog_name": `"` + c.channel + `"`,
+			"xpath_query":   `"` + c.xpath + `"`,
+			"locale":        "1033",
+			"bookmark_path": `"C:\\var\\lib\\alloy\\bookmarks\\` + c.label + `.xml"`,
+			"forward_to":    "[loki.write.default.receiver]",
+		}
+		for k, v := range want {
+			if b[k] != v {
+				t.Errorf("%s %s = %s, want %s", c.label, k, b[k], v)
+			}
+		}
+		if !strings.Contains(b["labels"], `job  = "windows-events"`) || !strings.Contains(b["labels"], `node = sys.env("NODE_NAME")`) {
+			t.Errorf("%s labels = %s", c.label, b["labels"])
+		}
+	}
+}
+
+// Credentials are file references; tenant, CA and the cluster label follow
+// the config.
+func TestConfigLokiWrite(t *testing.T) {
+	p := parse(t, Config(load(t, func(c *config.Config) {
+		c.Loki.URL = "https://loki.example.com/loki/api/v1/push"
+		c.Loki.Tenant = "windows"
+		c.Loki.BasicAuth = config.BasicAuth{Username: "winobs", PasswordFile: `C:\etc\winobs\loki-password`}
+		c.Loki.CAFile = `C:\etc\winobs\ca.pem`
+		c.Cluster.Name = "lab"
+	})))
+	ep := p["loki.write.default/endpoint"]
+	if ep["tenant_id"] != `"windows"` {
+		t.Errorf("tenant_id = %s", ep["tenant_id"])
+	}
+	if got := p["loki.write.default/endpoint/basic_auth"]; got["password_file"] != `"C:\\etc\\winobs\\loki-password"` || got["password"] != "" {
+		t.Errorf("basic_auth = %v", got)
+	}
+	if got := p["loki.write.default/endpoint/tls_config"]["ca_file"]; got != `"C:\\etc\\winobs\\ca.pem"` {
+		t.Errorf("ca_file = %s", got)
+	}
+	if got := p["loki.write.default"]["external_labels"]; !strings.Contains(got, `cluster = "lab"`) {
+		t.Errorf("external_labels = %s", got)
+	}
+}
+
+func TestComponentLabel(t *testing.T) {
+	for in, want := range map[string]string{
+		"System": "system", "Microsoft-Windows-Windows Defender/Operational": "microsoft_windows_windows_defender_operational",
+	} {
+		if got := ComponentLabel(in); got != want {
+			t.Errorf("ComponentLabel(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

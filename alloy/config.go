@@ -1,0 +1,154 @@
+// Package alloy builds Grafana Alloy's configuration and HostProcess
+// DaemonSet for Windows nodes: pod logs from C:\var\log\pods and event log
+// channels, pushed to Loki through an address the node network reaches.
+package alloy
+
+import (
+	"strconv"
+	"strings"
+
+	"github.com/grafana/alloy/syntax/token"
+	"github.com/grafana/alloy/syntax/token/builder"
+
+	"github.com/winobs/winobs/config"
+	"github.com/winobs/winobs/hostprocess"
+)
+
+// expr is an Alloy expression written as is (a reference or a call), where
+// the builder would otherwise quote a string.
+type expr string
+
+// AlloyTokenize implements builder.Tokenizer.
+func (e expr) AlloyTokenize() []builder.Token {
+	return []builder.Token{{Tok: token.LITERAL, Lit: string(e)}}
+}
+
+const nodeName = expr(`sys.env("` + hostprocess.NodeNameEnv + `")`)
+
+// Pod log path on Windows nodes: C:\var\log\pods\<ns>_<pod>_<uid>\<container>\N.log.
+const podLogPattern = `C:\var\log\pods\*$1\*.log`
+
+// Config returns config.alloy for cfg.
+func Config(cfg *config.Config) []byte {
+	f := builder.NewFile()
+	body := f.Body()
+	for _, b := range podLogBlocks(cfg) {
+		body.AppendBlock(b)
+	}
+	for _, ch := range cfg.EventLog.Channels {
+		body.AppendBlock(eventBlock(cfg, ch))
+	}
+	body.AppendBlock(writeBlock(cfg))
+	return append(f.Bytes(), '\n')
+}
+
+func block(name, label string, attrs ...any) *builder.Block {
+	b := builder.NewBlock(strings.Split(name, "."), label)
+	for i := 0; i+1 < len(attrs); i += 2 {
+		b.Body().SetAttributeValue(attrs[i].(string), attrs[i+1])
+	}
+	return b
+}
+
+// relabel is one discovery.relabel rule.
+func relabel(sources []string, target string, extra ...any) *builder.Block {
+	attrs := []any{"target_label", target}
+	if len(sources) > 0 {
+		attrs = append([]any{"source_labels", sources}, attrs...)
+	}
+	return block("rule", "", append(attrs, extra...)...)
+}
+
+func podLogBlocks(cfg *config.Config) []*builder.Block {
+	// Only this node's pods: the API server filters by spec.nodeName.
+	discover := block("discovery.kubernetes", "pods", "role", "pod")
+	discover.Body().AppendBlock(block("selectors", "", "role", "pod",
+		"field", expr(`"spec.nodeName=" + `+string(nodeName))))
+
+	rel := block("discovery.relabel", "pods", "targets", expr("discovery.kubernetes.pods.targets"))
+	for _, r := range []*builder.Block{
+		relabel([]string{"__meta_kubernetes_namespace"}, "namespace"),
+		relabel([]string{"__meta_kubernetes_pod_name"}, "pod"),
+		relabel([]string{"__meta_kubernetes_pod_container_name"}, "container"),
+		// app: the recommended label, else the classic one.
+		relabel([]string{"__meta_kubernetes_pod_label_app_kubernetes_io_name", "__meta_kubernetes_pod_label_app"}, "app",
+			"separator", ";", "regex", "^;*([^;]+)(;.*)?$", "replacement", "$1"),
+		relabel([]string{"__meta_kubernetes_pod_node_name"}, "node"),
+		relabel(nil, "job", "replacement", cfg.Logs.PodLogsJob),
+		relabel([]string{"__meta_kubernetes_pod_uid", "__meta_kubernetes_pod_container_name"}, "__path__",
+			"separator", `\`, "replacement", podLogPattern),
+	} {
+		rel.Body().AppendBlock(r)
+	}
+
+	match := block("local.file_match", "pods", "path_targets", expr("discovery.relabel.pods.output"))
+	source := block("loki.source.file", "pods",
+		"targets", expr("local.file_match.pods.targets"),
+		"forward_to", []expr{"loki.process.pods.receiver"})
+	process := block("loki.process", "pods", "forward_to", []expr{"loki.write.default.receiver"})
+	process.Body().AppendBlock(block("stage.cri", ""))
+	return []*builder.Block{discover, rel, match, source, process}
+}
+
+// ComponentLabel is the label of a channel's loki.source.windowsevent block.
+func ComponentLabel(channel string) string {
+	var b strings.Builder
+	for _, r := range strings.ToLower(channel) {
+		if r >= 'a' && r <= 'z' || r >= '0' && r <= '9' {
+			b.WriteRune(r)
+		} else {
+			b.WriteRune('_')
+		}
+	}
+	return b.String()
+}
+
+// XPath selects a channel's configured levels, as Event Viewer writes it.
+func XPath(levels []int) string {
+	conds := make([]string, len(levels))
+	for i, l := range levels {
+		conds[i] = "Level=" + strconv.Itoa(l)
+	}
+	return "*[System[(" + strings.Join(conds, " or ") + ")]]"
+}
+
+func eventBlock(cfg *config.Config, ch config.Channel) *builder.Block {
+	label := ComponentLabel(ch.Name)
+	return block("loki.source.windowsevent", label,
+		"eventlog_name", ch.Name,
+		"xpath_query", XPath(ch.Levels),
+		// A fixed locale gives the same levelText on every node.
+		"locale", cfg.EventLog.Locale,
+		// One bookmark per component, on the node's disk.
+		"bookmark_path", windowsJoin(cfg.Alloy.StoragePath, "bookmarks", label+".xml"),
+		"labels", map[string]any{"job": cfg.Logs.EventsJob, "node": nodeName},
+		"forward_to", []expr{"loki.write.default.receiver"})
+}
+
+func writeBlock(cfg *config.Config) *builder.Block {
+	ep := block("endpoint", "", "url", cfg.Loki.URL)
+	l := cfg.Loki
+	if l.Tenant != "" {
+		ep.Body().SetAttributeValue("tenant_id", l.Tenant)
+	}
+	if l.BearerTokenFile != "" {
+		ep.Body().SetAttributeValue("bearer_token_file", l.BearerTokenFile)
+	}
+	if l.BasicAuth.Username != "" {
+		ep.Body().AppendBlock(block("basic_auth", "", "username", l.BasicAuth.Username, "password_file", l.BasicAuth.PasswordFile))
+	}
+	if l.CAFile != "" {
+		ep.Body().AppendBlock(block("tls_config", "", "ca_file", l.CAFile))
+	}
+	w := block("loki.write", "default")
+	w.Body().AppendBlock(ep)
+	if cfg.Cluster.Name != "" {
+		w.Body().SetAttributeValue("external_labels", map[string]string{cfg.Cluster.Label: cfg.Cluster.Name})
+	}
+	return w
+}
+
+// windowsJoin joins a Windows directory and path elements.
+func windowsJoin(dir string, elems ...string) string {
+	return strings.TrimRight(dir, `\`) + `\` + strings.Join(elems, `\`)
+}

@@ -1,0 +1,98 @@
+package alloy
+
+import (
+	"fmt"
+	"strconv"
+
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/winobs/winobs/config"
+	"github.com/winobs/winobs/hostprocess"
+	"github.com/winobs/winobs/render"
+)
+
+// Name of every Alloy object.
+const Name = "winobs-alloy-windows"
+
+// configDir is where the ConfigMap appears on the node; a HostProcess
+// container's volumes are bound into the host's file system.
+const configDir = `C:\etc\alloy`
+
+// Files returns config.alloy (for reference) and the Alloy objects.
+func Files(cfg *config.Config) ([]render.File, error) {
+	seen := map[string]string{}
+	for _, ch := range cfg.EventLog.Channels {
+		l := ComponentLabel(ch.Name)
+		if other, dup := seen[l]; dup {
+			return nil, fmt.Errorf("event log channels %q and %q would both be loki.source.windowsevent %q", other, ch.Name, l)
+		}
+		seen[l] = ch.Name
+	}
+	conf := Config(cfg)
+	return []render.File{
+		{Path: "alloy/config.alloy", Raw: conf},
+		{Path: "alloy/alloy.yaml", Objects: Objects(cfg, conf)},
+	}, nil
+}
+
+// Objects are the ServiceAccount, least-privilege RBAC, ConfigMap and
+// DaemonSet of Alloy on the Windows nodes assigned to it.
+func Objects(cfg *config.Config, conf []byte) []any {
+	meta := hostprocess.Meta(cfg, Name, Name)
+	sa := &corev1.ServiceAccount{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ServiceAccount"}, ObjectMeta: meta}
+	// Discovery lists and watches this node's pods; nothing else.
+	role := &rbacv1.ClusterRole{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRole"},
+		ObjectMeta: metav1.ObjectMeta{Name: Name, Labels: meta.Labels},
+		Rules:      []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get", "list", "watch"}}},
+	}
+	binding := &rbacv1.ClusterRoleBinding{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRoleBinding"},
+		ObjectMeta: metav1.ObjectMeta{Name: Name, Labels: meta.Labels},
+		RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: Name},
+		Subjects:   []rbacv1.Subject{{Kind: "ServiceAccount", Name: Name, Namespace: cfg.Namespace}},
+	}
+	cm := &corev1.ConfigMap{
+		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"}, ObjectMeta: meta,
+		Data: map[string]string{"config.alloy": string(conf)},
+	}
+	return []any{sa, role, binding, cm, daemonSet(cfg)}
+}
+
+func daemonSet(cfg *config.Config) any {
+	grace := int64(30)
+	container := corev1.Container{
+		Name:  "alloy",
+		Image: cfg.Alloy.Image,
+		// Relative to the directory HCS mounted the image at.
+		Command: []string{`alloy\alloy.exe`},
+		Args: []string{
+			"run", configDir + `\config.alloy`,
+			"--storage.path=" + cfg.Alloy.StoragePath,
+			// HostProcess pods share the node's network: loopback only.
+			"--server.http.listen-addr=" + cfg.Alloy.ListenAddress,
+		},
+		Env: []corev1.EnvVar{
+			hostprocess.NodeNameVar(),
+			// The kubernetes Service address is not reachable from the node network.
+			{Name: "KUBERNETES_SERVICE_HOST", Value: cfg.APIServer.Host},
+			{Name: "KUBERNETES_SERVICE_PORT", Value: strconv.Itoa(cfg.APIServer.Port)},
+		},
+		Resources:    hostprocess.Resources(cfg.Alloy.Resources),
+		VolumeMounts: []corev1.VolumeMount{{Name: "config", MountPath: configDir}},
+	}
+	pod := corev1.PodSpec{
+		ServiceAccountName: Name,
+		Affinity:           hostprocess.AgentAffinity(cfg, config.AgentAlloy),
+		Containers:         []corev1.Container{container},
+		Volumes: []corev1.Volume{{Name: "config", VolumeSource: corev1.VolumeSource{
+			ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: Name}},
+		}}},
+		// Let the bookmark and positions flush on shutdown.
+		TerminationGracePeriodSeconds: &grace,
+	}
+	// SYSTEM: LocalService and NetworkService cannot read C:\var\log\pods.
+	return hostprocess.DaemonSet(cfg, Name, Name, hostprocess.SystemAccount, pod)
+}

@@ -1,0 +1,215 @@
+// Package exporters builds windows_exporter for Windows nodes: its config,
+// a HostProcess DaemonSet with a scoped firewall rule, and the monitor whose
+// labels match what the winobs rules expect.
+package exporters
+
+import (
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+
+	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/winobs/winobs/config"
+	"github.com/winobs/winobs/hostprocess"
+	"github.com/winobs/winobs/render"
+)
+
+const (
+	// Name of every exporter object.
+	Name = "winobs-windows-exporter"
+	// Port is windows_exporter's port, on the node's address (host network).
+	Port = 9182
+	// FirewallRuleName is the fixed name (not DisplayName) of the inbound
+	// rule, so a restart finds and updates it instead of adding another.
+	FirewallRuleName = "winobs-windows-exporter-9182"
+	// HostIPEnv carries the node's own address into the firewall step.
+	HostIPEnv = "HOST_IP"
+	portName  = "metrics"
+)
+
+// Files returns the exporter objects, or none when the exporter of
+// kube-prometheus-stack is used instead.
+func Files(cfg *config.Config) ([]render.File, error) {
+	if !cfg.WindowsExporter.Deploy {
+		return nil, nil
+	}
+	return []render.File{{Path: "exporters/windows-exporter.yaml", Objects: Objects(cfg)}}, nil
+}
+
+// Objects are the ConfigMap, DaemonSet and monitor (plus a headless Service
+// for a ServiceMonitor).
+func Objects(cfg *config.Config) []any {
+	e := cfg.WindowsExporter
+	cm := &corev1.ConfigMap{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
+		ObjectMeta: hostprocess.Meta(cfg, Name, Name),
+		Data:       map[string]string{"config.yml": ExporterConfig(cfg)},
+	}
+	objs := []any{cm, daemonSet(cfg)}
+	if e.Monitor == config.ServiceMonitor {
+		return append(objs, service(cfg), serviceMonitor(cfg))
+	}
+	return append(objs, podMonitor(cfg))
+}
+
+// ExporterConfig is windows_exporter's config file: the default collectors
+// plus container, and the service collector limited to the node's
+// Kubernetes services (it reports every service otherwise).
+func ExporterConfig(cfg *config.Config) string {
+	quoted := make([]string, len(cfg.WindowsExporter.Services))
+	for i, s := range cfg.WindowsExporter.Services {
+		quoted[i] = regexp.QuoteMeta(s)
+	}
+	// The exporter anchors the regex and matches case-sensitively.
+	include := "(?i)" + strings.Join(quoted, "|")
+	return fmt.Sprintf(`collectors:
+  enabled: "[defaults],container"
+collector:
+  service:
+    include: %s
+`, strconv.Quote(include))
+}
+
+func daemonSet(cfg *config.Config) any {
+	e := cfg.WindowsExporter
+	probe := &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{
+		Path: "/health", Port: intstr.FromInt32(Port),
+	}}, PeriodSeconds: 10, TimeoutSeconds: 5, FailureThreshold: 3}
+	startup := *probe
+	startup.FailureThreshold = 30 // the first scrape of a busy node is slow
+	container := corev1.Container{
+		Name:  "windows-exporter",
+		Image: e.Image,
+		Args: []string{
+			// HostProcess containers see their volumes under the sandbox mount point.
+			"--config.file=%CONTAINER_SANDBOX_MOUNT_POINT%/config.yml",
+			"--web.listen-address=:" + strconv.Itoa(Port),
+		},
+		Ports:          []corev1.ContainerPort{{Name: portName, ContainerPort: Port, HostPort: Port, Protocol: corev1.ProtocolTCP}},
+		StartupProbe:   &startup,
+		LivenessProbe:  probe,
+		ReadinessProbe: probe,
+		Resources:      hostprocess.Resources(e.Resources),
+		VolumeMounts:   []corev1.VolumeMount{{Name: "config", MountPath: "/config.yml", SubPath: "config.yml"}},
+	}
+	pod := corev1.PodSpec{
+		Containers: []corev1.Container{container},
+		Volumes: []corev1.Volume{{Name: "config", VolumeSource: corev1.VolumeSource{
+			ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: Name}},
+		}}},
+		PriorityClassName: "system-node-critical",
+	}
+	if e.Firewall.Enabled {
+		pod.InitContainers = []corev1.Container{{
+			Name:    "configure-firewall",
+			Image:   e.Image,
+			Command: []string{"powershell.exe", "-NoLogo", "-NoProfile", "-NonInteractive", "-ExecutionPolicy", "Bypass", "-Command", FirewallScript(e.Firewall.AllowFrom)},
+			Env: []corev1.EnvVar{{Name: HostIPEnv, ValueFrom: &corev1.EnvVarSource{
+				FieldRef: &corev1.ObjectFieldSelector{FieldPath: "status.hostIP"},
+			}}},
+		}}
+	}
+	// SYSTEM reads performance counters, the SCM and job objects, and may
+	// change the firewall.
+	return hostprocess.DaemonSet(cfg, Name, Name, hostprocess.SystemAccount, pod)
+}
+
+// FirewallScript creates or updates, in place, one inbound rule with a fixed
+// name that allows the exporter's port from the scrapers and from the node
+// itself (kubelet probes come from the node's own address; blocking it
+// crash-loops the pod). It never adds a second rule. Addresses are validated
+// by config (IPs and CIDRs only), so single quotes are safe.
+func FirewallScript(allowFrom []string) string {
+	remote := make([]string, len(allowFrom))
+	for i, a := range allowFrom {
+		remote[i] = "'" + a + "'"
+	}
+	remote = append(remote, "$env:"+HostIPEnv)
+	return strings.Join([]string{
+		"$ErrorActionPreference = 'Stop'",
+		"$name = '" + FirewallRuleName + "'",
+		"$remote = @(" + strings.Join(remote, ", ") + ")",
+		"$rule = @{ Direction = 'Inbound'; Action = 'Allow'; Profile = 'Any'; Protocol = 'TCP'; LocalPort = " + strconv.Itoa(Port) + "; RemoteAddress = $remote; Enabled = 'True' }",
+		"if (Get-NetFirewallRule -Name $name -ErrorAction SilentlyContinue) { Set-NetFirewallRule -Name $name @rule }",
+		"else { New-NetFirewallRule -Name $name -DisplayName 'winobs windows-exporter " + strconv.Itoa(Port) + "' @rule | Out-Null }",
+		"Write-Output \"firewall rule $name allows TCP " + strconv.Itoa(Port) + " from $($remote -join ', ')\"",
+	}, "\n")
+}
+
+// relabelings make the series look the way the rules expect, whichever
+// monitor scrapes them: instance and node are the node name (so joins with
+// kube-state-metrics' node label work), job is the configured job, and the
+// pod's own namespace/pod/container target labels are dropped so that, with
+// honorLabels, the exporter's container labels stand and empty ones stay
+// absent.
+func relabelings(cfg *config.Config) []monitoringv1.RelabelConfig {
+	job := cfg.WindowsExporter.Job
+	return []monitoringv1.RelabelConfig{
+		{SourceLabels: []monitoringv1.LabelName{"__meta_kubernetes_pod_node_name"}, TargetLabel: "instance"},
+		{SourceLabels: []monitoringv1.LabelName{"__meta_kubernetes_pod_node_name"}, TargetLabel: "node"},
+		{TargetLabel: "job", Replacement: &job},
+		{Action: "labeldrop", Regex: "namespace|pod|container"},
+	}
+}
+
+func monitorMeta(cfg *config.Config) metav1.ObjectMeta {
+	m := hostprocess.Meta(cfg, Name, Name)
+	for k, v := range cfg.WindowsExporter.MonitorLabels {
+		m.Labels[k] = v
+	}
+	return m
+}
+
+func podMonitor(cfg *config.Config) any {
+	port := portName
+	return &monitoringv1.PodMonitor{
+		TypeMeta:   metav1.TypeMeta{APIVersion: monitoringv1.SchemeGroupVersion.String(), Kind: monitoringv1.PodMonitorsKind},
+		ObjectMeta: monitorMeta(cfg),
+		Spec: monitoringv1.PodMonitorSpec{
+			Selector:          metav1.LabelSelector{MatchLabels: hostprocess.Labels(Name)},
+			NamespaceSelector: monitoringv1.NamespaceSelector{MatchNames: []string{cfg.Namespace}},
+			PodMetricsEndpoints: []monitoringv1.PodMetricsEndpoint{{
+				Port:           &port,
+				Path:           "/metrics",
+				Interval:       monitoringv1.Duration(cfg.WindowsExporter.ScrapeInterval),
+				HonorLabels:    true,
+				RelabelConfigs: relabelings(cfg),
+			}},
+		},
+	}
+}
+
+func service(cfg *config.Config) any {
+	return &corev1.Service{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Service"},
+		ObjectMeta: hostprocess.Meta(cfg, Name, Name),
+		Spec: corev1.ServiceSpec{
+			ClusterIP: corev1.ClusterIPNone,
+			Selector:  hostprocess.Labels(Name),
+			Ports:     []corev1.ServicePort{{Name: portName, Port: Port, TargetPort: intstr.FromString(portName)}},
+		},
+	}
+}
+
+func serviceMonitor(cfg *config.Config) any {
+	return &monitoringv1.ServiceMonitor{
+		TypeMeta:   metav1.TypeMeta{APIVersion: monitoringv1.SchemeGroupVersion.String(), Kind: monitoringv1.ServiceMonitorsKind},
+		ObjectMeta: monitorMeta(cfg),
+		Spec: monitoringv1.ServiceMonitorSpec{
+			Selector:          metav1.LabelSelector{MatchLabels: hostprocess.Labels(Name)},
+			NamespaceSelector: monitoringv1.NamespaceSelector{MatchNames: []string{cfg.Namespace}},
+			Endpoints: []monitoringv1.Endpoint{{
+				Port:           portName,
+				Path:           "/metrics",
+				Interval:       monitoringv1.Duration(cfg.WindowsExporter.ScrapeInterval),
+				HonorLabels:    true,
+				RelabelConfigs: relabelings(cfg),
+			}},
+		},
+	}
+}

@@ -1,0 +1,120 @@
+// Package hostprocess builds what every winobs HostProcess DaemonSet shares:
+// Windows placement, the HostProcess security context, the node name from the
+// downward API, resources, and the node label that gives each Windows node
+// exactly one log agent.
+package hostprocess
+
+import (
+	"sort"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/winobs/winobs/config"
+)
+
+// Accounts a HostProcess container can run as. SYSTEM is needed to read
+// C:\var\log\pods and, for the exporter, performance counters and the firewall.
+const (
+	SystemAccount       = `NT AUTHORITY\SYSTEM`
+	LocalServiceAccount = `NT AUTHORITY\LOCAL SERVICE`
+)
+
+// NodeNameEnv is set from spec.nodeName: the Windows hostname is upper-case
+// and differs from the Node object's name.
+const NodeNameEnv = "NODE_NAME"
+
+// Labels are the common labels of one winobs component.
+func Labels(component string) map[string]string {
+	return map[string]string{"app.kubernetes.io/name": component, "app.kubernetes.io/part-of": "winobs"}
+}
+
+// Meta is the object metadata of one winobs component.
+func Meta(cfg *config.Config, name, component string) metav1.ObjectMeta {
+	return metav1.ObjectMeta{Name: name, Namespace: cfg.Namespace, Labels: Labels(component)}
+}
+
+// DaemonSet wraps a pod spec into a HostProcess DaemonSet on the Windows
+// nodes: host network, the given account, rolling updates one node at a time.
+func DaemonSet(cfg *config.Config, name, component, account string, pod corev1.PodSpec) *appsv1.DaemonSet {
+	pod.OS = &corev1.PodOS{Name: corev1.Windows}
+	pod.NodeSelector = map[string]string(cfg.Nodes.Selector)
+	pod.Tolerations = tolerations(cfg.Nodes.Tolerations)
+	pod.HostNetwork = true
+	pod.SecurityContext = &corev1.PodSecurityContext{WindowsOptions: &corev1.WindowsSecurityContextOptions{
+		HostProcess: ptr(true), RunAsUserName: ptr(account),
+	}}
+	maxUnavailable := intstr.FromInt32(1)
+	return &appsv1.DaemonSet{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "apps/v1", Kind: "DaemonSet"},
+		ObjectMeta: Meta(cfg, name, component),
+		Spec: appsv1.DaemonSetSpec{
+			Selector: &metav1.LabelSelector{MatchLabels: Labels(component)},
+			UpdateStrategy: appsv1.DaemonSetUpdateStrategy{
+				Type:          appsv1.RollingUpdateDaemonSetStrategyType,
+				RollingUpdate: &appsv1.RollingUpdateDaemonSet{MaxUnavailable: &maxUnavailable},
+			},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: Labels(component)},
+				Spec:       pod,
+			},
+		},
+	}
+}
+
+func tolerations(ts []config.Toleration) []corev1.Toleration {
+	out := make([]corev1.Toleration, len(ts))
+	for i, t := range ts {
+		out[i] = corev1.Toleration{Key: t.Key, Operator: corev1.TolerationOperator(t.Operator), Value: t.Value, Effect: corev1.TaintEffect(t.Effect)}
+	}
+	return out
+}
+
+// NodeNameVar reads the node name from the downward API.
+func NodeNameVar() corev1.EnvVar {
+	return corev1.EnvVar{Name: NodeNameEnv, ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "spec.nodeName"}}}
+}
+
+// Resources converts validated quantities.
+func Resources(r config.Resources) corev1.ResourceRequirements {
+	list := func(m map[string]string) corev1.ResourceList {
+		if len(m) == 0 {
+			return nil
+		}
+		out := corev1.ResourceList{}
+		for k, v := range m {
+			out[corev1.ResourceName(k)] = resource.MustParse(v)
+		}
+		return out
+	}
+	return corev1.ResourceRequirements{Requests: list(r.Requests), Limits: list(r.Limits)}
+}
+
+// AgentAffinity selects the nodes whose log agent is agent. The default agent
+// takes every node not labelled for another agent (NotIn also matches an
+// absent label); the other takes only nodes labelled for it. For any value
+// of the label, at most one agent matches, and an unlabelled node gets the
+// default.
+func AgentAffinity(cfg *config.Config, agent string) *corev1.Affinity {
+	req := corev1.NodeSelectorRequirement{Key: cfg.LogAgent.NodeLabel, Operator: corev1.NodeSelectorOpIn, Values: []string{agent}}
+	if agent == cfg.LogAgent.Default {
+		var others []string
+		for _, a := range []string{config.AgentAlloy, config.AgentShipper} {
+			if a != agent {
+				others = append(others, a)
+			}
+		}
+		sort.Strings(others)
+		req = corev1.NodeSelectorRequirement{Key: cfg.LogAgent.NodeLabel, Operator: corev1.NodeSelectorOpNotIn, Values: others}
+	}
+	return &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{
+		RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{
+			NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: []corev1.NodeSelectorRequirement{req}}},
+		},
+	}}
+}
+
+func ptr[T any](v T) *T { return &v }

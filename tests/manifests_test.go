@@ -1,0 +1,195 @@
+package tests
+
+import (
+	"bytes"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+
+	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	"sigs.k8s.io/yaml"
+
+	"github.com/winobs/winobs/alloy"
+	"github.com/winobs/winobs/config"
+	"github.com/winobs/winobs/dashboards"
+	"github.com/winobs/winobs/exporters"
+	"github.com/winobs/winobs/render"
+	"github.com/winobs/winobs/rules"
+)
+
+// renderAll encodes everything gen renders for cfg, as gen would write it.
+func renderAll(t *testing.T, cfg *config.Config) map[string][]byte {
+	t.Helper()
+	var files []render.File
+	for _, build := range []func(*config.Config) ([]render.File, error){rules.Files, dashboards.Files, alloy.Files, exporters.Files} {
+		fs, err := build(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		files = append(files, fs...)
+	}
+	out, _, err := render.Encode(files)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// typed returns an empty object of the Go type for a kind; every kind winobs
+// renders must be listed.
+func typed(kind string) any {
+	switch kind {
+	case "ConfigMap":
+		return &corev1.ConfigMap{}
+	case "ServiceAccount":
+		return &corev1.ServiceAccount{}
+	case "Service":
+		return &corev1.Service{}
+	case "DaemonSet":
+		return &appsv1.DaemonSet{}
+	case "ClusterRole":
+		return &rbacv1.ClusterRole{}
+	case "ClusterRoleBinding":
+		return &rbacv1.ClusterRoleBinding{}
+	case "PrometheusRule":
+		return &monitoringv1.PrometheusRule{}
+	case "PodMonitor":
+		return &monitoringv1.PodMonitor{}
+	case "ServiceMonitor":
+		return &monitoringv1.ServiceMonitor{}
+	}
+	return nil
+}
+
+// objects decodes every document of every object file strictly (an unknown
+// or misspelt field fails) into its typed struct.
+func objects(t *testing.T, files map[string][]byte) []any {
+	t.Helper()
+	var out []any
+	var kust struct {
+		Resources []string `json:"resources"`
+	}
+	if err := yaml.Unmarshal(files[render.KustomizationFile], &kust); err != nil {
+		t.Fatal(err)
+	}
+	for _, path := range kust.Resources {
+		data, ok := files[path]
+		if !ok {
+			t.Errorf("kustomization lists %s, which is not rendered", path)
+		}
+		for i, doc := range bytes.Split(data, []byte("\n---\n")) {
+			var meta struct {
+				APIVersion string `json:"apiVersion"`
+				Kind       string `json:"kind"`
+			}
+			if err := yaml.Unmarshal(doc, &meta); err != nil {
+				t.Fatalf("%s #%d: %v", path, i, err)
+			}
+			obj := typed(meta.Kind)
+			if obj == nil {
+				t.Errorf("%s #%d: kind %q has no typed check", path, i, meta.Kind)
+				continue
+			}
+			if err := yaml.UnmarshalStrict(doc, obj); err != nil {
+				t.Errorf("%s #%d (%s): %v", path, i, meta.Kind, err)
+			}
+			out = append(out, obj)
+		}
+	}
+	for path := range files {
+		if strings.HasSuffix(path, ".yaml") && !slices.Contains(kust.Resources, path) && path != render.KustomizationFile &&
+			!strings.HasPrefix(path, "rules/") && !strings.HasPrefix(path, "loki-rules/") {
+			t.Errorf("%s holds objects but is not in kustomization.yaml", path)
+		}
+	}
+	return out
+}
+
+func configs(t *testing.T) map[string]*config.Config {
+	variants := map[string]func(*config.Config){
+		"default":        nil,
+		"ServiceMonitor": func(c *config.Config) { c.WindowsExporter.Monitor = config.ServiceMonitor },
+		"kps exporter":   func(c *config.Config) { c.WindowsExporter.Deploy = false },
+		"multi-cluster":  func(c *config.Config) { c.Cluster.Name = "lab"; c.LogAgent.Default = config.AgentShipper },
+	}
+	out := map[string]*config.Config{}
+	for name, mutate := range variants {
+		cfg, err := config.Load("")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if mutate != nil {
+			mutate(cfg)
+		}
+		out[name] = cfg
+	}
+	return out
+}
+
+func TestManifestsDecodeStrictly(t *testing.T) {
+	for name, cfg := range configs(t) {
+		t.Run(name, func(t *testing.T) {
+			for _, o := range objects(t, renderAll(t, cfg)) {
+				if m, ok := o.(interface{ GetNamespace() string }); ok && m.GetNamespace() != cfg.Namespace {
+					switch o.(type) {
+					case *rbacv1.ClusterRole, *rbacv1.ClusterRoleBinding:
+					default:
+						t.Errorf("%T %v is not in namespace %s", o, o.(interface{ GetName() string }).GetName(), cfg.Namespace)
+					}
+				}
+			}
+		})
+	}
+}
+
+// Least privilege: the only API access is Alloy's get/list/watch on pods.
+func TestRBACIsLeastPrivilege(t *testing.T) {
+	for _, o := range objects(t, renderAll(t, configs(t)["default"])) {
+		switch r := o.(type) {
+		case *rbacv1.ClusterRole:
+			got := fmt.Sprint(r.Rules)
+			want := fmt.Sprint([]rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get", "list", "watch"}}})
+			if r.Name != alloy.Name || got != want {
+				t.Errorf("ClusterRole %s grants %s", r.Name, got)
+			}
+		case *rbacv1.ClusterRoleBinding:
+			if r.RoleRef.Name != alloy.Name || len(r.Subjects) != 1 || r.Subjects[0].Name != alloy.Name {
+				t.Errorf("ClusterRoleBinding %s binds %v to %v", r.Name, r.RoleRef, r.Subjects)
+			}
+		}
+	}
+}
+
+// HostProcess DaemonSets share the node's network: each runs only on Windows
+// nodes, and agents bind their HTTP servers to loopback.
+func TestDaemonSetsOnWindowsNodes(t *testing.T) {
+	n := 0
+	for _, o := range objects(t, renderAll(t, configs(t)["default"])) {
+		ds, ok := o.(*appsv1.DaemonSet)
+		if !ok {
+			continue
+		}
+		n++
+		pod := ds.Spec.Template.Spec
+		if pod.NodeSelector["kubernetes.io/os"] != "windows" || pod.OS == nil || pod.OS.Name != corev1.Windows {
+			t.Errorf("%s is not pinned to Windows nodes", ds.Name)
+		}
+		if pod.SecurityContext == nil || !*pod.SecurityContext.WindowsOptions.HostProcess || !pod.HostNetwork {
+			t.Errorf("%s is not a HostProcess pod", ds.Name)
+		}
+		for _, c := range pod.Containers {
+			for _, a := range c.Args {
+				if strings.Contains(a, "listen-addr=") && !strings.Contains(a, "=127.0.0.1:") {
+					t.Errorf("%s/%s listens beyond loopback: %s", ds.Name, c.Name, a)
+				}
+			}
+		}
+	}
+	if n != 2 {
+		t.Errorf("want the Alloy and exporter DaemonSets, got %d", n)
+	}
+}
