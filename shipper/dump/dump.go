@@ -1,0 +1,184 @@
+// Package dump reads event log dumps written by
+// `wevtutil qe <channel> /f:RenderedXml [/uni:true]`: <Event> documents back
+// to back with no root element, UTF-8 or UTF-16LE (with or without a BOM).
+// Each event comes with the file offset just past it, the checkpoint to
+// resume from. It runs on every OS: for backfill, tests and benchmarks.
+package dump
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"unicode/utf16"
+	"unicode/utf8"
+)
+
+// Record is one event of a dump.
+type Record struct {
+	XML    []byte // the <Event> document, UTF-8
+	Offset int64  // file offset just after it
+}
+
+// Reader reads records from a dump file. At the end of the file Next returns
+// io.EOF and keeps any partial event, so a file that is still being written
+// can be read again later from where it stopped.
+type Reader struct {
+	f       *os.File
+	utf16   bool
+	buf     []byte // undecoded bytes from file offset base
+	base    int64
+	eof     bool
+	maxSize int
+}
+
+var (
+	startUTF8  = []byte("<Event")
+	endUTF8    = []byte("</Event>")
+	startUTF16 = utf16le("<Event")
+	endUTF16   = utf16le("</Event>")
+)
+
+func utf16le(s string) []byte {
+	b := make([]byte, 0, 2*len(s))
+	for _, u := range utf16.Encode([]rune(s)) {
+		b = append(b, byte(u), byte(u>>8))
+	}
+	return b
+}
+
+// ErrTooLarge reports an event larger than the reader's limit; the reader
+// skips it so one oversized record cannot stall the stream.
+var ErrTooLarge = errors.New("event exceeds the size limit")
+
+// Open opens path and positions it at offset (0, or a saved checkpoint).
+// maxEvent bounds the size of one event in the file.
+func Open(path string, offset int64, maxEvent int) (*Reader, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	r := &Reader{f: f, maxSize: maxEvent}
+	// The encoding is decided by the start of the file, whatever the offset.
+	head := make([]byte, 4)
+	n, _ := io.ReadFull(f, head)
+	head = head[:n]
+	r.utf16 = bytes.HasPrefix(head, []byte{0xFF, 0xFE}) || (len(head) >= 2 && head[1] == 0 && head[0] != 0)
+	if offset == 0 && bytes.HasPrefix(head, []byte{0xFF, 0xFE}) {
+		offset = 2
+	}
+	if offset == 0 && bytes.HasPrefix(head, []byte{0xEF, 0xBB, 0xBF}) {
+		offset = 3
+	}
+	if _, err := f.Seek(offset, io.SeekStart); err != nil {
+		f.Close()
+		return nil, err
+	}
+	r.base = offset
+	return r, nil
+}
+
+// Close closes the file.
+func (r *Reader) Close() error { return r.f.Close() }
+
+// Next returns the next complete event, io.EOF when none is complete yet, or
+// ErrTooLarge (the record is skipped; the returned offset is past it).
+func (r *Reader) Next() (Record, error) {
+	start, end := startUTF8, endUTF8
+	if r.utf16 {
+		start, end = startUTF16, endUTF16
+	}
+	for {
+		if s := r.find(start, 0); s >= 0 {
+			if e := r.find(end, s); e >= 0 {
+				stop := e + len(end)
+				raw := r.buf[s:stop]
+				r.advance(stop)
+				if r.utf16 {
+					raw = decodeUTF16(raw)
+				} else {
+					raw = bytes.Clone(raw)
+				}
+				return Record{XML: raw, Offset: r.base}, nil
+			}
+			if r.maxSize > 0 && len(r.buf)-s > r.maxSize {
+				// Drop the oversized event up to its end, wherever that is.
+				r.advance(len(r.buf))
+				if err := r.skipPast(end); err != nil {
+					return Record{}, err
+				}
+				return Record{Offset: r.base}, fmt.Errorf("%w (%d bytes)", ErrTooLarge, r.maxSize)
+			}
+		} else if len(r.buf) > len(start) {
+			// Nothing but separators so far: drop them.
+			r.advance(len(r.buf) - len(start))
+		}
+		if err := r.fill(); err != nil {
+			return Record{}, err
+		}
+	}
+}
+
+func (r *Reader) advance(n int) {
+	r.buf = r.buf[n:]
+	r.base += int64(n)
+}
+
+// fill reads more of the file; io.EOF when there is nothing more now.
+func (r *Reader) fill() error {
+	chunk := make([]byte, 64<<10)
+	n, err := r.f.Read(chunk)
+	r.buf = append(r.buf, chunk[:n]...)
+	if n > 0 {
+		return nil
+	}
+	if err == nil || errors.Is(err, io.EOF) {
+		return io.EOF
+	}
+	return err
+}
+
+// find returns the index of pat in the buffer at or after from; in UTF-16
+// only at code unit boundaries (even file offsets).
+func (r *Reader) find(pat []byte, from int) int {
+	for from <= len(r.buf) {
+		i := bytes.Index(r.buf[from:], pat)
+		if i < 0 {
+			return -1
+		}
+		if !r.utf16 || (r.base+int64(from+i))%2 == 0 {
+			return from + i
+		}
+		from += i + 1
+	}
+	return -1
+}
+
+func (r *Reader) skipPast(end []byte) error {
+	for {
+		if e := r.find(end, 0); e >= 0 {
+			r.advance(e + len(end))
+			return nil
+		}
+		if len(r.buf) > len(end) {
+			r.advance(len(r.buf) - len(end))
+		}
+		if err := r.fill(); err != nil {
+			return err
+		}
+	}
+}
+
+// decodeUTF16 converts UTF-16LE to UTF-8; lone surrogates become U+FFFD.
+func decodeUTF16(b []byte) []byte {
+	units := make([]uint16, len(b)/2)
+	for i := range units {
+		units[i] = uint16(b[2*i]) | uint16(b[2*i+1])<<8
+	}
+	out := make([]byte, 0, len(units))
+	for _, r := range utf16.Decode(units) {
+		out = utf8.AppendRune(out, r)
+	}
+	return out
+}

@@ -1,0 +1,177 @@
+package dump
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"unicode/utf16"
+)
+
+const testdata = "../../../shared/testdata/eventlog"
+
+func samples(t *testing.T) [][]byte {
+	files, _ := filepath.Glob(filepath.Join(testdata, "*.xml"))
+	var out [][]byte
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, b)
+	}
+	if len(out) != 6 {
+		t.Fatalf("want 6 samples, got %d", len(out))
+	}
+	return out
+}
+
+// wevtutil separates events with a line break (CRLF on Windows).
+func dumpOf(events [][]byte, sep string) []byte {
+	var b bytes.Buffer
+	for _, e := range events {
+		b.Write(e)
+		b.WriteString(sep)
+	}
+	return b.Bytes()
+}
+
+func toUTF16(b []byte, bom bool) []byte {
+	var out []byte
+	if bom {
+		out = append(out, 0xFF, 0xFE)
+	}
+	for _, u := range utf16.Encode([]rune(string(b))) {
+		out = append(out, byte(u), byte(u>>8))
+	}
+	return out
+}
+
+func write(t *testing.T, data []byte) string {
+	p := filepath.Join(t.TempDir(), "dump.xml")
+	if err := os.WriteFile(p, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func readAll(t *testing.T, r *Reader) []Record {
+	var out []Record
+	for {
+		rec, err := r.Next()
+		if errors.Is(err, io.EOF) {
+			return out
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, rec)
+	}
+}
+
+func TestReadsEveryEncoding(t *testing.T) {
+	events := samples(t)
+	plain := dumpOf(events, "\r\n")
+	for name, data := range map[string][]byte{
+		"utf8": plain, "utf8-bom": append([]byte{0xEF, 0xBB, 0xBF}, plain...),
+		"utf16": toUTF16(plain, false), "utf16-bom": toUTF16(plain, true),
+		"no separators": dumpOf(events, ""),
+	} {
+		r, err := Open(write(t, data), 0, 1<<20)
+		if err != nil {
+			t.Fatal(err)
+		}
+		recs := readAll(t, r)
+		r.Close()
+		if len(recs) != len(events) {
+			t.Fatalf("%s: %d records, want %d", name, len(recs), len(events))
+		}
+		for i, rec := range recs {
+			if !bytes.Equal(rec.XML, events[i]) {
+				t.Errorf("%s: record %d differs", name, i)
+			}
+		}
+		if last := recs[len(recs)-1].Offset; last > int64(len(data)) || int64(len(data))-last > 4 {
+			t.Errorf("%s: last offset %d, file %d bytes", name, last, len(data))
+		}
+	}
+}
+
+// A saved offset resumes exactly after the last event read.
+func TestResumeFromOffset(t *testing.T) {
+	events := samples(t)
+	path := write(t, toUTF16(dumpOf(events, "\r\n"), true))
+	r, _ := Open(path, 0, 1<<20)
+	first, _ := r.Next()
+	second, _ := r.Next()
+	r.Close()
+	r, err := Open(path, first.Offset, 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	again, err := r.Next()
+	if err != nil || !bytes.Equal(again.XML, second.XML) || again.Offset != second.Offset {
+		t.Errorf("resumed at %d: got %q (%d), want the second event (%d)", first.Offset, again.XML[:40], again.Offset, second.Offset)
+	}
+}
+
+// An event still being written is returned once it is complete.
+func TestGrowingFile(t *testing.T) {
+	events := samples(t)
+	path := write(t, events[0])
+	r, _ := Open(path, 0, 1<<20)
+	defer r.Close()
+	if recs := readAll(t, r); len(recs) != 1 {
+		t.Fatalf("%d records", len(recs))
+	}
+	f, _ := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
+	half := len(events[1]) / 2
+	f.Write(append([]byte("\r\n"), events[1][:half]...))
+	if recs := readAll(t, r); len(recs) != 0 {
+		t.Fatalf("a partial event was returned")
+	}
+	f.Write(events[1][half:])
+	f.Close()
+	recs := readAll(t, r)
+	if len(recs) != 1 || !bytes.Equal(recs[0].XML, events[1]) {
+		t.Fatalf("the completed event was not returned")
+	}
+}
+
+func TestOversizedEventIsSkipped(t *testing.T) {
+	events := samples(t)
+	huge := []byte("<Event><EventData><Data>" + strings.Repeat("x", 200<<10) + "</Data></EventData></Event>")
+	r, _ := Open(write(t, dumpOf([][]byte{events[0], huge, events[1]}, "\n")), 0, 100<<10)
+	defer r.Close()
+	var got []string
+	for {
+		rec, err := r.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if errors.Is(err, ErrTooLarge) {
+			got = append(got, "too large")
+			continue
+		}
+		got = append(got, string(rec.XML[:20]))
+	}
+	if len(got) != 3 || got[1] != "too large" {
+		t.Errorf("got %q", got)
+	}
+}
+
+func TestLoneSurrogateBecomesReplacement(t *testing.T) {
+	data := toUTF16([]byte("<Event><RenderingInfo><Message>a"), true)
+	data = append(data, 0x00, 0xD8) // a lone high surrogate
+	data = append(data, toUTF16([]byte("b</Message></RenderingInfo></Event>"), false)...)
+	r, _ := Open(write(t, data), 0, 1<<20)
+	defer r.Close()
+	rec, err := r.Next()
+	if err != nil || !strings.Contains(string(rec.XML), "a\uFFFDb") {
+		t.Errorf("got %q, %v", rec.XML, err)
+	}
+}
