@@ -20,7 +20,7 @@ type Entry struct {
 
 // Stream is entries sharing one label set.
 type Stream struct {
-	Labels string // as FormatLabels writes it
+	Labels  string // as FormatLabels writes it
 	Entries []Entry
 }
 
