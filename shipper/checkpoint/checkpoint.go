@@ -1,0 +1,152 @@
+// Package checkpoint stores how far each channel has been delivered. A
+// checkpoint is written only after Loki accepted every earlier event of its
+// channel, atomically (temp file, fsync, rename, directory fsync) with the
+// previous copy kept, and checksummed, so a torn or zero-filled file is
+// detected instead of silently restarting from "now".
+package checkpoint
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// Checkpoint is the delivered position of one channel.
+type Checkpoint struct {
+	Channel string `json:"channel"`
+	// Bookmark is the Windows bookmark XML (live subscriptions).
+	Bookmark string `json:"bookmark,omitempty"`
+	// Source and Offset locate a dump file position.
+	Source string `json:"source,omitempty"`
+	Offset int64  `json:"offset,omitempty"`
+	// RecordID and TimeCreated describe the last delivered event.
+	RecordID    uint64    `json:"recordID,omitempty"`
+	TimeCreated string    `json:"timeCreated,omitempty"`
+	Saved       time.Time `json:"saved"`
+}
+
+// ErrCorrupt reports a checkpoint file that exists but cannot be trusted.
+var ErrCorrupt = errors.New("corrupt checkpoint")
+
+// Store keeps one file per channel in a directory.
+type Store struct {
+	dir string
+	now func() time.Time
+}
+
+// Open creates the directory if needed.
+func Open(dir string) (*Store, error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, err
+	}
+	return &Store{dir: dir, now: time.Now}, nil
+}
+
+// Path is the checkpoint file of a channel.
+func (s *Store) Path(channel string) string {
+	safe := strings.Map(func(r rune) rune {
+		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '.' {
+			return r
+		}
+		return '_'
+	}, channel)
+	return filepath.Join(s.dir, safe+".checkpoint")
+}
+
+// Save writes cp for its channel. The previous checkpoint becomes the .bak.
+func (s *Store) Save(cp Checkpoint) error {
+	cp.Saved = s.now().UTC()
+	payload, err := json.Marshal(cp)
+	if err != nil {
+		return err
+	}
+	data := fmt.Appendf(payload, "\ncrc32c:%08x\n", crc32.Checksum(payload, crcTable))
+	path := s.Path(cp.Channel)
+	tmp := path + ".tmp"
+	if err := writeSync(tmp, data); err != nil {
+		return fmt.Errorf("writing checkpoint: %w", err)
+	}
+	if err := os.Rename(path, path+".bak"); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("keeping the previous checkpoint: %w", err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return fmt.Errorf("replacing checkpoint: %w", err)
+	}
+	return syncDir(s.dir)
+}
+
+var crcTable = crc32.MakeTable(crc32.Castagnoli)
+
+func writeSync(path string, data []byte) error {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+// Load returns a channel's checkpoint. found is false when the channel has
+// none (first start). When the current file is corrupt, it is moved aside,
+// and the previous copy is used if valid: the result then says so in Note,
+// to be reported loudly. If no copy is valid, the error wraps ErrCorrupt and
+// the caller applies its configured policy.
+func (s *Store) Load(channel string) (cp Checkpoint, found bool, note string, err error) {
+	path := s.Path(channel)
+	cp, err = read(path, channel)
+	switch {
+	case err == nil:
+		return cp, true, "", nil
+	case errors.Is(err, os.ErrNotExist):
+		// A crash between the two renames of Save leaves only the .bak.
+		if cp, err := read(path+".bak", channel); err == nil {
+			return cp, true, "checkpoint missing, resumed from the previous copy", nil
+		}
+		return Checkpoint{}, false, "", nil
+	case !errors.Is(err, ErrCorrupt):
+		return Checkpoint{}, false, "", err
+	}
+	aside := fmt.Sprintf("%s.corrupt-%s", path, s.now().UTC().Format("20060102T150405Z"))
+	if rerr := os.Rename(path, aside); rerr != nil {
+		return Checkpoint{}, false, "", errors.Join(err, rerr)
+	}
+	if bak, berr := read(path+".bak", channel); berr == nil {
+		return bak, true, fmt.Sprintf("%v; kept it as %s and resumed from the previous copy (saved %s)", err, aside, bak.Saved.Format(time.RFC3339)), nil
+	}
+	return Checkpoint{}, false, "", fmt.Errorf("%w; kept it as %s, and no valid previous copy exists", err, aside)
+}
+
+func read(path, channel string) (Checkpoint, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return Checkpoint{}, err
+	}
+	payload, sum, ok := bytes.Cut(bytes.TrimRight(data, "\n"), []byte("\ncrc32c:"))
+	if !ok {
+		return Checkpoint{}, fmt.Errorf("%w %s: no checksum (truncated or overwritten)", ErrCorrupt, path)
+	}
+	if fmt.Sprintf("%08x", crc32.Checksum(payload, crcTable)) != string(sum) {
+		return Checkpoint{}, fmt.Errorf("%w %s: checksum mismatch", ErrCorrupt, path)
+	}
+	var cp Checkpoint
+	if err := json.Unmarshal(payload, &cp); err != nil {
+		return Checkpoint{}, fmt.Errorf("%w %s: %v", ErrCorrupt, path, err)
+	}
+	if cp.Channel != channel {
+		return Checkpoint{}, fmt.Errorf("%w %s: belongs to channel %q", ErrCorrupt, path, cp.Channel)
+	}
+	return cp, nil
+}

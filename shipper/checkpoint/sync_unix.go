@@ -1,0 +1,15 @@
+//go:build !windows
+
+package checkpoint
+
+import "os"
+
+// syncDir makes the renames durable.
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
+}
