@@ -2,6 +2,9 @@
 GO ?= go
 # promtool of Prometheus 3.x, for the optional cross-check of tests/*.yaml.
 PROMTOOL_VERSION := v0.316.0
+# A real Loki-protocol receiver for the shipper's end-to-end tests.
+VICTORIALOGS_VERSION := v1.52.2
+BIN := $(CURDIR)/bin
 
 .PHONY: help generate test vet fmt-check windows check-generated ci bench promtool-test
 
@@ -11,8 +14,12 @@ help: ## list targets
 generate: ## render the committed bundle into manifests/
 	$(GO) run ./cmd/gen --out manifests
 
-test: ## run every test (rule unit tests included)
+test: $(BIN)/victoria-logs ## run every test (rule unit tests and shipper end-to-end tests included)
 	$(GO) test ./...
+
+$(BIN)/victoria-logs: Makefile
+	CGO_ENABLED=0 GOBIN=$(BIN) $(GO) install github.com/VictoriaMetrics/VictoriaLogs/app/victoria-logs@$(VICTORIALOGS_VERSION)
+	@touch $@
 
 vet: ## go vet
 	$(GO) vet ./...
@@ -33,5 +40,5 @@ bench: ## benchmarks: rule evaluation over 50 Windows nodes x 60 containers
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime 20x ./tests/
 
 promtool-test: ## run tests/*.yaml with real promtool 3.x (slow: ~10 CPU-minutes to build)
-	GOBIN=$(CURDIR)/bin $(GO) install github.com/prometheus/prometheus/cmd/promtool@$(PROMTOOL_VERSION)
+	GOBIN=$(BIN) $(GO) install github.com/prometheus/prometheus/cmd/promtool@$(PROMTOOL_VERSION)
 	cd tests && ../bin/promtool test rules *.yaml

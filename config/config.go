@@ -263,12 +263,9 @@ func Load(path string) (*Config, error) {
 		if err != nil {
 			return nil, fmt.Errorf("reading config: %w", err)
 		}
-		root, probs = overlay(path, src, &cfg)
+		root, probs = Decode(path, src, &cfg)
 	}
-	for _, p := range Validate(&cfg) {
-		p.File, p.Line = locate(path, root, p.Path)
-		probs = append(probs, p)
-	}
+	probs = append(probs, Locate(path, root, Validate(&cfg))...)
 	if len(probs) > 0 {
 		probs.sort()
 		return nil, probs
@@ -276,8 +273,26 @@ func Load(path string) (*Config, error) {
 	return &cfg, nil
 }
 
-// overlay decodes src over cfg, reporting unknown keys and type errors.
-func overlay(file string, src []byte, cfg *Config) (*yaml.Node, Problems) {
+// Locate fills in the file and line of validation problems from their field
+// paths; a path the file does not set is reported against the defaults.
+func Locate(file string, root *yaml.Node, probs Problems) Problems {
+	for i := range probs {
+		probs[i].File, probs[i].Line = locate(file, root, probs[i].Path)
+	}
+	return probs
+}
+
+// Sorted returns the problems in file order, defaults last.
+func (ps Problems) Sorted() Problems {
+	ps.sort()
+	return ps
+}
+
+// Decode overlays the YAML document src (read from file) onto out, a
+// pointer to a struct already holding defaults: fields the document sets are
+// replaced, the rest kept. It reports every unknown key (with a suggestion)
+// and every type error, and returns the document for Locate.
+func Decode(file string, src []byte, out any) (*yaml.Node, Problems) {
 	var doc yaml.Node
 	if err := yaml.Unmarshal(src, &doc); err != nil {
 		return nil, Problems{syntaxProblem(file, err)}
@@ -286,8 +301,8 @@ func overlay(file string, src []byte, cfg *Config) (*yaml.Node, Problems) {
 		return nil, nil // an empty file changes nothing
 	}
 	root := doc.Content[0]
-	probs := unknownFields(file, root, cfg)
-	if err := root.Decode(cfg); err != nil {
+	probs := unknownFields(file, root, out)
+	if err := root.Decode(out); err != nil {
 		var te *yaml.TypeError
 		if !errors.As(err, &te) {
 			return root, append(probs, syntaxProblem(file, err))

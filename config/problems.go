@@ -109,7 +109,7 @@ func splitPath(path string) []string {
 // unknownFields walks the document against the Go types and reports every key
 // that no field takes, so one run lists them all (yaml's KnownFields stops at
 // the first).
-func unknownFields(file string, n *yaml.Node, cfg *Config) Problems {
+func unknownFields(file string, n *yaml.Node, out any) Problems {
 	var probs Problems
 	var walk func(n *yaml.Node, t reflect.Type, path string)
 	walk = func(n *yaml.Node, t reflect.Type, path string) {
@@ -136,7 +136,7 @@ func unknownFields(file string, n *yaml.Node, cfg *Config) Problems {
 			}
 		}
 	}
-	walk(n, reflect.TypeOf(cfg), "")
+	walk(n, reflect.TypeOf(out), "")
 	return probs
 }
 

@@ -1,0 +1,67 @@
+// Command eventlog-shipper ships Windows event log channels, or wevtutil
+// dumps, to Loki in the line format of Grafana Alloy, checkpointing only what
+// Loki accepted.
+//
+//	eventlog-shipper --config FILE
+//
+// Exit status: 0 after a clean shutdown (or when every dump is delivered),
+// 1 on a runtime failure, 2 on a usage or configuration error.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/winobs/winobs/config"
+	"github.com/winobs/winobs/shipper"
+)
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stderr))
+}
+
+func run(args []string, stderr io.Writer) int {
+	fs := flag.NewFlagSet("eventlog-shipper", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	configPath := fs.String("config", "", "YAML configuration file (required)")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if *configPath == "" || fs.NArg() > 0 {
+		fmt.Fprintln(stderr, "usage: eventlog-shipper --config FILE")
+		return 2
+	}
+	log := slog.New(slog.NewJSONHandler(stderr, nil))
+	cfg, err := shipper.LoadConfig(*configPath)
+	if err != nil {
+		fmt.Fprintf(stderr, "eventlog-shipper: %v\n", err)
+		var probs config.Problems
+		if errors.As(err, &probs) {
+			return 2
+		}
+		return 1
+	}
+	s, err := shipper.New(cfg, log)
+	if err != nil {
+		fmt.Fprintf(stderr, "eventlog-shipper: %v\n", err)
+		return 2
+	}
+	// SIGTERM from the kubelet; on Windows the console shutdown events
+	// arrive as SIGTERM/SIGINT too.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	log.Info("starting", "listen", cfg.Listen, "channels", len(cfg.Channels), "dumps", len(cfg.Dumps))
+	if err := s.Run(ctx); err != nil {
+		log.Error("stopped", "error", err)
+		return 1
+	}
+	log.Info("stopped cleanly")
+	return 0
+}

@@ -1,0 +1,167 @@
+// Package shipper is the eventlog-shipper: Windows event log channels (or
+// wevtutil dumps) to Loki, with Alloy's line format, checkpoints that move
+// only after Loki accepted the events, and bounded memory.
+package shipper
+
+import (
+	_ "embed"
+	"fmt"
+	"net/netip"
+	"net/url"
+	"os"
+	"regexp"
+	"strings"
+
+	"github.com/prometheus/common/model"
+
+	"github.com/winobs/winobs/config"
+)
+
+//go:embed default.yaml
+var defaultYAML []byte
+
+// Config is the shipper's configuration file.
+type Config struct {
+	Loki Loki `yaml:"loki"`
+	// Labels are static stream labels; ${VAR} expands from the environment
+	// (node: ${NODE_NAME}). channel and computer are added per event.
+	Labels   map[string]string `yaml:"labels"`
+	Channels []Channel         `yaml:"channels"`
+	Dumps    []Dump            `yaml:"dumps"`
+	StateDir string            `yaml:"stateDir"`
+	// StartAt is where a channel without a checkpoint starts: newest takes a
+	// bookmark at the newest record and saves it at once; oldest reads the
+	// whole channel back to MaxAge.
+	StartAt string          `yaml:"startAt"`
+	MaxAge  config.Duration `yaml:"maxAge"`
+	// OnCorruptCheckpoint: oldest (re-read, duplicates Loki drops), newest
+	// (skip, losing what was not delivered) or fail (exit for an operator).
+	OnCorruptCheckpoint string `yaml:"onCorruptCheckpoint"`
+	// Timestamp of each entry: event (TimeCreated, so replays deduplicate)
+	// or read (the time the shipper read it, as Alloy's default).
+	Timestamp        string          `yaml:"timestamp"`
+	Locale           int             `yaml:"locale"`
+	Batch            Batch           `yaml:"batch"`
+	MaxInFlightBytes int             `yaml:"maxInFlightBytes"`
+	MaxEventBytes    int             `yaml:"maxEventBytes"`
+	Listen           string          `yaml:"listen"`
+	ShutdownGrace    config.Duration `yaml:"shutdownGrace"`
+}
+
+// Loki is the push endpoint; secrets are files.
+type Loki struct {
+	URL             string          `yaml:"url"`
+	Tenant          string          `yaml:"tenant"`
+	Username        string          `yaml:"username"`
+	PasswordFile    string          `yaml:"passwordFile"`
+	BearerTokenFile string          `yaml:"bearerTokenFile"`
+	CAFile          string          `yaml:"caFile"`
+	Timeout         config.Duration `yaml:"timeout"`
+}
+
+// Channel is a live subscription (Windows only).
+type Channel struct {
+	Name  string `yaml:"name"`
+	Query string `yaml:"query"`
+}
+
+// Dump is a file written by wevtutil qe /f:RenderedXml.
+type Dump struct {
+	Path    string `yaml:"path"`
+	Channel string `yaml:"channel"`
+	// Follow keeps reading as the file grows; otherwise the shipper exits
+	// once every dump is delivered.
+	Follow bool `yaml:"follow"`
+}
+
+// Batch bounds one push.
+type Batch struct {
+	MaxBytes int             `yaml:"maxBytes"`
+	MaxWait  config.Duration `yaml:"maxWait"`
+}
+
+// Values of StartAt, OnCorruptCheckpoint and Timestamp.
+const (
+	Newest = "newest"
+	Oldest = "oldest"
+	Fail   = "fail"
+
+	EventTime = "event"
+	ReadTime  = "read"
+)
+
+// LoadConfig reads path over the defaults, expands ${VAR} in labels and
+// validates everything, reporting all problems at once.
+func LoadConfig(path string) (*Config, error) {
+	var c Config
+	if root, probs := config.Decode("(default)", defaultYAML, &c); len(probs) > 0 || root == nil {
+		return nil, fmt.Errorf("embedded default: %v", probs)
+	}
+	src, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("reading config: %w", err)
+	}
+	root, probs := config.Decode(path, src, &c)
+	for k, v := range c.Labels {
+		c.Labels[k] = os.Expand(v, os.Getenv)
+	}
+	probs = append(probs, config.Locate(path, root, c.validate())...)
+	if len(probs) > 0 {
+		return nil, probs.Sorted()
+	}
+	return &c, nil
+}
+
+var labelName = regexp.MustCompile(`^[a-zA-Z_][a-zA-Z0-9_]*$`)
+
+func (c *Config) validate() config.Problems {
+	var probs config.Problems
+	check := func(path string, ok bool, format string, args ...any) {
+		if !ok {
+			probs = append(probs, config.Problem{Path: path, Msg: fmt.Sprintf(format, args...)})
+		}
+	}
+	duration := func(path string, d config.Duration, positive bool) {
+		v, err := model.ParseDuration(string(d))
+		check(path, err == nil && (!positive || v > 0), "must be a duration such as 1s or 5m, got %q", string(d))
+	}
+	u, err := url.Parse(c.Loki.URL)
+	check("loki.url", err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != "",
+		"must be an http(s) push URL, got %q", c.Loki.URL)
+	check("loki.passwordFile", (c.Loki.Username == "") == (c.Loki.PasswordFile == ""), "username and passwordFile go together")
+	check("loki.caFile", c.Loki.CAFile == "" || strings.HasPrefix(c.Loki.URL, "https://"), "a CA file needs an https URL")
+	duration("loki.timeout", c.Loki.Timeout, true)
+	for k, v := range c.Labels {
+		check("labels."+k, labelName.MatchString(k) && k != "channel" && k != "computer",
+			"must be a label name other than channel and computer (set per event)")
+		check("labels."+k, v != "", "is empty (an unset environment variable?)")
+	}
+	check("labels", len(c.Labels) <= 13, "at most 13 static labels: Loki allows 15 per stream, channel and computer are added")
+	check("channels", len(c.Channels)+len(c.Dumps) > 0, "configure at least one channel or dump")
+	seen := map[string]bool{}
+	for i, ch := range c.Channels {
+		check(fmt.Sprintf("channels[%d].name", i), ch.Name != "" && !seen[ch.Name], "must be a channel name, each once")
+		seen[ch.Name] = true
+	}
+	for i, d := range c.Dumps {
+		check(fmt.Sprintf("dumps[%d].path", i), d.Path != "", "must not be empty")
+		check(fmt.Sprintf("dumps[%d].channel", i), d.Channel != "" && !seen[d.Channel], "must name the dump's channel, each once")
+		seen[d.Channel] = true
+	}
+	check("stateDir", c.StateDir != "", "must not be empty")
+	check("startAt", c.StartAt == Newest || c.StartAt == Oldest, "must be newest or oldest, got %q", c.StartAt)
+	duration("maxAge", c.MaxAge, false)
+	check("onCorruptCheckpoint", c.OnCorruptCheckpoint == Oldest || c.OnCorruptCheckpoint == Newest || c.OnCorruptCheckpoint == Fail,
+		"must be oldest, newest or fail, got %q", c.OnCorruptCheckpoint)
+	check("timestamp", c.Timestamp == EventTime || c.Timestamp == ReadTime, "must be event or read, got %q", c.Timestamp)
+	check("locale", c.Locale > 0 && c.Locale <= 0xFFFF, "must be a Windows LCID such as 1033")
+	check("batch.maxBytes", c.Batch.MaxBytes >= 64<<10 && c.Batch.MaxBytes <= 16<<20, "must be between 64 KiB and 16 MiB, got %d", c.Batch.MaxBytes)
+	duration("batch.maxWait", c.Batch.MaxWait, true)
+	check("maxInFlightBytes", c.MaxInFlightBytes >= 2*c.Batch.MaxBytes, "must hold at least two batches (%d), got %d", 2*c.Batch.MaxBytes, c.MaxInFlightBytes)
+	check("maxEventBytes", c.MaxEventBytes >= 64<<10 && c.MaxEventBytes <= c.Batch.MaxBytes,
+		"must be between 64 KiB and batch.maxBytes, got %d", c.MaxEventBytes)
+	_, err = netip.ParseAddrPort(c.Listen)
+	check("listen", err == nil, "must be address:port such as 127.0.0.1:9498, got %q", c.Listen)
+	duration("shutdownGrace", c.ShutdownGrace, true)
+	return probs
+}

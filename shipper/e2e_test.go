@@ -1,0 +1,253 @@
+package shipper_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+	"unicode/utf16"
+
+	"github.com/winobs/winobs/shipper/eventxml"
+)
+
+const testdata = "../../shared/testdata/eventlog"
+
+// victoriaLogs starts the pinned VictoriaLogs (make test installs it in
+// bin/) on a free loopback port with a fresh data directory.
+func victoriaLogs(t *testing.T) string {
+	t.Helper()
+	bin, _ := filepath.Abs("../bin/victoria-logs")
+	if _, err := os.Stat(bin); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("VictoriaLogs is not installed (%v): CI must run make test", err)
+		}
+		t.Skip("bin/victoria-logs missing: run make test (it installs VictoriaLogs)")
+	}
+	addr := freeAddr(t)
+	cmd := exec.Command(bin, "-httpListenAddr="+addr, "-storageDataPath="+t.TempDir(),
+		"-retentionPeriod=100y", "-loggerLevel=WARN")
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	base := "http://" + addr
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		if resp, err := http.Get(base + "/health"); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == 200 {
+				return base
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("VictoriaLogs did not become healthy")
+		}
+	}
+}
+
+func freeAddr(t *testing.T) string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// buildShipper compiles the real binary.
+func buildShipper(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "eventlog-shipper")
+	out, err := exec.Command("go", "build", "-o", bin, "../cmd/eventlog-shipper").CombinedOutput()
+	if err != nil {
+		t.Fatalf("building the shipper: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// syntheticDump writes n events derived from the real samples (each with its
+// own record id and time) as wevtutil /uni:true does: UTF-16LE with a BOM,
+// CRLF between events. It returns the lines Alloy would write for them.
+func syntheticDump(t *testing.T, path string, n int) []string {
+	files, _ := filepath.Glob(filepath.Join(testdata, "*.xml"))
+	var templates []string
+	for _, f := range files {
+		b, _ := os.ReadFile(f)
+		templates = append(templates, string(b))
+	}
+	var text strings.Builder
+	var lines []string
+	base := time.Date(2025, 3, 4, 9, 0, 0, 0, time.UTC)
+	for i := range n {
+		ev := templates[i%len(templates)]
+		ev = replaceBetween(ev, "<EventRecordID>", "</EventRecordID>", fmt.Sprint(100000+i))
+		ts := base.Add(time.Duration(i) * 1234567 * time.Microsecond / 10).Format("2006-01-02T15:04:05.0000000Z")
+		ev = replaceBetween(ev, "SystemTime='", "'", ts)
+		text.WriteString(ev + "\r\n")
+		e, err := eventxml.Parse([]byte(ev))
+		if err != nil {
+			t.Fatal(err)
+		}
+		line, _ := e.Line(nil, eventxml.Lookups{})
+		lines = append(lines, string(line))
+	}
+	units := utf16.Encode([]rune(text.String()))
+	buf := []byte{0xFF, 0xFE}
+	for _, u := range units {
+		buf = append(buf, byte(u), byte(u>>8))
+	}
+	if err := os.WriteFile(path, buf, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return lines
+}
+
+func replaceBetween(s, open, close, value string) string {
+	i := strings.Index(s, open) + len(open)
+	j := i + strings.Index(s[i:], close)
+	return s[:i] + value + s[j:]
+}
+
+// query runs a LogsQL query and returns the result rows.
+func query(t *testing.T, base, q string) []map[string]string {
+	resp, err := http.PostForm(base+"/select/logsql/query", url.Values{"query": {q}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var rows []map[string]string
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		var row map[string]string
+		if err := json.Unmarshal(sc.Bytes(), &row); err != nil {
+			t.Fatalf("%v: %s", err, sc.Bytes())
+		}
+		rows = append(rows, row)
+	}
+	return rows
+}
+
+func writeConfig(t *testing.T, dir, base, dumpPath string, extra string) string {
+	cfg := fmt.Sprintf(`loki:
+  url: %s/insert/loki/api/v1/push?disable_message_parsing=1
+labels:
+  job: windows-events
+  node: ${NODE_NAME}
+dumps:
+  - {path: %q, channel: System}
+stateDir: %q
+listen: %s
+batch: {maxBytes: 262144, maxWait: 200ms}
+%s`, base, dumpPath, filepath.Join(dir, "state"), freeAddr(t), extra)
+	p := filepath.Join(dir, "shipper.yaml")
+	if err := os.WriteFile(p, []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// TestEndToEndVictoriaLogs ships a dump of 5000 events through the real
+// binary into a real Loki-protocol receiver and reads every line back.
+func TestEndToEndVictoriaLogs(t *testing.T) {
+	base := victoriaLogs(t)
+	bin := buildShipper(t)
+	dir := t.TempDir()
+	dumpPath := filepath.Join(dir, "System.xml")
+	want := syntheticDump(t, dumpPath, 5000)
+
+	cmd := exec.Command(bin, "--config", writeConfig(t, dir, base, dumpPath, ""))
+	cmd.Env = append(os.Environ(), "NODE_NAME=k8s-lab-win-1")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- cmd.Run() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("shipper failed: %v\n%s", err, stderr.String())
+		}
+	case <-ctx.Done():
+		cmd.Process.Kill()
+		t.Fatalf("shipper did not finish the dump\n%s", stderr.String())
+	}
+
+	var rows []map[string]string
+	for deadline := time.Now().Add(15 * time.Second); time.Now().Before(deadline); time.Sleep(300 * time.Millisecond) {
+		rows = query(t, base, `{job="windows-events"}`)
+		if len(rows) >= len(want) {
+			break
+		}
+	}
+	if len(rows) != len(want) {
+		t.Fatalf("VictoriaLogs holds %d entries, want %d", len(rows), len(want))
+	}
+	var got []string
+	for _, r := range rows {
+		got = append(got, r["_msg"])
+		if r["node"] != "k8s-lab-win-1" || r["channel"] != "System" || r["computer"] == "" {
+			t.Fatalf("labels of %v", r)
+		}
+	}
+	sort.Strings(got)
+	sort.Strings(want)
+	for i := range want {
+		if got[i] != want[i] {
+			t.Fatalf("line %d:\n got  %s\n want %s", i, got[i], want[i])
+		}
+	}
+	// The entry time is the event's TimeCreated.
+	sample := rows[0]
+	var line struct {
+		TimeCreated string `json:"timeCreated"`
+	}
+	json.Unmarshal([]byte(sample["_msg"]), &line)
+	tc, _ := time.Parse(time.RFC3339Nano, line.TimeCreated)
+	vt, _ := time.Parse(time.RFC3339Nano, sample["_time"])
+	if !tc.Equal(vt) {
+		t.Errorf("_time %s, timeCreated %s", sample["_time"], line.TimeCreated)
+	}
+
+	// A second run resumes from the checkpoint: nothing is sent again.
+	again := exec.Command(bin, "--config", filepath.Join(dir, "shipper.yaml"))
+	again.Env = cmd.Env
+	out, err := again.CombinedOutput()
+	if err != nil {
+		t.Fatalf("second run: %v\n%s", err, out)
+	}
+	time.Sleep(1500 * time.Millisecond)
+	if n := len(query(t, base, `{job="windows-events"}`)); n != len(want) {
+		t.Errorf("after a restart VictoriaLogs holds %d entries, want %d (no replay)", n, len(want))
+	}
+}
+
+// Bad config: all problems at once, exit 2.
+func TestShipperBadConfig(t *testing.T) {
+	bin := buildShipper(t)
+	dir := t.TempDir()
+	p := filepath.Join(dir, "bad.yaml")
+	os.WriteFile(p, []byte("loki: {url: ftp://x}\nstartAt: yesterday\nbatch: {maxBytes: 10}\nbogus: 1\n"), 0o644)
+	cmd := exec.Command(bin, "--config", p)
+	out, err := cmd.CombinedOutput()
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 2 {
+		t.Fatalf("exit %v, want 2\n%s", err, out)
+	}
+	for _, want := range []string{p + ":1: loki.url", p + ":2: startAt", p + ":3: batch.maxBytes", p + ":4: bogus: unknown field", "configure at least one channel or dump"} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+}

@@ -1,0 +1,107 @@
+package shipper
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/winobs/winobs/shipper/checkpoint"
+	"github.com/winobs/winobs/shipper/dump"
+)
+
+// dumpSource ships a wevtutil RenderedXml dump, resuming at the offset of
+// its checkpoint. Dumps carry RenderingInfo, so no publisher metadata (and
+// no Windows) is needed.
+type dumpSource struct {
+	d Dump
+	s *Shipper
+}
+
+func (ds *dumpSource) channel() string { return ds.d.Channel }
+
+// followPoll is how often a followed dump is checked for growth.
+const followPoll = time.Second
+
+func (ds *dumpSource) run(ctx context.Context, out chan<- record) error {
+	offset, err := ds.start()
+	if err != nil {
+		return err
+	}
+	r, err := dump.Open(ds.d.Path, offset, ds.s.cfg.MaxEventBytes)
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	for {
+		rec, err := r.Next()
+		cp := checkpoint.Checkpoint{Channel: ds.d.Channel, Source: ds.d.Path, Offset: rec.Offset}
+		switch {
+		case errors.Is(err, io.EOF):
+			if !ds.d.Follow {
+				return nil
+			}
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(followPoll):
+			}
+			continue
+		case errors.Is(err, dump.ErrTooLarge):
+			ds.s.log.Warn("skipping an event larger than maxEventBytes", "channel", ds.d.Channel, "offset", rec.Offset)
+			if err := ds.emit(ctx, out, record{channel: ds.d.Channel, cp: cp, drop: "too_large"}); err != nil {
+				return err
+			}
+			continue
+		case err != nil:
+			return err
+		}
+		if err := ds.emit(ctx, out, record{channel: ds.d.Channel, xml: rec.XML, cp: cp, size: int64(len(rec.XML))}); err != nil {
+			return err
+		}
+	}
+}
+
+func (ds *dumpSource) emit(ctx context.Context, out chan<- record, r record) error {
+	if err := ds.s.budget.acquire(ctx, r.size); err != nil {
+		return err
+	}
+	select {
+	case out <- r:
+		ds.s.m.inFlight.Set(float64(ds.s.budget.inUse()))
+		return nil
+	case <-ctx.Done():
+		ds.s.budget.release(r.size)
+		return ctx.Err()
+	}
+}
+
+// start returns the offset to resume from: the checkpoint's, the start of a
+// dump never shipped, or what the corrupt-checkpoint policy says.
+func (ds *dumpSource) start() (int64, error) {
+	cp, found, note, err := ds.s.store.Load(ds.d.Channel)
+	if note != "" {
+		ds.s.log.Error("CHECKPOINT PROBLEM: "+note, "channel", ds.d.Channel)
+	}
+	if err != nil {
+		ds.s.log.Error("CHECKPOINT CORRUPT", "channel", ds.d.Channel, "error", err, "policy", ds.s.cfg.OnCorruptCheckpoint)
+		switch ds.s.cfg.OnCorruptCheckpoint {
+		case Oldest:
+			return 0, nil
+		case Newest:
+			st, serr := os.Stat(ds.d.Path)
+			if serr != nil {
+				return 0, serr
+			}
+			return st.Size(), nil
+		default:
+			return 0, fmt.Errorf("%w (onCorruptCheckpoint: fail)", err)
+		}
+	}
+	if !found || cp.Source != ds.d.Path {
+		return 0, nil
+	}
+	return cp.Offset, nil
+}
