@@ -245,10 +245,13 @@ func (s *Shipper) add(b *batch, r record) {
 		return
 	}
 	ts := s.now()
-	if s.cfg.Timestamp == EventTime {
-		if t, err := e.Timestamp(); err == nil {
-			ts = t
-		}
+	created, terr := e.Timestamp()
+	if maxAge := time.Duration(s.cfg.MaxAge.Model()); maxAge > 0 && terr == nil && created.Before(ts.Add(-maxAge)) {
+		s.m.dropped.WithLabelValues(r.channel, "older_than_max_age").Inc()
+		return
+	}
+	if s.cfg.Timestamp == EventTime && terr == nil {
+		ts = created
 	}
 	line := e.AppendLine(nil, r.texts, s.lookups)
 	labels := s.streamLabels(r.channel, e.Computer())

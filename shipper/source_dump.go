@@ -51,29 +51,30 @@ func (ds *dumpSource) run(ctx context.Context, out chan<- record) error {
 			continue
 		case errors.Is(err, dump.ErrTooLarge):
 			ds.s.log.Warn("skipping an event larger than maxEventBytes", "channel", ds.d.Channel, "offset", rec.Offset)
-			if err := ds.emit(ctx, out, record{channel: ds.d.Channel, cp: cp, drop: "too_large"}); err != nil {
+			if err := ds.s.emit(ctx, out, record{channel: ds.d.Channel, cp: cp, drop: "too_large"}); err != nil {
 				return err
 			}
 			continue
 		case err != nil:
 			return err
 		}
-		if err := ds.emit(ctx, out, record{channel: ds.d.Channel, xml: rec.XML, cp: cp, size: int64(len(rec.XML))}); err != nil {
+		if err := ds.s.emit(ctx, out, record{channel: ds.d.Channel, xml: rec.XML, cp: cp, size: int64(len(rec.XML))}); err != nil {
 			return err
 		}
 	}
 }
 
-func (ds *dumpSource) emit(ctx context.Context, out chan<- record, r record) error {
-	if err := ds.s.budget.acquire(ctx, r.size); err != nil {
+// emit hands a record to the batcher once the in-flight budget has room.
+func (s *Shipper) emit(ctx context.Context, out chan<- record, r record) error {
+	if err := s.budget.acquire(ctx, r.size); err != nil {
 		return err
 	}
 	select {
 	case out <- r:
-		ds.s.m.inFlight.Set(float64(ds.s.budget.inUse()))
+		s.m.inFlight.Set(float64(s.budget.inUse()))
 		return nil
 	case <-ctx.Done():
-		ds.s.budget.release(r.size)
+		s.budget.release(r.size)
 		return ctx.Err()
 	}
 }
@@ -81,27 +82,37 @@ func (ds *dumpSource) emit(ctx context.Context, out chan<- record, r record) err
 // start returns the offset to resume from: the checkpoint's, the start of a
 // dump never shipped, or what the corrupt-checkpoint policy says.
 func (ds *dumpSource) start() (int64, error) {
-	cp, found, note, err := ds.s.store.Load(ds.d.Channel)
-	if note != "" {
-		ds.s.log.Error("CHECKPOINT PROBLEM: "+note, "channel", ds.d.Channel)
-	}
-	if err != nil {
-		ds.s.log.Error("CHECKPOINT CORRUPT", "channel", ds.d.Channel, "error", err, "policy", ds.s.cfg.OnCorruptCheckpoint)
-		switch ds.s.cfg.OnCorruptCheckpoint {
-		case Oldest:
-			return 0, nil
-		case Newest:
-			st, serr := os.Stat(ds.d.Path)
-			if serr != nil {
-				return 0, serr
-			}
-			return st.Size(), nil
-		default:
-			return 0, fmt.Errorf("%w (onCorruptCheckpoint: fail)", err)
+	cp, found, policy, err := ds.s.loadCheckpoint(ds.d.Channel)
+	switch {
+	case err != nil:
+		return 0, err
+	case policy == Newest:
+		st, err := os.Stat(ds.d.Path)
+		if err != nil {
+			return 0, err
 		}
-	}
-	if !found || cp.Source != ds.d.Path {
+		return st.Size(), nil
+	case policy == Oldest || !found || cp.Source != ds.d.Path:
 		return 0, nil
 	}
 	return cp.Offset, nil
+}
+
+// loadCheckpoint loads a channel's checkpoint and reports problems loudly.
+// For a corrupt checkpoint without a valid previous copy, policy is the
+// configured one (oldest or newest); with "fail" it is an error.
+func (s *Shipper) loadCheckpoint(channel string) (cp checkpoint.Checkpoint, found bool, policy string, err error) {
+	cp, found, note, err := s.store.Load(channel)
+	if note != "" {
+		s.log.Error("CHECKPOINT PROBLEM: "+note, "channel", channel)
+	}
+	if err == nil {
+		return cp, found, "", nil
+	}
+	s.log.Error("CHECKPOINT CORRUPT: applying onCorruptCheckpoint", "channel", channel, "error", err, "policy", s.cfg.OnCorruptCheckpoint)
+	s.m.dropped.WithLabelValues(channel, "corrupt_checkpoint").Add(0) // make the series visible
+	if s.cfg.OnCorruptCheckpoint == Fail {
+		return cp, false, "", fmt.Errorf("%w (onCorruptCheckpoint: fail)", err)
+	}
+	return cp, false, s.cfg.OnCorruptCheckpoint, nil
 }

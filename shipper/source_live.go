@@ -1,0 +1,68 @@
+package shipper
+
+import (
+	"context"
+
+	"github.com/winobs/winobs/shipper/checkpoint"
+	"github.com/winobs/winobs/shipper/subscribe"
+)
+
+// liveSource follows an event log channel through package subscribe.
+type liveSource struct {
+	ch  Channel
+	s   *Shipper
+	api subscribe.API
+}
+
+func (ls *liveSource) channel() string { return ls.ch.Name }
+
+func (ls *liveSource) run(ctx context.Context, out chan<- record) error {
+	name := ls.ch.Name
+	query := ls.ch.Query
+	if query == "" {
+		query = "*"
+	}
+	cp, found, policy, err := ls.s.loadCheckpoint(name)
+	if err != nil {
+		return err
+	}
+	bookmark, start := cp.Bookmark, subscribe.Oldest
+	switch {
+	case policy == Newest:
+		bookmark, start = "", subscribe.Future
+	case policy == Oldest:
+		bookmark = ""
+	case !found && ls.s.cfg.StartAt == Newest:
+		// Take a bookmark at the newest record and save it at once, so events
+		// logged while the shipper is down later are not lost either.
+		bm, ok, err := ls.api.Newest(name, query)
+		if err != nil {
+			return err
+		}
+		if ok {
+			bookmark = bm
+			if err := ls.s.store.Save(checkpoint.Checkpoint{Channel: name, Bookmark: bm}); err != nil {
+				return err
+			}
+		}
+	}
+	hooks := subscribe.Hooks{
+		Resubscribe: func(err error) {
+			ls.s.m.resubscribes.WithLabelValues(name).Inc()
+			ls.s.log.Warn("resubscribing", "channel", name, "error", err)
+		},
+		Restarted: func() {
+			ls.s.m.dropped.WithLabelValues(name, "bookmark_lost").Add(0)
+			ls.s.log.Error("bookmarked record no longer in the log (cleared or overwritten): reading from the oldest record", "channel", name)
+		},
+	}
+	return subscribe.Run(ctx, ls.api, name, query, bookmark, start, subscribe.Options{}, hooks, func(e subscribe.Event) error {
+		r := record{channel: name, xml: e.XML, texts: e.Texts, cp: checkpoint.Checkpoint{Channel: name, Bookmark: e.Bookmark}, size: int64(len(e.XML))}
+		if e.RenderErr != nil {
+			ls.s.m.renderErrors.WithLabelValues(name).Inc()
+			ls.s.log.Warn("skipping an event that could not be rendered", "channel", name, "error", e.RenderErr)
+			r.xml, r.drop = nil, "render_error"
+		}
+		return ls.s.emit(ctx, out, r)
+	})
+}

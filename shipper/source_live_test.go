@@ -1,0 +1,117 @@
+package shipper
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/golang/snappy"
+	"github.com/grafana/loki/pkg/push"
+
+	"github.com/winobs/winobs/shipper/eventxml"
+	"github.com/winobs/winobs/shipper/subscribe"
+)
+
+// fakeAPI serves the real sample events once, as a live channel would.
+type fakeAPI struct{ events []subscribe.Event }
+
+func (f *fakeAPI) Subscribe(_, _, bookmark string, _ subscribe.Start) (subscribe.Subscription, error) {
+	s := &fakeSub{}
+	for i, e := range f.events {
+		if e.Bookmark == bookmark {
+			s.events = f.events[i+1:]
+			return s, nil
+		}
+	}
+	s.events = f.events
+	return s, nil
+}
+func (f *fakeAPI) Newest(string, string) (string, bool, error) { return "", false, nil }
+
+type fakeSub struct{ events []subscribe.Event }
+
+func (s *fakeSub) Wait(d time.Duration) error { time.Sleep(d / 10); return nil }
+func (s *fakeSub) Close() error             { return nil }
+func (s *fakeSub) Next(n int) ([]subscribe.Event, error) {
+	if len(s.events) == 0 {
+		return nil, subscribe.ErrNoMoreItems
+	}
+	n = min(n, len(s.events))
+	out := s.events[:n]
+	s.events = s.events[n:]
+	return out, nil
+}
+
+// The live path on Linux: events with texts from EvtFormatMessage, the
+// process name looked up, bookmarks as checkpoints.
+func TestLiveSourceShipsAndCheckpoints(t *testing.T) {
+	var mu sync.Mutex
+	var lines []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		raw, _ := io.ReadAll(r.Body)
+		body, _ := snappy.Decode(nil, raw)
+		var req push.PushRequest
+		if err := req.Unmarshal(body); err != nil {
+			t.Error(err)
+		}
+		mu.Lock()
+		for _, s := range req.Streams {
+			for _, e := range s.Entries {
+				lines = append(lines, s.Labels+" "+e.Line)
+			}
+		}
+		mu.Unlock()
+		w.WriteHeader(204)
+	}))
+	defer srv.Close()
+
+	xml, _ := os.ReadFile("../../shared/testdata/eventlog/scm-7036-print-spooler.xml")
+	texts := &eventxml.Texts{Level: "Information", Keywords: []string{"Classic"}, Message: "The Print Spooler service entered the stopped state."}
+	api := &fakeAPI{events: []subscribe.Event{
+		{XML: xml, Texts: texts, Bookmark: "<BookmarkList><Bookmark Channel='System' RecordId='3562' IsCurrent='true'/></BookmarkList>"},
+		{RenderErr: io.ErrUnexpectedEOF, Bookmark: "<BookmarkList><Bookmark Channel='System' RecordId='3563' IsCurrent='true'/></BookmarkList>"},
+	}}
+	dir := t.TempDir()
+	cfgPath := filepath.Join(dir, "c.yaml")
+	os.WriteFile(cfgPath, []byte("loki: {url: "+srv.URL+"}\ndumps: [{path: unused, channel: Unused}]\nstateDir: "+dir+"\nlabels: {job: windows-events, node: k8s-lab-win-1}\nbatch: {maxWait: 50ms}\nlisten: 127.0.0.1:0\n"), 0o644)
+	cfg, err := LoadConfig(cfgPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Dumps = nil
+	s, err := New(cfg, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.lookups = eventxml.Lookups{ProcessName: func(uint32) string { return "services.exe" }}
+	s.sources = []source{&liveSource{ch: Channel{Name: "System"}, s: s, api: api}}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error)
+	go func() { done <- s.Run(ctx) }()
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if cp, found, _, _ := s.store.Load("System"); found && strings.Contains(cp.Bookmark, "3563") {
+			break
+		}
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	want := `{channel="System", computer="WIN-L6PC55MPB98", job="windows-events", node="k8s-lab-win-1"} {"source":"Service Control Manager","channel":"System","computer":"WIN-L6PC55MPB98","event_id":7036,"level":4,"levelText":"Information","keywords":"Classic","timeCreated":"2024-11-08T18:51:13.504187700Z","eventRecordID":3562,"execution":{"processId":604,"threadId":4792,"processName":"services.exe"},"event_data":"\u003cData Name='param1'\u003ePrint Spooler\u003c/Data\u003e\u003cData Name='param2'\u003estopped\u003c/Data\u003e\u003cBinary\u003e530070006F006F006C00650072002F0031000000\u003c/Binary\u003e","message":"The Print Spooler service entered the stopped state."}`
+	if len(lines) != 1 || lines[0] != want {
+		t.Errorf("pushed %q", lines)
+	}
+	// The unrenderable event was skipped and counted; the bookmark moved past it.
+	cp, _, _, _ := s.store.Load("System")
+	if !strings.Contains(cp.Bookmark, "RecordId='3563'") {
+		t.Errorf("checkpoint %q", cp.Bookmark)
+	}
+}
