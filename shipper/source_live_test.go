@@ -39,7 +39,7 @@ func (f *fakeAPI) Newest(string, string) (string, bool, error) { return "", fals
 type fakeSub struct{ events []subscribe.Event }
 
 func (s *fakeSub) Wait(d time.Duration) error { time.Sleep(d / 10); return nil }
-func (s *fakeSub) Close() error             { return nil }
+func (s *fakeSub) Close() error               { return nil }
 func (s *fakeSub) Next(n int) ([]subscribe.Event, error) {
 	if len(s.events) == 0 {
 		return nil, subscribe.ErrNoMoreItems
