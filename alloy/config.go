@@ -4,7 +4,6 @@
 package alloy
 
 import (
-	"strconv"
 	"strings"
 
 	"github.com/grafana/alloy/syntax/token"
@@ -103,20 +102,11 @@ func ComponentLabel(channel string) string {
 	return b.String()
 }
 
-// XPath selects a channel's configured levels, as Event Viewer writes it.
-func XPath(levels []int) string {
-	conds := make([]string, len(levels))
-	for i, l := range levels {
-		conds[i] = "Level=" + strconv.Itoa(l)
-	}
-	return "*[System[(" + strings.Join(conds, " or ") + ")]]"
-}
-
 func eventBlock(cfg *config.Config, ch config.Channel) *builder.Block {
 	label := ComponentLabel(ch.Name)
 	return block("loki.source.windowsevent", label,
 		"eventlog_name", ch.Name,
-		"xpath_query", XPath(ch.Levels),
+		"xpath_query", ch.XPath(),
 		// A fixed locale gives the same levelText on every node.
 		"locale", cfg.EventLog.Locale,
 		// One bookmark per component, on the node's disk.

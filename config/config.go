@@ -9,6 +9,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strconv"
+	"strings"
 
 	"github.com/prometheus/common/model"
 	"go.yaml.in/yaml/v3"
@@ -35,6 +37,7 @@ type Config struct {
 	EventLog         EventLog         `yaml:"eventLog"`
 	LogAgent         LogAgent         `yaml:"logAgent"`
 	Alloy            Alloy            `yaml:"alloy"`
+	Shipper          Shipper          `yaml:"shipper"`
 	Logs             Logs             `yaml:"logs"`
 	Dashboards       Dashboards       `yaml:"dashboards"`
 	Alerts           Alerts           `yaml:"alerts"`
@@ -144,6 +147,24 @@ type EventLog struct {
 type Channel struct {
 	Name   string `yaml:"name"`
 	Levels []int  `yaml:"levels"`
+}
+
+// XPath selects the channel's levels, as Event Viewer writes the query.
+func (c Channel) XPath() string {
+	conds := make([]string, len(c.Levels))
+	for i, l := range c.Levels {
+		conds[i] = "Level=" + strconv.Itoa(l)
+	}
+	return "*[System[(" + strings.Join(conds, " or ") + ")]]"
+}
+
+// Shipper configures the eventlog-shipper DaemonSet.
+type Shipper struct {
+	Image       string    `yaml:"image"`
+	StateDir    string    `yaml:"stateDir"`
+	TextfileDir string    `yaml:"textfileDir"`
+	Listen      string    `yaml:"listen"`
+	Resources   Resources `yaml:"resources"`
 }
 
 // LogAgent assigns each Windows node to exactly one log agent.

@@ -175,6 +175,14 @@ func validateAgents(v *validator, c *Config) {
 		v.add("alloy.listenAddress", "%s would open Alloy's HTTP server to the node network: HostProcess pods share the host's network, use 127.0.0.1", c.Alloy.ListenAddress)
 	}
 	v.resources("alloy.resources", c.Alloy.Resources)
+	v.nonEmpty("shipper.image", c.Shipper.Image)
+	for path, dir := range map[string]string{"shipper.stateDir": c.Shipper.StateDir, "shipper.textfileDir": c.Shipper.TextfileDir} {
+		v.check(path, windowsAbsPath.MatchString(dir), `must be an absolute Windows path on the node's disk, got %q`, dir)
+	}
+	if ap, err := netip.ParseAddrPort(c.Shipper.Listen); err != nil || !ap.Addr().IsLoopback() {
+		v.add("shipper.listen", "must be a loopback address:port such as 127.0.0.1:9498 (metrics reach Prometheus through the exporter's textfile collector), got %q", c.Shipper.Listen)
+	}
+	v.resources("shipper.resources", c.Shipper.Resources)
 	for k := range c.Nodes.Selector {
 		v.check("nodes.selector."+k, qualifiedName.MatchString(k), "must be a Kubernetes label key")
 	}

@@ -67,12 +67,15 @@ func ExporterConfig(cfg *config.Config) string {
 	}
 	// The exporter anchors the regex and matches case-sensitively.
 	include := "(?i)" + strings.Join(quoted, "|")
+	// textfile serves the eventlog-shipper's metrics (it listens on loopback).
 	return fmt.Sprintf(`collectors:
-  enabled: "[defaults],container"
+  enabled: "[defaults],container,textfile"
 collector:
   service:
     include: %s
-`, strconv.Quote(include))
+  textfile:
+    directories: %s
+`, strconv.Quote(include), strconv.Quote(cfg.Shipper.TextfileDir))
 }
 
 func daemonSet(cfg *config.Config) any {

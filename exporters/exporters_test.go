@@ -105,13 +105,19 @@ func TestExporterConfig(t *testing.T) {
 			Service struct {
 				Include string `yaml:"include"`
 			} `yaml:"service"`
+			Textfile struct {
+				Directories string `yaml:"directories"`
+			} `yaml:"textfile"`
 		} `yaml:"collector"`
 	}
 	if err := yaml.Unmarshal([]byte(ExporterConfig(load(t, nil))), &c); err != nil {
 		t.Fatal(err)
 	}
-	if c.Collectors.Enabled != "[defaults],container" {
+	if c.Collectors.Enabled != "[defaults],container,textfile" {
 		t.Errorf("collectors = %q", c.Collectors.Enabled)
+	}
+	if c.Collector.Textfile.Directories != `C:\var\lib\winobs\textfile` {
+		t.Errorf("textfile directories = %q", c.Collector.Textfile.Directories)
 	}
 	// The exporter anchors the pattern: emulate it.
 	re := regexp.MustCompile("^(?:" + c.Collector.Service.Include + ")$")

@@ -39,13 +39,17 @@ type Config struct {
 	OnCorruptCheckpoint string `yaml:"onCorruptCheckpoint"`
 	// Timestamp of each entry: event (TimeCreated, so replays deduplicate)
 	// or read (the time the shipper read it, as Alloy's default).
-	Timestamp        string          `yaml:"timestamp"`
-	Locale           int             `yaml:"locale"`
-	Batch            Batch           `yaml:"batch"`
-	MaxInFlightBytes int             `yaml:"maxInFlightBytes"`
-	MaxEventBytes    int             `yaml:"maxEventBytes"`
-	Listen           string          `yaml:"listen"`
-	ShutdownGrace    config.Duration `yaml:"shutdownGrace"`
+	Timestamp        string `yaml:"timestamp"`
+	Locale           int    `yaml:"locale"`
+	Batch            Batch  `yaml:"batch"`
+	MaxInFlightBytes int    `yaml:"maxInFlightBytes"`
+	MaxEventBytes    int    `yaml:"maxEventBytes"`
+	Listen           string `yaml:"listen"`
+	// Textfile, when set, is a .prom file the shipper's metrics are written
+	// to for windows-exporter's textfile collector: Prometheus then gets them
+	// through the exporter while the shipper listens on loopback only.
+	Textfile      string          `yaml:"textfile"`
+	ShutdownGrace config.Duration `yaml:"shutdownGrace"`
 }
 
 // Loki is the push endpoint; secrets are files.
@@ -162,6 +166,7 @@ func (c *Config) validate() config.Problems {
 		"must be between 64 KiB and batch.maxBytes, got %d", c.MaxEventBytes)
 	_, err = netip.ParseAddrPort(c.Listen)
 	check("listen", err == nil, "must be address:port such as 127.0.0.1:9498, got %q", c.Listen)
+	check("textfile", c.Textfile == "" || strings.HasSuffix(c.Textfile, ".prom"), "must end in .prom (the textfile collector reads only those), got %q", c.Textfile)
 	duration("shutdownGrace", c.ShutdownGrace, true)
 	return probs
 }

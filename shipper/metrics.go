@@ -22,9 +22,12 @@ const (
 	MetricInFlightBytes  = "winobs_shipper_in_flight_bytes"
 )
 
-// metrics are the shipper's own, registered on a private registry.
+// metrics are the shipper's own, registered on a private registry; /metrics
+// adds the Go and process collectors, which the textfile must not carry (the
+// exporter exports its own under the same names).
 type metrics struct {
 	reg          *prometheus.Registry
+	runtime      *prometheus.Registry
 	read         *prometheus.CounterVec
 	sent         *prometheus.CounterVec
 	dropped      *prometheus.CounterVec
@@ -62,7 +65,8 @@ func newMetrics() *metrics {
 		inFlight:     prometheus.NewGauge(prometheus.GaugeOpts{Name: MetricInFlightBytes, Help: "Bytes read and not yet delivered (bounded by maxInFlightBytes)."}),
 	}
 	m.reg.MustRegister(m.read, m.sent, m.dropped, m.bytesSent, m.pushDuration, m.pushErrors, m.retries,
-		m.cpTime, m.cpRecord, m.pending, m.lag, m.resubscribes, m.renderErrors, m.inFlight,
-		prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
+		m.cpTime, m.cpRecord, m.pending, m.lag, m.resubscribes, m.renderErrors, m.inFlight)
+	m.runtime = prometheus.NewRegistry()
+	m.runtime.MustRegister(prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
 	return m
 }

@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/winobs/winobs/shipper/checkpoint"
@@ -125,6 +126,10 @@ func (s *Shipper) Run(ctx context.Context) error {
 	}
 	go func() { wg.Wait(); close(records) }()
 	go s.batcher(records, batches)
+	if s.cfg.Textfile != "" {
+		stopTextfile := s.writeTextfile()
+		defer stopTextfile()
+	}
 	s.ready.Store(true)
 
 	// Pushes outlive ctx by the grace period, so a shutdown delivers what it read.
@@ -295,9 +300,37 @@ func (s *Shipper) streamLabels(channel, computer string) string {
 	return l
 }
 
+// textfileInterval is how often the metrics file is rewritten.
+const textfileInterval = 15 * time.Second
+
+// writeTextfile keeps the metrics file current (written to a temporary file
+// and renamed, so the exporter never reads half of it); the returned stop
+// writes it a last time.
+func (s *Shipper) writeTextfile() (stop func()) {
+	write := func() {
+		if err := prometheus.WriteToTextfile(s.cfg.Textfile, s.m.reg); err != nil {
+			s.log.Warn("writing the metrics textfile", "path", s.cfg.Textfile, "error", err)
+		}
+	}
+	write()
+	t := time.NewTicker(textfileInterval)
+	done := make(chan struct{})
+	go func() {
+		for {
+			select {
+			case <-t.C:
+				write()
+			case <-done:
+				return
+			}
+		}
+	}()
+	return func() { t.Stop(); close(done); write() }
+}
+
 func (s *Shipper) handler() http.Handler {
 	mux := http.NewServeMux()
-	mux.Handle("/metrics", promhttp.HandlerFor(s.m.reg, promhttp.HandlerOpts{}))
+	mux.Handle("/metrics", promhttp.HandlerFor(prometheus.Gatherers{s.m.reg, s.m.runtime}, promhttp.HandlerOpts{}))
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { w.Write([]byte("ok\n")) })
 	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
 		if !s.ready.Load() {

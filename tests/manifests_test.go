@@ -19,13 +19,14 @@ import (
 	"github.com/winobs/winobs/exporters"
 	"github.com/winobs/winobs/render"
 	"github.com/winobs/winobs/rules"
+	"github.com/winobs/winobs/shipper/deploy"
 )
 
 // renderAll encodes everything gen renders for cfg, as gen would write it.
 func renderAll(t *testing.T, cfg *config.Config) map[string][]byte {
 	t.Helper()
 	var files []render.File
-	for _, build := range []func(*config.Config) ([]render.File, error){rules.Files, dashboards.Files, alloy.Files, exporters.Files} {
+	for _, build := range []func(*config.Config) ([]render.File, error){rules.Files, dashboards.Files, alloy.Files, exporters.Files, deploy.Files} {
 		fs, err := build(cfg)
 		if err != nil {
 			t.Fatal(err)
@@ -189,7 +190,26 @@ func TestDaemonSetsOnWindowsNodes(t *testing.T) {
 			}
 		}
 	}
-	if n != 2 {
-		t.Errorf("want the Alloy and exporter DaemonSets, got %d", n)
+	if n != 3 {
+		t.Errorf("want the Alloy, exporter and shipper DaemonSets, got %d", n)
+	}
+}
+
+// The two log agents' DaemonSets select complementary nodes through the
+// configured node label (exactly-one is proven in package hostprocess).
+func TestLogAgentsSplitTheNodes(t *testing.T) {
+	cfg := configs(t)["default"]
+	ops := map[string]string{}
+	for _, o := range objects(t, renderAll(t, cfg)) {
+		if ds, ok := o.(*appsv1.DaemonSet); ok && ds.Spec.Template.Spec.Affinity != nil {
+			req := ds.Spec.Template.Spec.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms[0].MatchExpressions[0]
+			if req.Key != cfg.LogAgent.NodeLabel {
+				t.Errorf("%s selects on %s", ds.Name, req.Key)
+			}
+			ops[ds.Name] = fmt.Sprint(req.Operator, req.Values)
+		}
+	}
+	if ops[alloy.Name] != "NotIn[shipper]" || ops[deploy.Name] != "In[shipper]" {
+		t.Errorf("agent affinities %v", ops)
 	}
 }

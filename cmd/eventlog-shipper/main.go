@@ -3,6 +3,9 @@
 // Loki accepted.
 //
 //	eventlog-shipper --config FILE
+//	eventlog-shipper probe URL    (exit 0 if URL answers 200: the kubelet's
+//	                               exec probe, as HTTP probes of a HostProcess
+//	                               pod cannot reach its loopback listener)
 //
 // Exit status: 0 after a clean shutdown (or when every dump is delivered),
 // 1 on a runtime failure, 2 on a usage or configuration error.
@@ -15,9 +18,11 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 
 	"github.com/winobs/winobs/config"
 	"github.com/winobs/winobs/shipper"
@@ -28,6 +33,9 @@ func main() {
 }
 
 func run(args []string, stderr io.Writer) int {
+	if len(args) == 2 && args[0] == "probe" {
+		return probe(args[1], stderr)
+	}
 	fs := flag.NewFlagSet("eventlog-shipper", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	configPath := fs.String("config", "", "YAML configuration file (required)")
@@ -63,5 +71,20 @@ func run(args []string, stderr io.Writer) int {
 		return 1
 	}
 	log.Info("stopped cleanly")
+	return 0
+}
+
+func probe(url string, stderr io.Writer) int {
+	c := http.Client{Timeout: 3 * time.Second}
+	resp, err := c.Get(url)
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		return 1
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		fmt.Fprintln(stderr, resp.Status)
+		return 1
+	}
 	return 0
 }

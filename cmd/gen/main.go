@@ -23,6 +23,7 @@ import (
 	"github.com/winobs/winobs/exporters"
 	"github.com/winobs/winobs/render"
 	"github.com/winobs/winobs/rules"
+	"github.com/winobs/winobs/shipper/deploy"
 )
 
 func main() {
@@ -79,6 +80,7 @@ func build(cfg *config.Config) ([]render.File, error) {
 		{"dashboards", dashboards.Files},
 		{"alloy", alloy.Files},
 		{"exporters", exporters.Files},
+		{"eventlog-shipper", deploy.Files},
 	}
 	var files []render.File
 	for _, b := range builders {

@@ -1,0 +1,105 @@
+// Package deploy builds the eventlog-shipper's Kubernetes objects for gen:
+// its config and a HostProcess DaemonSet on the Windows nodes assigned to it.
+package deploy
+
+import (
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/winobs/winobs/config"
+	"github.com/winobs/winobs/hostprocess"
+	"github.com/winobs/winobs/render"
+	"github.com/winobs/winobs/shipper"
+)
+
+// Name of every shipper object.
+const Name = "winobs-eventlog-shipper"
+
+const configDir = `C:\etc\eventlog-shipper`
+
+// Files returns the shipper's ConfigMap and DaemonSet.
+func Files(cfg *config.Config) ([]render.File, error) {
+	conf, err := ShipperConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	cm := &corev1.ConfigMap{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
+		ObjectMeta: hostprocess.Meta(cfg, Name, Name),
+		Data:       map[string]string{"shipper.yaml": string(conf)},
+	}
+	return []render.File{{Path: "shipper/eventlog-shipper.yaml", Objects: []any{cm, daemonSet(cfg)}}}, nil
+}
+
+// ShipperConfig is the shipper's config file for the bundle's config: the
+// same channels, Loki endpoint, labels and locale as Alloy, so the two agents
+// write identical streams.
+func ShipperConfig(cfg *config.Config) ([]byte, error) {
+	labels := map[string]string{"job": cfg.Logs.EventsJob, "node": "${" + hostprocess.NodeNameEnv + "}"}
+	if cfg.Cluster.Name != "" {
+		labels[cfg.Cluster.Label] = cfg.Cluster.Name // Alloy's external label
+	}
+	var channels []shipper.Channel
+	for _, ch := range cfg.EventLog.Channels {
+		channels = append(channels, shipper.Channel{Name: ch.Name, Query: ch.XPath()})
+	}
+	l := cfg.Loki
+	doc := struct {
+		Loki                shipper.Loki      `yaml:"loki"`
+		Labels              map[string]string `yaml:"labels"`
+		Channels            []shipper.Channel `yaml:"channels"`
+		StateDir            string            `yaml:"stateDir"`
+		StartAt             string            `yaml:"startAt"`
+		OnCorruptCheckpoint string            `yaml:"onCorruptCheckpoint"`
+		Locale              int               `yaml:"locale"`
+		Listen              string            `yaml:"listen"`
+		Textfile            string            `yaml:"textfile"`
+	}{
+		Loki: shipper.Loki{URL: l.URL, Tenant: l.Tenant, Username: l.BasicAuth.Username, PasswordFile: l.BasicAuth.PasswordFile,
+			BearerTokenFile: l.BearerTokenFile, CAFile: l.CAFile, Timeout: "10s"},
+		Labels: labels, Channels: channels, StateDir: cfg.Shipper.StateDir,
+		StartAt: shipper.Newest, OnCorruptCheckpoint: shipper.Oldest, Locale: cfg.EventLog.Locale,
+		Listen: cfg.Shipper.Listen, Textfile: strings.TrimRight(cfg.Shipper.TextfileDir, `\`) + `\eventlog-shipper.prom`,
+	}
+	return yaml.Marshal(doc)
+}
+
+func daemonSet(cfg *config.Config) any {
+	grace := int64(30) // the shipper's own grace period is 20 s
+	probe := func(path string) *corev1.Probe {
+		// HTTP probes of a HostProcess pod go to the node's address; the
+		// shipper listens on loopback, so the kubelet execs its probe mode.
+		return &corev1.Probe{ProbeHandler: corev1.ProbeHandler{Exec: &corev1.ExecAction{
+			Command: []string{`eventlog-shipper.exe`, "probe", "http://" + cfg.Shipper.Listen + path},
+		}}, PeriodSeconds: 20, TimeoutSeconds: 10, FailureThreshold: 3}
+	}
+	container := corev1.Container{
+		Name:           "eventlog-shipper",
+		Image:          cfg.Shipper.Image,
+		Command:        []string{`eventlog-shipper.exe`},
+		Args:           []string{"--config", configDir + `\shipper.yaml`},
+		Env:            []corev1.EnvVar{hostprocess.NodeNameVar()},
+		Resources:      hostprocess.Resources(cfg.Shipper.Resources),
+		VolumeMounts:   []corev1.VolumeMount{{Name: "config", MountPath: configDir}},
+		LivenessProbe:  probe("/healthz"),
+		ReadinessProbe: probe("/readyz"),
+	}
+	pod := corev1.PodSpec{
+		Affinity:   hostprocess.AgentAffinity(cfg, config.AgentShipper),
+		Containers: []corev1.Container{container},
+		Volumes: []corev1.Volume{{Name: "config", VolumeSource: corev1.VolumeSource{
+			ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: Name}},
+		}}},
+		TerminationGracePeriodSeconds: &grace,
+		// No Kubernetes API access at all.
+		AutomountServiceAccountToken: new(bool),
+	}
+	// SYSTEM: reading the Security channel needs it (or membership of Event
+	// Log Readers, which LocalService does not have by default), and it can
+	// create the state directory and the textfile under C:\var\lib. The
+	// shipper holds no API token and opens no port beyond loopback.
+	return hostprocess.DaemonSet(cfg, Name, Name, hostprocess.SystemAccount, pod)
+}

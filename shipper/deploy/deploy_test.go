@@ -1,0 +1,44 @@
+package deploy
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/winobs/winobs/config"
+	"github.com/winobs/winobs/shipper"
+)
+
+// The rendered config is one the shipper accepts, and it ships what Alloy
+// ships: the same channels, levels, locale, job, node and cluster labels.
+func TestShipperAcceptsRenderedConfig(t *testing.T) {
+	cfg, err := config.Load("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Cluster.Name = "lab"
+	raw, err := ShipperConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(t.TempDir(), "shipper.yaml")
+	os.WriteFile(p, raw, 0o644)
+	t.Setenv("NODE_NAME", "k8s-lab-win-1")
+	sc, err := shipper.LoadConfig(p)
+	if err != nil {
+		t.Fatalf("the shipper rejects the rendered config: %v\n%s", err, raw)
+	}
+	if sc.Labels["job"] != "windows-events" || sc.Labels["node"] != "k8s-lab-win-1" || sc.Labels["cluster"] != "lab" {
+		t.Errorf("labels %v", sc.Labels)
+	}
+	if len(sc.Channels) != 2 || sc.Channels[0].Query != "*[System[(Level=1 or Level=2 or Level=3)]]" || sc.Channels[1].Name != "Application" {
+		t.Errorf("channels %+v", sc.Channels)
+	}
+	if sc.Loki.URL != cfg.Loki.URL || sc.Locale != 1033 || !strings.HasSuffix(sc.Textfile, `\textfile\eventlog-shipper.prom`) {
+		t.Errorf("config %+v", sc)
+	}
+	if sc.Listen != "127.0.0.1:9498" || sc.StartAt != shipper.Newest || sc.OnCorruptCheckpoint != shipper.Oldest {
+		t.Errorf("listen %s, startAt %s, onCorruptCheckpoint %s", sc.Listen, sc.StartAt, sc.OnCorruptCheckpoint)
+	}
+}
