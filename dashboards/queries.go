@@ -7,6 +7,7 @@ import (
 
 	"github.com/winobs/winobs/config"
 	"github.com/winobs/winobs/rules"
+	"github.com/winobs/winobs/shipper"
 )
 
 // queries holds every query the dashboards show, built from the config's
@@ -189,4 +190,27 @@ func (q queries) eventBytesPerNode() string {
 
 func (q queries) nodesSilent() string {
 	return fmt.Sprintf(`sum by (node) (count_over_time({%s, node=~"$node"} [1h]))`, q.events)
+}
+
+// eventlog-shipper (its metrics come through windows-exporter's textfile
+// collector, so they carry the exporter's job and instance).
+
+func (q queries) shipperInstanceValues() string {
+	return fmt.Sprintf("label_values(%s{%s%s}, instance)", shipper.MetricEventsRead, q.exporter, q.cluster)
+}
+
+func (q queries) shipperRate(metric, by string) string {
+	return fmt.Sprintf("sum by (%s) (rate(%s{%s}[$__rate_interval]))", by, metric, q.node())
+}
+
+func (q queries) shipperGauge(metric string) string {
+	return fmt.Sprintf("%s{%s}", metric, q.node())
+}
+
+func (q queries) checkpointAge() string {
+	return fmt.Sprintf("time() - %s{%s}", shipper.MetricCheckpointTime, q.node())
+}
+
+func (q queries) pushLatency(quantile float64) string {
+	return fmt.Sprintf("histogram_quantile(%g, sum by (instance, le) (rate(%s_bucket{%s}[$__rate_interval])))", quantile, shipper.MetricPushDuration, q.node())
 }

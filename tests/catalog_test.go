@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/prometheus/prometheus/model/rulefmt"
+
+	"github.com/winobs/winobs/shipper"
 )
 
 // knownMetrics is every metric a rule may select: windows_exporter 0.31.8,
@@ -35,6 +37,12 @@ func knownMetrics(t *testing.T, groups []rulefmt.RuleGroup) map[string]string {
 	}
 	for name, version := range legacyMetrics {
 		known[name] = version
+	}
+	for _, name := range []string{shipper.MetricEventsRead, shipper.MetricEventsSent, shipper.MetricEventsDropped, shipper.MetricBytesSent,
+		shipper.MetricPushDuration + "_bucket", shipper.MetricPushDuration + "_sum", shipper.MetricPushDuration + "_count",
+		shipper.MetricPushErrors, shipper.MetricPushRetries, shipper.MetricCheckpointTime, shipper.MetricCheckpointID,
+		shipper.MetricPending, shipper.MetricRecordLag, shipper.MetricResubscribes, shipper.MetricRenderErrors, shipper.MetricInFlightBytes} {
+		known[name] = "eventlog-shipper"
 	}
 	return known
 }
