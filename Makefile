@@ -36,8 +36,10 @@ check-generated: ## fail if manifests/ differs from a fresh render
 
 ci: fmt-check test vet windows check-generated ## what CI runs
 
-bench: ## benchmarks: rule evaluation over 50 Windows nodes x 60 containers
+bench: $(BIN)/victoria-logs ## benchmarks: rule evaluation (50 nodes x 60 containers); shipper events/s, allocs/event, peak RSS, Windows binary size
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime 20x ./tests/
+	$(GO) test -run '^$$' -bench ShipperBinary -benchtime 5x ./shipper/
+	$(GO) test -run '^$$' -bench 'FormatBatchEncode|ParseLine' -benchmem -cpu 1 ./shipper/ ./shipper/eventxml/
 
 promtool-test: ## run tests/*.yaml with real promtool 3.x (slow: ~10 CPU-minutes to build)
 	GOBIN=$(BIN) $(GO) install github.com/prometheus/prometheus/cmd/promtool@$(PROMTOOL_VERSION)

@@ -56,7 +56,7 @@ func victoriaLogs(t *testing.T) string {
 	}
 }
 
-func freeAddr(t *testing.T) string {
+func freeAddr(t testing.TB) string {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -66,10 +66,12 @@ func freeAddr(t *testing.T) string {
 }
 
 // buildShipper compiles the real binary.
-func buildShipper(t *testing.T) string {
+func buildShipper(t testing.TB, env ...string) string {
 	t.Helper()
 	bin := filepath.Join(t.TempDir(), "eventlog-shipper")
-	out, err := exec.Command("go", "build", "-o", bin, "../cmd/eventlog-shipper").CombinedOutput()
+	cmd := exec.Command("go", "build", "-trimpath", "-ldflags=-s -w", "-o", bin, "../cmd/eventlog-shipper")
+	cmd.Env = append(os.Environ(), env...)
+	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("building the shipper: %v\n%s", err, out)
 	}
@@ -79,7 +81,7 @@ func buildShipper(t *testing.T) string {
 // syntheticDump writes n events derived from the real samples (each with its
 // own record id and time) as wevtutil /uni:true does: UTF-16LE with a BOM,
 // CRLF between events. It returns the lines Alloy would write for them.
-func syntheticDump(t *testing.T, path string, n int) []string {
+func syntheticDump(t testing.TB, path string, n int) []string {
 	files, _ := filepath.Glob(filepath.Join(testdata, "*.xml"))
 	var templates []string
 	for _, f := range files {
@@ -139,7 +141,7 @@ func query(t *testing.T, base, q string) []map[string]string {
 	return rows
 }
 
-func writeConfig(t *testing.T, dir, base, dumpPath string, extra string) string {
+func writeConfig(t testing.TB, dir, base, dumpPath string, extra string) string {
 	cfg := fmt.Sprintf(`loki:
   url: %s/insert/loki/api/v1/push?disable_message_parsing=1
 labels:

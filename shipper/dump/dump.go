@@ -125,11 +125,19 @@ func (r *Reader) advance(n int) {
 	r.base += int64(n)
 }
 
-// fill reads more of the file; io.EOF when there is nothing more now.
+// fill reads more of the file into the buffer's spare capacity; io.EOF when
+// there is nothing more now.
 func (r *Reader) fill() error {
-	chunk := make([]byte, 64<<10)
-	n, err := r.f.Read(chunk)
-	r.buf = append(r.buf, chunk[:n]...)
+	const chunk = 64 << 10
+	if cap(r.buf)-len(r.buf) < chunk {
+		// Move the unread tail to a fresh buffer with room: the old one may
+		// hold megabytes of consumed events in front of it.
+		nb := make([]byte, len(r.buf), len(r.buf)+2*chunk)
+		copy(nb, r.buf)
+		r.buf = nb
+	}
+	n, err := r.f.Read(r.buf[len(r.buf):cap(r.buf)])
+	r.buf = r.buf[:len(r.buf)+n]
 	if n > 0 {
 		return nil
 	}
@@ -172,13 +180,24 @@ func (r *Reader) skipPast(end []byte) error {
 
 // decodeUTF16 converts UTF-16LE to UTF-8; lone surrogates become U+FFFD.
 func decodeUTF16(b []byte) []byte {
-	units := make([]uint16, len(b)/2)
-	for i := range units {
-		units[i] = uint16(b[2*i]) | uint16(b[2*i+1])<<8
-	}
-	out := make([]byte, 0, len(units))
-	for _, r := range utf16.Decode(units) {
-		out = utf8.AppendRune(out, r)
+	out := make([]byte, 0, len(b)/2)
+	for i := 0; i+1 < len(b); i += 2 {
+		u := rune(b[i]) | rune(b[i+1])<<8
+		switch {
+		case u < utf8.RuneSelf:
+			out = append(out, byte(u))
+			continue
+		case utf16.IsSurrogate(u) && u < 0xDC00 && i+3 < len(b):
+			if lo := rune(b[i+2]) | rune(b[i+3])<<8; lo >= 0xDC00 && lo <= 0xDFFF {
+				u = utf16.DecodeRune(u, lo)
+				i += 2
+			} else {
+				u = utf8.RuneError
+			}
+		case utf16.IsSurrogate(u):
+			u = utf8.RuneError
+		}
+		out = utf8.AppendRune(out, u)
 	}
 	return out
 }

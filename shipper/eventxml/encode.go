@@ -79,17 +79,27 @@ func appendLine(b []byte, l *line) []byte {
 
 const hexDigits = "0123456789abcdef"
 
+// jsonSafe marks the ASCII bytes copied as they are.
+var jsonSafe = func() (t [utf8.RuneSelf]bool) {
+	for c := 0x20; c < utf8.RuneSelf; c++ {
+		t[c] = c != '"' && c != '\\' && c != '<' && c != '>' && c != '&'
+	}
+	return t
+}()
+
 // appendJSONString quotes s as encoding/json does with HTML escaping on.
 func appendJSONString(b []byte, s string) []byte {
 	b = append(b, '"')
 	start := 0
 	for i := 0; i < len(s); {
+		for i < len(s) && s[i] < utf8.RuneSelf && jsonSafe[s[i]] {
+			i++
+		}
+		if i == len(s) {
+			break
+		}
 		c := s[i]
 		if c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' && c != '<' && c != '>' && c != '&' {
-				i++
-				continue
-			}
 			b = append(b, s[start:i]...)
 			switch c {
 			case '"', '\\':

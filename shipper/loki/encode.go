@@ -3,6 +3,7 @@
 package loki
 
 import (
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -61,6 +62,11 @@ const (
 // byte-identical to github.com/grafana/loki/pkg/push's Marshal (tested),
 // without linking gogo/protobuf and gRPC into the shipper.
 func AppendPushRequest(b []byte, streams []Stream) []byte {
+	size := 0
+	for i := range streams {
+		size += protowire.SizeTag(fieldStreams) + protowire.SizeBytes(streamSize(&streams[i]))
+	}
+	b = slices.Grow(b, size)
 	for _, s := range streams {
 		b = protowire.AppendTag(b, fieldStreams, protowire.BytesType)
 		b = protowire.AppendVarint(b, uint64(streamSize(&s)))

@@ -1,0 +1,112 @@
+package shipper_test
+
+import (
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/golang/snappy"
+	"github.com/grafana/loki/pkg/push"
+)
+
+// BenchmarkShipperBinary runs the real binary on one core (GOMAXPROCS=1):
+// a 50,000-event UTF-16 dump goes XML -> line -> batch -> encode -> push to
+// a loopback receiver that accepts everything. It reports events per second,
+// the peak RSS of the shipper process and the size of the Windows binary.
+func BenchmarkShipperBinary(b *testing.B) {
+	const events = 50000
+	dir := b.TempDir()
+	dumpPath := filepath.Join(dir, "System.xml")
+	syntheticDump(b, dumpPath, events)
+	bin := buildShipper(b)
+	winBin := buildShipper(b, "GOOS=windows", "GOARCH=amd64")
+	st, err := os.Stat(winBin)
+	if err != nil {
+		b.Fatal(err)
+	}
+
+	var received atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		raw, _ := io.ReadAll(r.Body)
+		body, err := snappy.Decode(nil, raw)
+		var req push.PushRequest
+		if err == nil {
+			err = req.Unmarshal(body)
+		}
+		if err != nil {
+			http.Error(w, err.Error(), 400)
+			return
+		}
+		for _, s := range req.Streams {
+			received.Add(int64(len(s.Entries)))
+		}
+		w.WriteHeader(204)
+	}))
+	defer srv.Close()
+
+	var elapsed time.Duration
+	var peakRSS int64
+	runs := 0
+	for b.Loop() {
+		received.Store(0)
+		run := filepath.Join(dir, "run")
+		os.MkdirAll(run, 0o755)
+		cfg := writeConfig(b, run, srv.URL, dumpPath, "")
+		cmd := exec.Command(bin, "--config", cfg)
+		cmd.Env = append(os.Environ(), "GOMAXPROCS=1", "NODE_NAME=bench")
+		start := time.Now()
+		if err := cmd.Start(); err != nil {
+			b.Fatal(err)
+		}
+		// ru_maxrss of a child started with vfork counts the parent's pages:
+		// poll the child's own high-water mark instead.
+		stop := make(chan struct{})
+		hwm := make(chan int64)
+		go func() { hwm <- pollHWM(cmd.Process.Pid, stop) }()
+		err := cmd.Wait()
+		elapsed += time.Since(start)
+		close(stop)
+		peakRSS = max(peakRSS, <-hwm)
+		if err != nil {
+			b.Fatal(err)
+		}
+		runs++
+		if n := received.Load(); n != events {
+			b.Fatalf("receiver got %d events, want %d", n, events)
+		}
+		os.RemoveAll(run) // the next run ships everything again
+	}
+	b.ReportMetric(float64(events*runs)/elapsed.Seconds(), "events/s")
+	b.ReportMetric(float64(peakRSS)/(1<<20), "peak_RSS_MiB")
+	b.ReportMetric(float64(st.Size())/1e6, "windows_binary_MB")
+}
+
+// pollHWM reads VmHWM (peak resident set) of pid until stop, in bytes.
+func pollHWM(pid int, stop <-chan struct{}) int64 {
+	var peak int64
+	path := fmt.Sprintf("/proc/%d/status", pid)
+	for {
+		if b, err := os.ReadFile(path); err == nil {
+			for _, l := range strings.Split(string(b), "\n") {
+				if f := strings.Fields(l); len(f) == 3 && f[0] == "VmHWM:" {
+					kb, _ := strconv.ParseInt(f[1], 10, 64)
+					peak = max(peak, kb*1024)
+				}
+			}
+		}
+		select {
+		case <-stop:
+			return peak
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+}
