@@ -94,9 +94,16 @@ const (
 	ReadTime  = "read"
 )
 
-// LoadConfig reads path over the defaults, expands ${VAR} in labels and
-// validates everything, reporting all problems at once.
-func LoadConfig(path string) (*Config, error) {
+// Overrides are command-line flags that take precedence over the file.
+type Overrides struct {
+	Listen   string
+	StateDir string
+}
+
+// LoadConfig reads path over the defaults, applies the flag overrides,
+// expands ${VAR} in labels and validates everything, reporting all problems
+// at once.
+func LoadConfig(path string, flags ...Overrides) (*Config, error) {
 	var c Config
 	if root, probs := config.Decode("(default)", defaultYAML, &c); len(probs) > 0 || root == nil {
 		return nil, fmt.Errorf("embedded default: %v", probs)
@@ -106,6 +113,14 @@ func LoadConfig(path string) (*Config, error) {
 		return nil, fmt.Errorf("reading config: %w", err)
 	}
 	root, probs := config.Decode(path, src, &c)
+	for _, f := range flags {
+		if f.Listen != "" {
+			c.Listen = f.Listen
+		}
+		if f.StateDir != "" {
+			c.StateDir = f.StateDir
+		}
+	}
 	for k, v := range c.Labels {
 		c.Labels[k] = os.Expand(v, os.Getenv)
 	}

@@ -51,6 +51,9 @@ type Shipper struct {
 	now     func() time.Time
 	ready   atomic.Bool
 	labels  map[[2]string]string // (channel, computer) -> stream labels
+	// last is the last event formatted per channel (batcher only), so a
+	// checkpoint after a skipped record still names the last real event.
+	last map[string]checkpoint.Checkpoint
 }
 
 // New builds a shipper from a validated config.
@@ -68,7 +71,8 @@ func New(cfg *Config, log *slog.Logger) (*Shipper, error) {
 		return nil, err
 	}
 	s := &Shipper{cfg: cfg, log: log, store: store, client: client, m: newMetrics(),
-		budget: newBudget(int64(cfg.MaxInFlightBytes)), now: time.Now, labels: map[[2]string]string{}}
+		budget: newBudget(int64(cfg.MaxInFlightBytes)), now: time.Now, labels: map[[2]string]string{},
+		last: map[string]checkpoint.Checkpoint{}}
 	client.Observe = func(status int, took time.Duration, retry bool) {
 		s.m.pushDuration.Observe(took.Seconds())
 		if status != 204 {
@@ -110,6 +114,11 @@ func (s *Shipper) Run(ctx context.Context) error {
 	go srv.Serve(ln)
 	defer srv.Close()
 
+	for _, src := range s.sources {
+		if cp, ok := s.store.Peek(src.channel()); ok {
+			s.last[src.channel()] = cp
+		}
+	}
 	records := make(chan record, 256)
 	batches := make(chan *batch, 1)
 	errs := make(chan error, len(s.sources))
@@ -233,7 +242,10 @@ func (s *Shipper) batcher(records <-chan record, out chan<- *batch) {
 
 // add formats one record into the batch.
 func (s *Shipper) add(b *batch, r record) {
-	b.positions[r.channel] = r.cp
+	cp := r.cp
+	prev := s.last[r.channel]
+	cp.RecordID, cp.TimeCreated = prev.RecordID, prev.TimeCreated
+	b.positions[r.channel] = cp
 	b.charge += r.size
 	if r.xml == nil {
 		if r.drop != "" {
@@ -271,9 +283,9 @@ func (s *Shipper) add(b *batch, r record) {
 	b.events++
 	b.bytes += len(line)
 	if e.RecordID() != 0 {
-		cp := b.positions[r.channel]
 		cp.RecordID, cp.TimeCreated = e.RecordID(), e.System.TimeCreated.SystemTime
 		b.positions[r.channel] = cp
+		s.last[r.channel] = cp
 	}
 	s.m.pending.WithLabelValues(r.channel).Inc()
 }

@@ -2,6 +2,7 @@ package shipper
 
 import (
 	"context"
+	"time"
 
 	"github.com/winobs/winobs/shipper/checkpoint"
 	"github.com/winobs/winobs/shipper/subscribe"
@@ -56,6 +57,9 @@ func (ls *liveSource) run(ctx context.Context, out chan<- record) error {
 			ls.s.log.Error("bookmarked record no longer in the log (cleared or overwritten): reading from the oldest record", "channel", name)
 		},
 	}
+	if n, ok := ls.api.(subscribe.Newest); ok {
+		go ls.reportLag(ctx, n)
+	}
 	return subscribe.Run(ctx, ls.api, name, query, bookmark, start, subscribe.Options{}, hooks, func(e subscribe.Event) error {
 		r := record{channel: name, xml: e.XML, texts: e.Texts, cp: checkpoint.Checkpoint{Channel: name, Bookmark: e.Bookmark}, size: int64(len(e.XML))}
 		if e.RenderErr != nil {
@@ -65,4 +69,29 @@ func (ls *liveSource) run(ctx context.Context, out chan<- record) error {
 		}
 		return ls.s.emit(ctx, out, r)
 	})
+}
+
+// lagInterval is how often the record lag is measured.
+var lagInterval = 15 * time.Second
+
+// reportLag sets the record lag: records between the newest in the channel
+// and the last delivered. With an XPath filter it counts filtered-out
+// records too, so it is an upper bound.
+func (ls *liveSource) reportLag(ctx context.Context, api subscribe.Newest) {
+	t := time.NewTicker(lagInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		newest, err := api.NewestRecord(ls.ch.Name)
+		if err != nil {
+			continue
+		}
+		if cp, ok := ls.s.store.Peek(ls.ch.Name); ok && cp.RecordID > 0 && newest >= cp.RecordID {
+			ls.s.m.lag.WithLabelValues(ls.ch.Name).Set(float64(newest - cp.RecordID))
+		}
+	}
 }

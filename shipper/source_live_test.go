@@ -15,6 +15,7 @@ import (
 
 	"github.com/golang/snappy"
 	"github.com/grafana/loki/pkg/push"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/winobs/winobs/shipper/eventxml"
 	"github.com/winobs/winobs/shipper/subscribe"
@@ -35,6 +36,7 @@ func (f *fakeAPI) Subscribe(_, _, bookmark string, _ subscribe.Start) (subscribe
 	return s, nil
 }
 func (f *fakeAPI) Newest(string, string) (string, bool, error) { return "", false, nil }
+func (f *fakeAPI) NewestRecord(string) (uint64, error)         { return 3570, nil }
 
 type fakeSub struct{ events []subscribe.Event }
 
@@ -93,6 +95,7 @@ func TestLiveSourceShipsAndCheckpoints(t *testing.T) {
 	}
 	s.lookups = eventxml.Lookups{ProcessName: func(uint32) string { return "services.exe" }}
 	s.sources = []source{&liveSource{ch: Channel{Name: "System"}, s: s, api: api}}
+	lagInterval = 10 * time.Millisecond
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error)
 	go func() { done <- s.Run(ctx) }()
@@ -100,6 +103,13 @@ func TestLiveSourceShipsAndCheckpoints(t *testing.T) {
 		if cp, found, _, _ := s.store.Load("System"); found && strings.Contains(cp.Bookmark, "3563") {
 			break
 		}
+	}
+	// The record lag: newest record 3570, last delivered event 3562.
+	for deadline := time.Now().Add(2 * time.Second); testutil.ToFloat64(s.m.lag.WithLabelValues("System")) != 8 && time.Now().Before(deadline); {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if lag := testutil.ToFloat64(s.m.lag.WithLabelValues("System")); lag != 8 {
+		t.Errorf("record lag %v, want 8", lag)
 	}
 	cancel()
 	if err := <-done; err != nil {

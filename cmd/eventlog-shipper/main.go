@@ -2,7 +2,7 @@
 // dumps, to Loki in the line format of Grafana Alloy, checkpointing only what
 // Loki accepted.
 //
-//	eventlog-shipper --config FILE
+//	eventlog-shipper --config FILE [--listen ADDR] [--state-dir DIR]
 //	eventlog-shipper probe URL    (exit 0 if URL answers 200: the kubelet's
 //	                               exec probe, as HTTP probes of a HostProcess
 //	                               pod cannot reach its loopback listener)
@@ -53,6 +53,8 @@ func run(args []string, stderr io.Writer) int {
 	fs := flag.NewFlagSet("eventlog-shipper", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	configPath := fs.String("config", "", "YAML configuration file (required)")
+	listen := fs.String("listen", "", "address for /metrics, /healthz and /readyz, overriding the file (default 127.0.0.1:9498)")
+	stateDir := fs.String("state-dir", "", "checkpoint directory, overriding the file")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -61,7 +63,7 @@ func run(args []string, stderr io.Writer) int {
 		return 2
 	}
 	log := slog.New(slog.NewJSONHandler(stderr, nil))
-	cfg, err := shipper.LoadConfig(*configPath)
+	cfg, err := shipper.LoadConfig(*configPath, shipper.Overrides{Listen: *listen, StateDir: *stateDir})
 	if err != nil {
 		fmt.Fprintf(stderr, "eventlog-shipper: %v\n", err)
 		var probs config.Problems

@@ -129,6 +129,17 @@ func (s *Store) Load(channel string) (cp Checkpoint, found bool, note string, er
 	return Checkpoint{}, false, "", fmt.Errorf("%w; kept it as %s, and no valid previous copy exists", err, aside)
 }
 
+// Peek returns the channel's valid checkpoint (or its previous copy) without
+// touching any file; Load is what handles a corrupt one.
+func (s *Store) Peek(channel string) (Checkpoint, bool) {
+	for _, p := range []string{s.Path(channel), s.Path(channel) + ".bak"} {
+		if cp, err := read(p, channel); err == nil {
+			return cp, true
+		}
+	}
+	return Checkpoint{}, false
+}
+
 func read(path, channel string) (Checkpoint, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {

@@ -53,6 +53,12 @@ func TestCorruptCheckpoints(t *testing.T) {
 			data, _ := os.ReadFile(path)
 			os.WriteFile(path, damage(data), 0o600)
 
+			if peek, ok := s.Peek("System"); !ok || peek.Offset != 100 {
+				t.Fatalf("peek %+v %v", peek, ok)
+			}
+			if _, err := os.Stat(path); err != nil {
+				t.Fatal("Peek moved the corrupt file")
+			}
 			cp, found, note, err := s.Load("System")
 			if err != nil || !found || cp.Offset != 100 || !strings.Contains(note, "corrupt checkpoint") {
 				t.Fatalf("got %+v found %v note %q err %v", cp, found, note, err)

@@ -58,6 +58,12 @@ type API interface {
 	Newest(channel, query string) (bookmark string, ok bool, err error)
 }
 
+// Newest reports the number of the newest record in a channel; APIs that can
+// implement it, and the caller uses it for the record lag.
+type Newest interface {
+	NewestRecord(channel string) (uint64, error)
+}
+
 // Subscription is an open pull subscription.
 type Subscription interface {
 	// Wait blocks until events may be available or the timeout passes.

@@ -35,6 +35,8 @@ var (
 	procEvtUpdateBookmark        = wevtapi.NewProc("EvtUpdateBookmark")
 	procEvtOpenPublisherMetadata = wevtapi.NewProc("EvtOpenPublisherMetadata")
 	procEvtFormatMessage         = wevtapi.NewProc("EvtFormatMessage")
+	procEvtOpenLog               = wevtapi.NewProc("EvtOpenLog")
+	procEvtGetLogInfo            = wevtapi.NewProc("EvtGetLogInfo")
 )
 
 // wevtapi flags and the Win32 errors the loop distinguishes.
@@ -52,6 +54,9 @@ const (
 	formatTask                   = 3
 	formatOpcode                 = 4
 	formatKeyword                = 5
+	openChannelPath              = 1
+	logNumberOfLogRecords        = 5 // EvtLogNumberOfLogRecords
+	logOldestRecordNumber        = 6 // EvtLogOldestRecordNumber
 
 	errInsufficientBuffer  syscall.Errno = 122
 	errNoMoreItems         syscall.Errno = 259
@@ -168,6 +173,40 @@ func (a *API) Newest(channel, query string) (string, bool, error) {
 	}
 	xml, err := render(handle(bm), renderBookmark)
 	return string(xml), err == nil, err
+}
+
+// NewestRecord implements subscribe.Newest: the oldest record number plus
+// the number of records, less one.
+func (a *API) NewestRecord(channel string) (uint64, error) {
+	h, err := call(procEvtOpenLog, 0, uintptr(unsafe.Pointer(utf16Ptr(channel))), openChannelPath)
+	if err != nil {
+		return 0, fmt.Errorf("EvtOpenLog %s: %w", channel, err)
+	}
+	defer evtClose(handle(h))
+	oldest, err := logInfoUint64(handle(h), logOldestRecordNumber)
+	if err != nil {
+		return 0, err
+	}
+	count, err := logInfoUint64(handle(h), logNumberOfLogRecords)
+	if err != nil || count == 0 {
+		return 0, err
+	}
+	return oldest + count - 1, nil
+}
+
+// logInfoUint64 reads an EvtVarTypeUInt64 property of an open log. An
+// EVT_VARIANT is 16 bytes: the value first, then count and type.
+func logInfoUint64(h handle, prop uintptr) (uint64, error) {
+	var v struct {
+		Value uint64
+		Count uint32
+		Type  uint32
+	}
+	var used uint32
+	if _, err := call(procEvtGetLogInfo, uintptr(h), prop, unsafe.Sizeof(v), uintptr(unsafe.Pointer(&v)), uintptr(unsafe.Pointer(&used))); err != nil {
+		return 0, fmt.Errorf("EvtGetLogInfo: %w", err)
+	}
+	return v.Value, nil
 }
 
 type subscription struct {
