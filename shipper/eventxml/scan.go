@@ -290,6 +290,30 @@ func (s *scanner) element(name []byte) (text, inner []byte, err error) {
 	}
 }
 
+// children calls fn with the start tag of each child element of parent,
+// until parent's end tag; fn reads the child (s.element) unless it is
+// self-closing.
+func (s *scanner) children(parent string, fn func(t tag) error) error {
+	for {
+		t, _, err := s.next()
+		if err != nil {
+			return err
+		}
+		switch {
+		case t.other():
+			continue
+		case t.end:
+			if !t.is(parent) {
+				return fmt.Errorf("element <%s> closed by </%s>", parent, t.name)
+			}
+			return nil
+		}
+		if err := fn(t); err != nil {
+			return err
+		}
+	}
+}
+
 // parseFast fills an Event from raw XML with the scanner.
 func parseFast(raw []byte) (*Event, error) {
 	s := &scanner{src: raw}
@@ -311,67 +335,37 @@ func parseFast(raw []byte) (*Event, error) {
 		}
 		break
 	}
-	for {
-		t, _, err := s.next()
-		if err != nil {
-			return nil, err
-		}
-		switch {
-		case t.other():
-			continue
-		case t.end:
-			if !t.is("Event") {
-				return nil, fmt.Errorf("element <Event> closed by </%s>", t.name)
-			}
-			return e, nil
-		case t.selfClose:
-			continue
+	err := s.children("Event", func(t tag) error {
+		if t.selfClose {
+			return nil
 		}
 		switch string(t.name) {
 		case "System":
-			if err := s.system(&e.System); err != nil {
-				return nil, err
-			}
+			return s.children("System", func(t tag) error {
+				if err := s.systemField(&e.System, t); err != nil {
+					return fmt.Errorf("System/%s: %w", t.name, err)
+				}
+				return nil
+			})
 		case "EventData", "UserData":
 			_, inner, err := s.element(t.name)
-			if err != nil {
-				return nil, err
-			}
 			if t.is("EventData") {
 				e.EventData.Inner = string(inner)
 			} else {
 				e.UserData.Inner = string(inner)
 			}
-		case "RenderingInfo":
-			r, err := s.renderingInfo()
-			if err != nil {
-				return nil, err
-			}
-			e.RenderingInfo = r
-		default:
-			if _, _, err := s.element(t.name); err != nil {
-				return nil, err
-			}
-		}
-	}
-}
-
-func (s *scanner) system(sys *system) error {
-	for {
-		t, _, err := s.next()
-		if err != nil {
 			return err
+		case "RenderingInfo":
+			e.RenderingInfo = &renderingInfo{}
+			return s.renderingInfo(e.RenderingInfo)
 		}
-		if t.other() {
-			continue
-		}
-		if t.end {
-			return nil // </System>
-		}
-		if err := s.systemField(sys, t); err != nil {
-			return fmt.Errorf("System/%s: %w", t.name, err)
-		}
+		_, _, err := s.element(t.name)
+		return err
+	})
+	if err != nil {
+		return nil, err
 	}
+	return e, nil
 }
 
 func (s *scanner) systemField(sys *system, t tag) error {
@@ -455,30 +449,15 @@ func uintAttr(v string, bits int) (uint32, error) {
 	return uint32(n), err
 }
 
-func (s *scanner) renderingInfo() (*renderingInfo, error) {
-	r := &renderingInfo{}
-	for {
-		t, _, err := s.next()
-		if err != nil {
-			return nil, err
-		}
+func (s *scanner) renderingInfo(r *renderingInfo) error {
+	return s.children("RenderingInfo", func(t tag) error {
 		switch {
-		case t.other():
-			continue
-		case t.end:
-			return r, nil
 		case t.selfClose:
-			continue
+			return nil
 		case t.is("Keywords"):
-			if err := s.keywords(r); err != nil {
-				return nil, err
-			}
-			continue
+			return s.keywords(r)
 		}
 		text, _, err := s.element(t.name)
-		if err != nil {
-			return nil, err
-		}
 		switch string(t.name) {
 		case "Message":
 			r.Message = string(text)
@@ -489,31 +468,23 @@ func (s *scanner) renderingInfo() (*renderingInfo, error) {
 		case "Opcode":
 			r.Opcode = string(text)
 		}
-	}
+		return err
+	})
 }
 
 func (s *scanner) keywords(r *renderingInfo) error {
-	for {
-		t, _, err := s.next()
-		if err != nil {
-			return err
-		}
+	return s.children("Keywords", func(t tag) error {
 		switch {
-		case t.other():
-		case t.end:
-			return nil
 		case t.is("Keyword") && t.selfClose:
 			r.Keywords = append(r.Keywords, "")
 		case t.is("Keyword"):
 			text, _, err := s.element(t.name)
-			if err != nil {
-				return err
-			}
 			r.Keywords = append(r.Keywords, string(text))
+			return err
 		case !t.selfClose:
-			if _, _, err := s.element(t.name); err != nil {
-				return err
-			}
+			_, _, err := s.element(t.name)
+			return err
 		}
-	}
+		return nil
+	})
 }
