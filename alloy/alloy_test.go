@@ -12,12 +12,8 @@ import (
 	"github.com/winobs/winobs/config"
 )
 
-func load(t *testing.T, mutate func(*config.Config)) *config.Config {
-	t.Helper()
-	cfg, err := config.Load("")
-	if err != nil {
-		t.Fatal(err)
-	}
+func load(_ *testing.T, mutate func(*config.Config)) *config.Config {
+	cfg := config.Default()
 	if mutate != nil {
 		mutate(cfg)
 	}

@@ -269,6 +269,16 @@ func (d Duration) Model() model.Duration {
 	return v
 }
 
+// Default returns the embedded default configuration, validated; it panics
+// only if the embedded file itself is broken, which its tests rule out.
+func Default() *Config {
+	cfg, err := Load("")
+	if err != nil {
+		panic(err)
+	}
+	return cfg
+}
+
 // Load returns the default configuration overridden by the file at path
 // (none when path is empty), validated. On failure the error is a Problems
 // listing every problem found, each with file, line and field path.

@@ -14,10 +14,7 @@ import (
 
 func build(t *testing.T, mutate func(*config.Config)) []dashboard.Dashboard {
 	t.Helper()
-	cfg, err := config.Load("")
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg := config.Default()
 	if mutate != nil {
 		mutate(cfg)
 	}

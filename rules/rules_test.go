@@ -9,14 +9,7 @@ import (
 	"github.com/winobs/winobs/config"
 )
 
-func defaultConfig(t *testing.T) *config.Config {
-	t.Helper()
-	cfg, err := config.Load("")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return cfg
-}
+func defaultConfig(*testing.T) *config.Config { return config.Default() }
 
 // Every alert links to a runbook section that exists and says how to confirm
 // the problem from both sides: a query and a command on the node.

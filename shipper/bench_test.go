@@ -2,7 +2,6 @@ package shipper_test
 
 import (
 	"fmt"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -13,9 +12,6 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
-
-	"github.com/golang/snappy"
-	"github.com/grafana/loki/pkg/push"
 )
 
 // BenchmarkShipperBinary runs the real binary on one core (GOMAXPROCS=1):
@@ -36,12 +32,7 @@ func BenchmarkShipperBinary(b *testing.B) {
 
 	var received atomic.Int64
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		raw, _ := io.ReadAll(r.Body)
-		body, err := snappy.Decode(nil, raw)
-		var req push.PushRequest
-		if err == nil {
-			err = req.Unmarshal(body)
-		}
+		req, err := decodePush(r)
 		if err != nil {
 			http.Error(w, err.Error(), 400)
 			return

@@ -271,14 +271,23 @@ type countingReceiver struct {
 	once  sync.Once
 }
 
+// decodePush reads a protobuf+snappy push request, with Loki's own types.
+func decodePush(r *http.Request) (*push.PushRequest, error) {
+	raw, err := io.ReadAll(r.Body)
+	if err != nil {
+		return nil, err
+	}
+	body, err := snappy.Decode(nil, raw)
+	if err != nil {
+		return nil, err
+	}
+	var req push.PushRequest
+	return &req, req.Unmarshal(body)
+}
+
 func (c *countingReceiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	time.Sleep(c.delay)
-	raw, _ := io.ReadAll(r.Body)
-	body, err := snappy.Decode(nil, raw)
-	var req push.PushRequest
-	if err == nil {
-		err = req.Unmarshal(body)
-	}
+	req, err := decodePush(r)
 	if err != nil {
 		http.Error(w, err.Error(), 400)
 		return

@@ -14,24 +14,18 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/winobs/winobs/alloy"
+	"github.com/winobs/winobs/bundle"
 	"github.com/winobs/winobs/config"
-	"github.com/winobs/winobs/dashboards"
-	"github.com/winobs/winobs/exporters"
 	"github.com/winobs/winobs/render"
-	"github.com/winobs/winobs/rules"
 	"github.com/winobs/winobs/shipper/deploy"
 )
 
 // renderAll encodes everything gen renders for cfg, as gen would write it.
 func renderAll(t *testing.T, cfg *config.Config) map[string][]byte {
 	t.Helper()
-	var files []render.File
-	for _, build := range []func(*config.Config) ([]render.File, error){rules.Files, dashboards.Files, alloy.Files, exporters.Files, deploy.Files} {
-		fs, err := build(cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		files = append(files, fs...)
+	files, err := bundle.Build(cfg)
+	if err != nil {
+		t.Fatal(err)
 	}
 	out, _, err := render.Encode(files)
 	if err != nil {

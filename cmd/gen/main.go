@@ -17,13 +17,9 @@ import (
 	"os"
 	"text/tabwriter"
 
-	"github.com/winobs/winobs/alloy"
+	"github.com/winobs/winobs/bundle"
 	"github.com/winobs/winobs/config"
-	"github.com/winobs/winobs/dashboards"
-	"github.com/winobs/winobs/exporters"
 	"github.com/winobs/winobs/render"
-	"github.com/winobs/winobs/rules"
-	"github.com/winobs/winobs/shipper/deploy"
 )
 
 func main() {
@@ -53,7 +49,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		}
 		return 1
 	}
-	files, err := build(cfg)
+	files, err := bundle.Build(cfg)
 	if err != nil {
 		fmt.Fprintf(stderr, "gen: %v\n", err)
 		return 1
@@ -68,29 +64,6 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	printSummary(stdout, *out, sum)
 	return 0
-}
-
-// build runs every artifact builder; each is a pure function of the config.
-func build(cfg *config.Config) ([]render.File, error) {
-	builders := []struct {
-		name  string
-		build func(*config.Config) ([]render.File, error)
-	}{
-		{"rules", rules.Files},
-		{"dashboards", dashboards.Files},
-		{"alloy", alloy.Files},
-		{"exporters", exporters.Files},
-		{"eventlog-shipper", deploy.Files},
-	}
-	var files []render.File
-	for _, b := range builders {
-		fs, err := b.build(cfg)
-		if err != nil {
-			return nil, fmt.Errorf("building %s: %w", b.name, err)
-		}
-		files = append(files, fs...)
-	}
-	return files, nil
 }
 
 func checkFresh(dir string, files []render.File, stdout, stderr io.Writer) int {

@@ -7,7 +7,6 @@ import (
 	"crypto/x509"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"net/http"
 	"os"
 	"regexp"
@@ -15,6 +14,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/winobs/winobs/shipper/backoff"
 )
 
 // Config configures a Client. Secrets are file paths, read on every request
@@ -199,7 +200,7 @@ func (c *Client) Send(ctx context.Context, streams []Stream) error {
 			c.drop("rejected_"+strconv.Itoa(r.Status), count(streams))
 			return nil
 		}
-		if err := sleep(ctx, c.backoff(attempt)); err != nil {
+		if err := backoff.Sleep(ctx, c.backoff().Delay(attempt)); err != nil {
 			return err
 		}
 		attempt++
@@ -213,24 +214,8 @@ func (c *Client) drop(reason string, n int) {
 	}
 }
 
-// backoff is exponential from MinBackoff to MaxBackoff with full jitter.
-func (c *Client) backoff(attempt int) time.Duration {
-	d := c.cfg.MinBackoff << min(attempt, 30)
-	if d <= 0 || d > c.cfg.MaxBackoff {
-		d = c.cfg.MaxBackoff
-	}
-	return d/2 + rand.N(d/2+1)
-}
-
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
+func (c *Client) backoff() backoff.Policy {
+	return backoff.Policy{Min: c.cfg.MinBackoff, Max: c.cfg.MaxBackoff}
 }
 
 func count(streams []Stream) int {

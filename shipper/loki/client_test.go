@@ -203,14 +203,3 @@ func TestCancelDuringRetries(t *testing.T) {
 		t.Errorf("err = %v", err)
 	}
 }
-
-func TestBackoffBounds(t *testing.T) {
-	c := &Client{cfg: Config{MinBackoff: 500 * time.Millisecond, MaxBackoff: 5 * time.Minute}}
-	for attempt, want := range map[int]time.Duration{0: 500 * time.Millisecond, 3: 4 * time.Second, 40: 5 * time.Minute} {
-		for range 50 {
-			if d := c.backoff(attempt); d < want/2 || d > want {
-				t.Fatalf("attempt %d: %v outside [%v, %v]", attempt, d, want/2, want)
-			}
-		}
-	}
-}

@@ -9,9 +9,9 @@ package subscribe
 import (
 	"context"
 	"errors"
-	"math/rand/v2"
 	"time"
 
+	"github.com/winobs/winobs/shipper/backoff"
 	"github.com/winobs/winobs/shipper/eventxml"
 )
 
@@ -145,7 +145,7 @@ func Run(ctx context.Context, api API, channel, query, bookmark string, start St
 		if hooks.Resubscribe != nil {
 			hooks.Resubscribe(err)
 		}
-		if err := sleep(ctx, backoff(opts, failures)); err != nil {
+		if err := backoff.Sleep(ctx, (backoff.Policy{Min: opts.MinBackoff, Max: opts.MaxBackoff}).Delay(failures)); err != nil {
 			return err
 		}
 		failures++
@@ -177,23 +177,4 @@ func drain(ctx context.Context, sub Subscription, batch *int, poll time.Duration
 		}
 	}
 	return last, ctx.Err()
-}
-
-func backoff(o Options, failures int) time.Duration {
-	d := o.MinBackoff << min(failures, 20)
-	if d <= 0 || d > o.MaxBackoff {
-		d = o.MaxBackoff
-	}
-	return d/2 + rand.N(d/2+1)
-}
-
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
 }
