@@ -90,9 +90,15 @@ func (r *Reader) Next() (Record, error) {
 		start, end = startUTF16, endUTF16
 	}
 	for {
-		if s := r.find(start, 0); s >= 0 {
+		if s := r.findStart(start, 0); s >= 0 {
 			if e := r.find(end, s); e >= 0 {
 				stop := e + len(end)
+				// A second start before the end: the first event was cut
+				// short. Return it alone (it will not parse) rather than
+				// let it swallow the next, good one.
+				if s2 := r.findStart(start, s+len(start)); s2 >= 0 && s2 < e {
+					stop = s2
+				}
 				raw := r.buf[s:stop]
 				r.advance(stop)
 				if r.utf16 {
@@ -161,6 +167,30 @@ func (r *Reader) find(pat []byte, from int) int {
 		from += i + 1
 	}
 	return -1
+}
+
+// findStart finds the start tag <Event itself, not <EventID or <EventData:
+// the name must be followed by white space, '>' or '/'.
+func (r *Reader) findStart(pat []byte, from int) int {
+	unit := 1
+	if r.utf16 {
+		unit = 2
+	}
+	for {
+		i := r.find(pat, from)
+		if i < 0 {
+			return -1
+		}
+		next := i + len(pat)
+		if next+unit > len(r.buf) {
+			return -1 // wait for the next byte
+		}
+		switch c := r.buf[next]; {
+		case (c == ' ' || c == '>' || c == '/' || c == '\t' || c == '\r' || c == '\n') && (unit == 1 || r.buf[next+1] == 0):
+			return i
+		}
+		from = i + 1
+	}
 }
 
 func (r *Reader) skipPast(end []byte) error {

@@ -175,3 +175,18 @@ func TestLoneSurrogateBecomesReplacement(t *testing.T) {
 		t.Errorf("got %q, %v", rec.XML, err)
 	}
 }
+
+// A truncated event costs only itself.
+func TestTruncatedEventDoesNotSwallowTheNext(t *testing.T) {
+	events := samples(t)
+	cut := events[0][:len(events[0])/2]
+	r, _ := Open(write(t, dumpOf([][]byte{cut, events[1], events[2]}, "\r\n")), 0, 1<<20)
+	defer r.Close()
+	recs := readAll(t, r)
+	if len(recs) != 3 || !bytes.Equal(recs[1].XML, events[1]) || !bytes.Equal(recs[2].XML, events[2]) {
+		t.Fatalf("got %d records", len(recs))
+	}
+	if !bytes.HasPrefix(recs[0].XML, cut[:40]) {
+		t.Errorf("the truncated event was not returned alone")
+	}
+}
