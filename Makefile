@@ -6,7 +6,7 @@ PROMTOOL_VERSION := v0.316.0
 VICTORIALOGS_VERSION := v1.52.2
 BIN := $(CURDIR)/bin
 
-.PHONY: help generate test vet fmt-check windows check-generated ci bench promtool-test
+.PHONY: help generate test vet fmt-check windows check-generated ci bench promtool-test reliability
 
 help: ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-16s %s\n", $$1, $$2}'
@@ -40,6 +40,10 @@ bench: $(BIN)/victoria-logs ## benchmarks: rule evaluation (50 nodes x 60 contai
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime 20x ./tests/
 	$(GO) test -run '^$$' -bench ShipperBinary -benchtime 5x ./shipper/
 	$(GO) test -run '^$$' -bench 'FormatBatchEncode|ParseLine' -benchmem -cpu 1 ./shipper/ ./shipper/eventxml/
+
+reliability: $(BIN)/victoria-logs ## eventlog-shipper fault and bad-input suite at full length; writes docs/reliability.md
+	$(GO) test ./shipper/ -run 'Reliability' -count=1 -timeout 60m -v -args -reliability.long -reliability.report=$(CURDIR)/docs/reliability.md
+	$(GO) test ./shipper/eventxml/ -run '^$$' -fuzz FuzzLine -fuzztime 2m
 
 promtool-test: ## run tests/*.yaml with real promtool 3.x (slow: ~10 CPU-minutes to build)
 	GOBIN=$(BIN) $(GO) install github.com/prometheus/prometheus/cmd/promtool@$(PROMTOOL_VERSION)

@@ -61,6 +61,10 @@ type Loki struct {
 	BearerTokenFile string          `yaml:"bearerTokenFile"`
 	CAFile          string          `yaml:"caFile"`
 	Timeout         config.Duration `yaml:"timeout"`
+	// MinBackoff and MaxBackoff bound the jittered exponential wait between
+	// tries; retries never stop.
+	MinBackoff config.Duration `yaml:"minBackoff"`
+	MaxBackoff config.Duration `yaml:"maxBackoff"`
 }
 
 // Channel is a live subscription (Windows only).
@@ -150,6 +154,9 @@ func (c *Config) validate() config.Problems {
 	check("loki.passwordFile", (c.Loki.Username == "") == (c.Loki.PasswordFile == ""), "username and passwordFile go together")
 	check("loki.caFile", c.Loki.CAFile == "" || strings.HasPrefix(c.Loki.URL, "https://"), "a CA file needs an https URL")
 	duration("loki.timeout", c.Loki.Timeout, true)
+	duration("loki.minBackoff", c.Loki.MinBackoff, true)
+	duration("loki.maxBackoff", c.Loki.MaxBackoff, true)
+	check("loki.maxBackoff", c.Loki.MaxBackoff.Model() >= c.Loki.MinBackoff.Model(), "must not be below loki.minBackoff")
 	for k, v := range c.Labels {
 		check("labels."+k, labelName.MatchString(k) && k != "channel" && k != "computer",
 			"must be a label name other than channel and computer (set per event)")

@@ -73,17 +73,24 @@ func freeAddr(t testing.TB) string {
 	return ln.Addr().String()
 }
 
-// buildShipper compiles the real binary.
+// buildShipper compiles the real binary into the test's directory.
 func buildShipper(t testing.TB, env ...string) string {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "eventlog-shipper")
-	cmd := exec.Command("go", "build", "-trimpath", "-ldflags=-s -w", "-o", bin, "../cmd/eventlog-shipper")
-	cmd.Env = append(os.Environ(), env...)
-	out, err := cmd.CombinedOutput()
+	bin, err := build(t.TempDir(), env...)
 	if err != nil {
-		t.Fatalf("building the shipper: %v\n%s", err, out)
+		t.Fatal(err)
 	}
 	return bin
+}
+
+func build(dir string, env ...string) (string, error) {
+	bin := filepath.Join(dir, "eventlog-shipper")
+	cmd := exec.Command("go", "build", "-trimpath", "-ldflags=-s -w", "-o", bin, "../cmd/eventlog-shipper")
+	cmd.Env = append(os.Environ(), env...)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("building the shipper: %v\n%s", err, out)
+	}
+	return bin, nil
 }
 
 // syntheticDump writes n events derived from the real samples (each with its
@@ -151,6 +158,8 @@ func query(t *testing.T, base, q string) []map[string]string {
 
 func writeConfig(t testing.TB, dir, base, dumpPath string, extra string) string {
 	cfg := fmt.Sprintf(`loki:
+  minBackoff: 50ms
+  maxBackoff: 1s
   url: %s/insert/loki/api/v1/push?disable_message_parsing=1
 labels:
   job: windows-events

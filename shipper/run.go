@@ -66,6 +66,7 @@ func New(cfg *Config, log *slog.Logger) (*Shipper, error) {
 		URL: cfg.Loki.URL, Tenant: cfg.Loki.Tenant, Username: cfg.Loki.Username, PasswordFile: cfg.Loki.PasswordFile,
 		BearerTokenFile: cfg.Loki.BearerTokenFile, CAFile: cfg.Loki.CAFile,
 		Timeout: time.Duration(cfg.Loki.Timeout.Model()), UserAgent: "winobs-eventlog-shipper",
+		MinBackoff: time.Duration(cfg.Loki.MinBackoff.Model()), MaxBackoff: time.Duration(cfg.Loki.MaxBackoff.Model()),
 	})
 	if err != nil {
 		return nil, err

@@ -109,6 +109,11 @@ func (s *Shipper) loadCheckpoint(channel string) (cp checkpoint.Checkpoint, foun
 	if err == nil {
 		return cp, found, "", nil
 	}
+	if !errors.Is(err, checkpoint.ErrCorrupt) {
+		// Unreadable, not corrupt: an operator must look; guessing could
+		// re-ship or skip a whole channel.
+		return cp, false, "", fmt.Errorf("checkpoint: %w", err)
+	}
 	s.log.Error("CHECKPOINT CORRUPT: applying onCorruptCheckpoint", "channel", channel, "error", err, "policy", s.cfg.OnCorruptCheckpoint)
 	s.m.dropped.WithLabelValues(channel, "corrupt_checkpoint").Add(0) // make the series visible
 	if s.cfg.OnCorruptCheckpoint == Fail {

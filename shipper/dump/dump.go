@@ -101,6 +101,9 @@ func (r *Reader) Next() (Record, error) {
 				}
 				raw := r.buf[s:stop]
 				r.advance(stop)
+				if r.maxSize > 0 && len(raw) > r.maxSize {
+					return Record{Offset: r.base}, fmt.Errorf("%w (%d bytes)", ErrTooLarge, r.maxSize)
+				}
 				if r.utf16 {
 					raw = decodeUTF16(raw)
 				} else {

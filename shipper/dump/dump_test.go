@@ -145,7 +145,15 @@ func TestGrowingFile(t *testing.T) {
 func TestOversizedEventIsSkipped(t *testing.T) {
 	events := samples(t)
 	huge := []byte("<Event><EventData><Data>" + strings.Repeat("x", 200<<10) + "</Data></EventData></Event>")
-	r, _ := Open(write(t, dumpOf([][]byte{events[0], huge, events[1]}, "\n")), 0, 100<<10)
+	// A limit below one read (64 KiB) and above it: the event is skipped
+	// whether or not it arrives whole.
+	for _, limit := range []int{40 << 10, 100 << 10} {
+		testOversized(t, events, huge, limit)
+	}
+}
+
+func testOversized(t *testing.T, events [][]byte, huge []byte, limit int) {
+	r, _ := Open(write(t, dumpOf([][]byte{events[0], huge, events[1]}, "\n")), 0, limit)
 	defer r.Close()
 	var got []string
 	for {
@@ -160,7 +168,7 @@ func TestOversizedEventIsSkipped(t *testing.T) {
 		got = append(got, string(rec.XML[:20]))
 	}
 	if len(got) != 3 || got[1] != "too large" {
-		t.Errorf("got %q", got)
+		t.Errorf("limit %d: got %q", limit, got)
 	}
 }
 

@@ -86,11 +86,7 @@ func (s *scanner) next() (t tag, text []byte, err error) {
 	if n == 0 {
 		return tag{}, nil, fmt.Errorf("empty tag name at offset %d", s.pos-end-1)
 	}
-	name := body[:n]
-	if c := bytes.LastIndexByte(name, ':'); c >= 0 {
-		name = name[c+1:]
-	}
-	t.name = name
+	t.name = localName(body[:n])
 	t.attrs = body[n:]
 	return t, text, nil
 }
@@ -132,6 +128,15 @@ func (s *scanner) skipTo(marker string, text []byte) (tag, []byte, error) {
 	return tag{name: skipTag}, text, nil
 }
 
+// localName drops a namespace prefix as encoding/xml does: at the first
+// colon, when neither side is empty.
+func localName(b []byte) []byte {
+	if i := bytes.IndexByte(b, ':'); i >= 1 && i <= len(b)-2 {
+		return b[i+1:]
+	}
+	return b
+}
+
 func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
 
 // attr returns the decoded value of the attribute with the given local name.
@@ -146,10 +151,7 @@ func attr(attrs []byte, name string) (string, error) {
 		if eq < 0 {
 			return "", nil
 		}
-		key := bytes.TrimSpace(attrs[:eq])
-		if c := bytes.LastIndexByte(key, ':'); c >= 0 {
-			key = key[c+1:]
-		}
+		key := localName(bytes.TrimSpace(attrs[:eq]))
 		rest := bytes.TrimLeft(attrs[eq+1:], " \t\r\n")
 		if len(rest) == 0 || (rest[0] != '"' && rest[0] != '\'') {
 			return "", errors.New("unquoted attribute value")

@@ -119,7 +119,7 @@ func (c *Client) Push(ctx context.Context, streams []Stream) Result {
 		return Result{Outcome: Retry, Err: err}
 	}
 	defer resp.Body.Close()
-	body, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 	r := Result{Status: resp.StatusCode, Body: string(body)}
 	switch s := resp.StatusCode; {
 	case s == http.StatusNoContent:
@@ -279,13 +279,16 @@ type entryKey struct {
 	ns     int64
 }
 
-// repair turns a partial 400 into the batch still to send: entries rejected
-// for their timestamp get the reading time (timeCreated stays in the line),
-// over-long lines are truncated with a marker, and entries rejected for any
-// other reason are dropped and counted. Entries Loki did not name were stored.
+// repair turns a partial 400 into the batch to send again. Loki stored the
+// entries it did not reject, but its answer may not name every reject (it
+// can be cut short), so the whole batch goes again: stored entries are
+// identical and Loki drops them; entries rejected for their timestamp get the
+// reading time (timeCreated stays in the line); over-long lines are
+// truncated with a marker. A 400 that names nothing this can fix drops the
+// batch, counted, since sending it again cannot succeed.
 func (c *Client) repair(streams []Stream, body string) []Stream {
 	retime := map[entryKey]bool{}
-	maxLen := map[string][2]int{} // stream -> {max, length}
+	maxLen := map[string]int{} // stream -> Loki's line limit
 	unknown := 0
 	for _, l := range strings.Split(strings.TrimSpace(body), "\n") {
 		l = strings.TrimSpace(l)
@@ -303,36 +306,35 @@ func (c *Client) repair(streams []Stream, body string) []Stream {
 		}
 		if m := reTooLong.FindStringSubmatch(l); m != nil {
 			limit, _ := strconv.Atoi(m[1])
-			length, _ := strconv.Atoi(m[3])
-			maxLen[m[2]] = [2]int{limit, length}
+			maxLen[m[2]] = limit
 			continue
 		}
 		if l != "" {
 			unknown++
 		}
 	}
-	var out []Stream
 	now := c.now()
+	fixed := 0
+	out := make([]Stream, 0, len(streams))
 	for _, s := range streams {
-		var keep []Entry
+		ns := Stream{Labels: s.Labels, Entries: make([]Entry, 0, len(s.Entries))}
+		limit, long := maxLen[s.Labels]
 		for _, e := range s.Entries {
-			switch lim, long := maxLen[s.Labels]; {
+			switch {
 			case retime[entryKey{s.Labels, e.Time.UnixNano()}]:
-				keep = append(keep, Entry{Time: now, Line: e.Line})
-			case long && len(e.Line) > lim[0]:
-				keep = append(keep, Entry{Time: e.Time, Line: truncate(e.Line, lim[0])})
+				e = Entry{Time: now, Line: e.Line}
+				fixed++
+			case long && len(e.Line) > limit:
+				e = Entry{Time: e.Time, Line: truncate(e.Line, limit)}
+				fixed++
 			}
+			ns.Entries = append(ns.Entries, e)
 		}
-		if len(keep) > 0 {
-			out = append(out, Stream{Labels: s.Labels, Entries: keep})
-		}
+		out = append(out, ns)
 	}
-	if unknown > 0 {
-		c.drop("rejected_400", unknown)
-	}
-	if len(out) == 0 && len(retime) == 0 && len(maxLen) == 0 && unknown == 0 {
-		// A 400 without a reason we can read: nothing can be repaired.
-		c.drop("rejected_400", count(streams))
+	if fixed == 0 {
+		c.drop("rejected_400", max(unknown, 1))
+		return nil
 	}
 	return out
 }

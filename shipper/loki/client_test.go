@@ -112,8 +112,9 @@ func equalInts(a, b []int) bool {
 	return true
 }
 
-// A partial 400: the stored entry is not resent, the too-old one is resent
-// with the reading time, the over-long one truncated with a marker.
+// A partial 400: the batch goes again, the stored entry unchanged (Loki
+// drops it as identical), the too-old one with the reading time, the
+// over-long one truncated with a marker.
 func TestPartialRejection(t *testing.T) {
 	old := time.Unix(0, 1377183104205667300).UTC()
 	body := "entry for stream '" + labels + "' has timestamp too old: " + old.Format(lokiTimeFmt) + ", oldest acceptable timestamp is: 2026-11-25 00:00:00 +0000 UTC\n" +
@@ -128,14 +129,17 @@ func TestPartialRejection(t *testing.T) {
 		t.Fatalf("%d requests", len(rec.requests))
 	}
 	resent := rec.requests[1].Streams[0].Entries
-	if len(resent) != 2 {
-		t.Fatalf("resent %d entries, want the 2 rejected ones", len(resent))
+	if len(resent) != 3 {
+		t.Fatalf("resent %d entries, want the whole batch", len(resent))
 	}
 	if !resent[0].Timestamp.Equal(time.Unix(1800000000, 0)) || resent[0].Line != string(streams[0].Entries[0].Line) {
 		t.Errorf("too-old entry resent as %v %q", resent[0].Timestamp, resent[0].Line)
 	}
-	if l := resent[1].Line; !strings.HasSuffix(l, TruncatedMarker) || len(l) > 60 || len(l) < 55 || !utf8.ValidString(l) {
-		t.Errorf("over-long entry resent as %q", resent[1].Line)
+	if !resent[1].Timestamp.Equal(streams[0].Entries[1].Time) || resent[1].Line != string(streams[0].Entries[1].Line) {
+		t.Errorf("stored entry resent changed: %v %q", resent[1].Timestamp, resent[1].Line)
+	}
+	if l := resent[2].Line; !strings.HasSuffix(l, TruncatedMarker) || len(l) > 60 || len(l) < 55 || !utf8.ValidString(l) {
+		t.Errorf("over-long entry resent as %q", resent[2].Line)
 	}
 	if len(dropped) != 0 {
 		t.Errorf("dropped %v", dropped)
@@ -154,6 +158,15 @@ func TestRejectedIsDroppedAndCounted(t *testing.T) {
 	c.Send(context.Background(), batch(1, 2))
 	if dropped["rejected_400"] != 1 {
 		t.Errorf("an unknown 400 reason: dropped %v", dropped)
+	}
+	// A 400 naming fixable entries again and again still ends: each round
+	// fixes what it names, and a round that names nothing fixable drops.
+	old := time.Unix(0, 5).UTC().Format(lokiTimeFmt)
+	c, rec, dropped := setup(t, Config{}, status(400, "entry for stream '"+labels+"' has timestamp too old: "+old+", oldest acceptable timestamp is: x"),
+		status(400, "stream limit exceeded"))
+	c.Send(context.Background(), batch(5, 6))
+	if len(rec.requests) != 2 || dropped["rejected_400"] != 1 {
+		t.Errorf("%d requests, dropped %v", len(rec.requests), dropped)
 	}
 }
 
