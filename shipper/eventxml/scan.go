@@ -63,7 +63,7 @@ func (s *scanner) next() (t tag, text []byte, err error) {
 		s.pos += end + 3
 		return tag{name: cdataTag, attrs: rest[len("<![CDATA["):end]}, text, nil
 	case bytes.HasPrefix(rest, []byte("<!")):
-		return s.skipTo(">", text)
+		return s.skipDirective(text)
 	}
 	end := tagEnd(rest)
 	if end < 0 {
@@ -117,6 +117,37 @@ func tagEnd(b []byte) int {
 		}
 	}
 	return -1
+}
+
+// skipDirective skips <!DOCTYPE ...> and the like as encoding/xml reads
+// them: the byte after "<!" is content whatever it is, quoted '>' and nested
+// '<' ... '>' pairs do not end the directive.
+func (s *scanner) skipDirective(text []byte) (tag, []byte, error) {
+	b := s.src[s.pos:]
+	if len(b) < 3 {
+		return tag{}, nil, errTruncated
+	}
+	var quote byte
+	depth := 0
+	for i := 3; i < len(b); i++ {
+		c := b[i]
+		switch {
+		case quote != 0:
+			if c == quote {
+				quote = 0
+			}
+		case c == '>' && depth == 0:
+			s.pos += i + 1
+			return tag{name: skipTag}, text, nil
+		case c == '\'' || c == '"':
+			quote = c
+		case c == '>':
+			depth--
+		case c == '<':
+			depth++
+		}
+	}
+	return tag{}, nil, errTruncated
 }
 
 func (s *scanner) skipTo(marker string, text []byte) (tag, []byte, error) {
