@@ -59,7 +59,7 @@ func ShipperConfig(cfg *config.Config) ([]byte, error) {
 		Textfile            string            `yaml:"textfile"`
 	}{
 		Loki: shipper.Loki{URL: l.URL, Tenant: l.Tenant, Username: l.BasicAuth.Username, PasswordFile: l.BasicAuth.PasswordFile,
-			BearerTokenFile: l.BearerTokenFile, CAFile: l.CAFile, Timeout: "10s"},
+			BearerTokenFile: l.BearerTokenFile, CAFile: l.CAFile, Timeout: "10s", MinBackoff: "500ms", MaxBackoff: "5m"},
 		Labels: labels, Channels: channels, StateDir: cfg.Shipper.StateDir,
 		StartAt: shipper.Newest, OnCorruptCheckpoint: shipper.Oldest, Locale: cfg.EventLog.Locale,
 		Listen: cfg.Shipper.Listen, Textfile: strings.TrimRight(cfg.Shipper.TextfileDir, `\`) + `\eventlog-shipper.prom`,
