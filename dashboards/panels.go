@@ -8,7 +8,6 @@ import (
 	"github.com/grafana/grafana-foundation-sdk/go/logs"
 	"github.com/grafana/grafana-foundation-sdk/go/loki"
 	"github.com/grafana/grafana-foundation-sdk/go/prometheus"
-	"github.com/grafana/grafana-foundation-sdk/go/stat"
 	"github.com/grafana/grafana-foundation-sdk/go/table"
 	"github.com/grafana/grafana-foundation-sdk/go/timeseries"
 	"github.com/grafana/grafana-foundation-sdk/go/units"
@@ -120,14 +119,6 @@ func graph(title, desc, unit string, qs []query, steps ...float64) *timeseries.P
 		p.Min(0).Max(1)
 	}
 	return p
-}
-
-// single is a stat panel showing the last value of each series.
-func single(title, desc, unit string, qs []query, steps ...float64) *stat.PanelBuilder {
-	return stat.NewPanelBuilder().Title(title).Description(desc).Unit(unit).
-		Datasource(datasource(qs)).Targets(targets(qs)).Height(4).Span(6).
-		Thresholds(thresholds(steps...)).ColorMode(common.BigValueColorModeBackground).
-		ReduceOptions(common.NewReduceDataOptionsBuilder().Calcs([]string{"lastNotNull"}))
 }
 
 // column names one value column of a table (the merged instant queries).

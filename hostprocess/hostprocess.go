@@ -16,12 +16,9 @@ import (
 	"github.com/winobs/winobs/config"
 )
 
-// Accounts a HostProcess container can run as. SYSTEM is needed to read
-// C:\var\log\pods and, for the exporter, performance counters and the firewall.
-const (
-	SystemAccount       = `NT AUTHORITY\SYSTEM`
-	LocalServiceAccount = `NT AUTHORITY\LOCAL SERVICE`
-)
+// SystemAccount is the account winobs's HostProcess containers run as; each
+// builder says why it needs it.
+const SystemAccount = `NT AUTHORITY\SYSTEM`
 
 // NodeNameEnv is set from spec.nodeName: the Windows hostname is upper-case
 // and differs from the Node object's name.

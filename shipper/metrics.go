@@ -2,6 +2,7 @@ package shipper
 
 import (
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 )
 
 // Metric names, shared with the log pipeline dashboard.
@@ -67,6 +68,6 @@ func newMetrics() *metrics {
 	m.reg.MustRegister(m.read, m.sent, m.dropped, m.bytesSent, m.pushDuration, m.pushErrors, m.retries,
 		m.cpTime, m.cpRecord, m.pending, m.lag, m.resubscribes, m.renderErrors, m.inFlight)
 	m.runtime = prometheus.NewRegistry()
-	m.runtime.MustRegister(prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
+	m.runtime.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }

@@ -163,22 +163,23 @@ func (h *harness) start() (*exec.Cmd, <-chan error, *bytes.Buffer) {
 	return cmd, done, &out
 }
 
-// run runs the shipper until it exits, within limit.
-func (h *harness) run(limit time.Duration) (error, string) {
+// run runs the shipper until it exits, within limit; it returns the
+// shipper's log and exit error.
+func (h *harness) run(limit time.Duration) (string, error) {
 	cmd, done, out := h.start()
 	select {
 	case err := <-done:
-		return err, out.String()
+		return out.String(), err
 	case <-time.After(limit):
 		cmd.Process.Kill()
 		<-done
 		h.t.Fatalf("the shipper did not finish within %v (a stall)\n%s", limit, out.String())
-		return nil, ""
+		return "", nil
 	}
 }
 
 func (h *harness) mustComplete(limit time.Duration) {
-	if err, out := h.run(limit); err != nil {
+	if out, err := h.run(limit); err != nil {
 		h.t.Fatalf("shipper: %v\n%s", err, out)
 	}
 }
@@ -351,7 +352,7 @@ func TestReliabilityUnreadableCheckpoint(t *testing.T) {
 	cp := filepath.Join(h.dir, "state", "System.checkpoint")
 	os.Remove(cp)
 	os.Mkdir(cp, 0o700) // unreadable even for root
-	if err, out := h.run(time.Minute); err == nil || !strings.Contains(out, "System.checkpoint") {
+	if out, err := h.run(time.Minute); err == nil || !strings.Contains(out, "System.checkpoint") {
 		t.Fatalf("an unreadable checkpoint must stop the shipper, naming it: %v\n%s", err, out)
 	}
 	os.Remove(cp)

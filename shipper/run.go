@@ -88,7 +88,7 @@ func New(cfg *Config, log *slog.Logger) (*Shipper, error) {
 	}
 	for _, ch := range cfg.Channels {
 		if newLiveSource == nil {
-			return nil, fmt.Errorf("channel %s: live event log subscriptions need Windows; ship dumps with dumps:", ch.Name)
+			return nil, fmt.Errorf("channel %s: live event log subscriptions need Windows (ship wevtutil dumps with the dumps setting)", ch.Name)
 		}
 		src, err := newLiveSource(s, ch)
 		if err != nil {

@@ -29,7 +29,6 @@ type Reader struct {
 	utf16   bool
 	buf     []byte // undecoded bytes from file offset base
 	base    int64
-	eof     bool
 	maxSize int
 }
 
