@@ -25,6 +25,12 @@ import (
 // Build returns the rule groups for cfg. Every expression is parsed and the
 // encoded groups pass the same checks as `promtool check rules`.
 func Build(cfg *config.Config) (rulefmt.RuleGroups, error) {
+	groups, _, err := build(cfg)
+	return groups, err
+}
+
+// build returns the groups and, for each, its checked rule-file encoding.
+func build(cfg *config.Config) (rulefmt.RuleGroups, [][]byte, error) {
 	p := parser.NewParser(parser.Options{})
 	x := newExpander(cfg)
 	var errs []error
@@ -55,15 +61,18 @@ func Build(cfg *config.Config) (rulefmt.RuleGroups, error) {
 		})
 	}
 	if len(errs) > 0 {
-		return rulefmt.RuleGroups{}, errors.Join(errs...)
+		return rulefmt.RuleGroups{}, nil, errors.Join(errs...)
 	}
 	groups := rulefmt.RuleGroups{Groups: []rulefmt.RuleGroup{recs, alerts}}
-	for _, g := range groups.Groups {
-		if _, err := encodeGroup(g, p); err != nil {
-			return rulefmt.RuleGroups{}, err
+	raws := make([][]byte, len(groups.Groups))
+	for i, g := range groups.Groups {
+		raw, err := encodeGroup(g, p)
+		if err != nil {
+			return rulefmt.RuleGroups{}, nil, err
 		}
+		raws[i] = raw
 	}
-	return groups, nil
+	return groups, raws, nil
 }
 
 // RunbookURL is the runbook link of an alert: every alert gets it here, from
@@ -76,19 +85,14 @@ func RunbookURL(base, alert string) string {
 // objects (prometheus/), one file per group in each, and the event log alerts
 // for the Loki ruler (loki-rules/).
 func Files(cfg *config.Config) ([]render.File, error) {
-	groups, err := Build(cfg)
+	groups, raws, err := build(cfg)
 	if err != nil {
 		return nil, err
 	}
-	p := parser.NewParser(parser.Options{})
 	var files []render.File
-	for _, g := range groups.Groups {
-		raw, err := encodeGroup(g, p)
-		if err != nil {
-			return nil, err
-		}
+	for i, g := range groups.Groups {
 		files = append(files,
-			render.File{Path: "rules/" + g.Name + ".yaml", Raw: raw},
+			render.File{Path: "rules/" + g.Name + ".yaml", Raw: raws[i]},
 			render.File{Path: "prometheus/" + g.Name + ".yaml", Objects: []any{prometheusRule(cfg, g)}},
 		)
 	}

@@ -116,7 +116,7 @@ func syntheticDump(t testing.TB, path string, n int) []string {
 		if err != nil {
 			t.Fatal(err)
 		}
-		line, _ := e.Line(nil, eventxml.Lookups{})
+		line := e.Line(nil, eventxml.Lookups{})
 		lines = append(lines, string(line))
 	}
 	units := utf16.Encode([]rune(text.String()))

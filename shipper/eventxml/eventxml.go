@@ -134,8 +134,8 @@ type security struct {
 // Line renders the Alloy line. texts is used only when the event carries no
 // RenderingInfo (a live event formatted on this node); without either, the
 // texts are absent and keywords stay the raw hex mask, as in Alloy.
-func (e *Event) Line(texts *Texts, look Lookups) ([]byte, error) {
-	return e.AppendLine(nil, texts, look), nil
+func (e *Event) Line(texts *Texts, look Lookups) []byte {
+	return e.AppendLine(nil, texts, look)
 }
 
 // AppendLine appends the Alloy line to b.
