@@ -284,8 +284,10 @@ func TestReliabilityPartialRejects(t *testing.T) {
 }
 
 func TestReliabilitySIGKILL(t *testing.T) {
-	h := newHarness(t, scale(4000, 40000), small)
-	h.slow(20 * time.Millisecond) // a request in flight at most kills
+	// 40 ms per request and kills within 170 ms: a run delivers at most 5
+	// batches (about 500 events), so the dump outlasts every planned kill.
+	h := newHarness(t, scale(8000, 40000), small)
+	h.slow(40 * time.Millisecond)
 	kills := scale(12, 60)
 	rng := rand.New(rand.NewPCG(3, 4))
 	killed, finished := 0, false
