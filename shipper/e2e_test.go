@@ -26,10 +26,9 @@ import (
 	"github.com/golang/snappy"
 	"github.com/grafana/loki/pkg/push"
 
+	"github.com/winobs/winobs/internal/fixture"
 	"github.com/winobs/winobs/shipper/eventxml"
 )
-
-const testdata = "../../shared/testdata/eventlog"
 
 // victoriaLogs starts the pinned VictoriaLogs (make test installs it in
 // bin/) on a free loopback port with a fresh data directory.
@@ -97,11 +96,9 @@ func build(dir string, env ...string) (string, error) {
 // own record id and time) as wevtutil /uni:true does: UTF-16LE with a BOM,
 // CRLF between events. It returns the lines Alloy would write for them.
 func syntheticDump(t testing.TB, path string, n int) []string {
-	files, _ := filepath.Glob(filepath.Join(testdata, "*.xml"))
 	var templates []string
-	for _, f := range files {
-		b, _ := os.ReadFile(f)
-		templates = append(templates, string(b))
+	for _, f := range fixture.Glob(t, 6, fixture.EventLog, "*.xml") {
+		templates = append(templates, string(fixture.Read(t, fixture.EventLog, filepath.Base(f))))
 	}
 	var text strings.Builder
 	var lines []string

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/winobs/winobs/internal/fixture"
 	"github.com/winobs/winobs/shipper/loki"
 )
 
@@ -13,10 +14,7 @@ import (
 // every 1000 events the batch is encoded as a push body, as the shipper does.
 // allocs/op is allocations per event.
 func BenchmarkFormatBatchEncode(b *testing.B) {
-	raw, err := os.ReadFile("../../shared/testdata/eventlog/scm-7036-appxsvc-renderinginfo.xml")
-	if err != nil {
-		b.Fatal(err)
-	}
+	raw := fixture.Read(b, fixture.EventLog, "scm-7036-appxsvc-renderinginfo.xml")
 	dir := b.TempDir()
 	p := filepath.Join(dir, "c.yaml")
 	os.WriteFile(p, []byte("loki: {url: http://127.0.0.1:1/loki/api/v1/push}\ndumps: [{path: x, channel: System}]\nstateDir: "+dir+"\n"), 0o644)

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/winobs/winobs/internal/fixture"
 	"github.com/winobs/winobs/shipper/checkpoint"
 	"github.com/winobs/winobs/shipper/lokitest"
 )
@@ -133,11 +134,10 @@ const small = "maxInFlightBytes: 131072\nmaxEventBytes: 65536\n"
 
 // slow makes the receiver take d per request.
 func (h *harness) slow(d time.Duration) {
-	h.recv.SlowFor = d
-	h.recv.Decide = func(int) lokitest.Fault { return lokitest.Slow }
+	h.recv.Set(lokitest.Behaviour{SlowFor: d, Decide: func(int) lokitest.Fault { return lokitest.Slow }})
 }
 
-func (h *harness) fast() { h.recv.Decide = nil }
+func (h *harness) fast() { h.recv.Set(lokitest.Behaviour{}) }
 
 // start starts the shipper and tracks its peak RSS.
 func (h *harness) start() (*exec.Cmd, <-chan error, *bytes.Buffer) {
@@ -234,21 +234,21 @@ func TestReliabilityErrorStorms(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	storm := []lokitest.Fault{lokitest.RateLimited, lokitest.Unavailable, lokitest.InternalError, lokitest.Blocked}
 	var mu sync.Mutex
-	h.recv.Decide = func(n int) lokitest.Fault {
+	h.recv.Set(lokitest.Behaviour{Decide: func(n int) lokitest.Fault {
 		mu.Lock()
 		defer mu.Unlock()
 		if n < scale(15, 60) || rng.IntN(3) == 0 {
 			return storm[rng.IntN(len(storm))]
 		}
 		return lokitest.Accept
-	}
+	}})
 	h.mustComplete(scale(3*time.Minute, 20*time.Minute))
 	h.verify("429, 500, 503 and 260 storms", h.recv.Stats().Requests)
 }
 
 func TestReliabilityConnectionResets(t *testing.T) {
 	h := newHarness(t, 3000, "")
-	h.recv.Decide = func(n int) lokitest.Fault {
+	h.recv.Set(lokitest.Behaviour{Decide: func(n int) lokitest.Fault {
 		switch {
 		case n%3 == 1:
 			return lokitest.Reset
@@ -256,7 +256,7 @@ func TestReliabilityConnectionResets(t *testing.T) {
 			return lokitest.StoreThenReset // stored, but the client never hears it
 		}
 		return lokitest.Accept
-	}
+	}})
 	h.mustComplete(scale(2*time.Minute, 10*time.Minute))
 	h.verify("connection resets mid-request (with and without storing)", h.recv.Stats().Requests)
 }
@@ -264,13 +264,12 @@ func TestReliabilityConnectionResets(t *testing.T) {
 func TestReliabilitySlowResponses(t *testing.T) {
 	h := newHarness(t, 1500, "")
 	os.WriteFile(h.cfg, []byte(strings.Replace(mustRead(t, h.cfg), "loki:\n", "loki:\n  timeout: 1s\n", 1)), 0o644)
-	h.recv.SlowFor = 1500 * time.Millisecond
-	h.recv.Decide = func(n int) lokitest.Fault {
+	h.recv.Set(lokitest.Behaviour{SlowFor: 1500 * time.Millisecond, Decide: func(n int) lokitest.Fault {
 		if n%2 == 0 && n < 8 {
 			return lokitest.Slow // stored after the client timed out
 		}
 		return lokitest.Accept
-	}
+	}})
 	h.mustComplete(scale(2*time.Minute, 10*time.Minute))
 	h.verify("responses slower than the client timeout", h.recv.Stats().Requests)
 }
@@ -278,7 +277,7 @@ func TestReliabilitySlowResponses(t *testing.T) {
 func TestReliabilityPartialRejects(t *testing.T) {
 	h := newHarness(t, 2000, "")
 	// The dump spans 2025-03-04 09:00 on; reject its first half as too old.
-	h.recv.RejectBefore = time.Date(2025, 3, 4, 9, 0, 0, 0, time.UTC).Add(1000 * 1234567 * time.Microsecond / 10)
+	h.recv.Set(lokitest.Behaviour{RejectBefore: time.Date(2025, 3, 4, 9, 0, 0, 0, time.UTC).Add(1000 * 1234567 * time.Microsecond / 10)})
 	h.mustComplete(scale(2*time.Minute, 10*time.Minute))
 	h.verify("partial 400: half the entries too old (resent at reading time)", 1)
 }
@@ -417,7 +416,7 @@ func TestReliabilityGrowingDump(t *testing.T) {
 // stall, and the good events around it all arrive.
 func TestReliabilityBadInput(t *testing.T) {
 	h := newHarness(t, 10, "")
-	good, _ := os.ReadFile(filepath.Join(testdata, "scm-7036-print-spooler.xml"))
+	good := fixture.Read(t, fixture.EventLog, "scm-7036-print-spooler.xml")
 	variant := func(marker, from, to string) string {
 		return strings.Replace(strings.Replace(string(good), "Print Spooler", marker, 1), from, to, 1)
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/grafana/loki/pkg/push"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/winobs/winobs/internal/fixture"
 	"github.com/winobs/winobs/shipper/eventxml"
 	"github.com/winobs/winobs/shipper/subscribe"
 )
@@ -75,7 +76,7 @@ func TestLiveSourceShipsAndCheckpoints(t *testing.T) {
 	}))
 	defer srv.Close()
 
-	xml, _ := os.ReadFile("../../shared/testdata/eventlog/scm-7036-print-spooler.xml")
+	xml := fixture.Read(t, fixture.EventLog, "scm-7036-print-spooler.xml")
 	texts := &eventxml.Texts{Level: "Information", Keywords: []string{"Classic"}, Message: "The Print Spooler service entered the stopped state."}
 	api := &fakeAPI{events: []subscribe.Event{
 		{XML: xml, Texts: texts, Bookmark: "<BookmarkList><Bookmark Channel='System' RecordId='3562' IsCurrent='true'/></BookmarkList>"},

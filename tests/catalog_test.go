@@ -1,12 +1,12 @@
 package tests
 
 import (
-	"os"
 	"strings"
 	"testing"
 
 	"github.com/prometheus/prometheus/model/rulefmt"
 
+	"github.com/winobs/winobs/internal/fixture"
 	"github.com/winobs/winobs/shipper"
 )
 
@@ -16,18 +16,14 @@ import (
 func knownMetrics(t *testing.T, groups []rulefmt.RuleGroup) map[string]string {
 	known := map[string]string{"up": "prometheus"}
 	read := func(path, source string, field int) {
-		b, err := os.ReadFile(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, line := range strings.Split(string(b), "\n") {
+		for _, line := range strings.Split(string(fixture.Read(t, "windows-exporter", path)), "\n") {
 			if f := strings.Fields(line); len(f) > field && !strings.HasPrefix(line, "#") {
 				known[f[field]] = source
 			}
 		}
 	}
-	read("../../shared/testdata/windows-exporter/metric-names-0.31.8.txt", "windows_exporter 0.31.8", 0)
-	read("../../shared/testdata/windows-exporter/kube-state-metrics-names.txt", "kube-state-metrics", 0)
+	read("metric-names-0.31.8.txt", "windows_exporter 0.31.8", 0)
+	read("kube-state-metrics-names.txt", "kube-state-metrics", 0)
 	for _, g := range groups {
 		for _, r := range g.Rules {
 			if r.Record != "" {

@@ -9,22 +9,14 @@ import (
 	"strings"
 	"testing"
 	"unicode/utf16"
+
+	"github.com/winobs/winobs/internal/fixture"
 )
 
-const testdata = "../../../shared/testdata/eventlog"
-
 func samples(t *testing.T) [][]byte {
-	files, _ := filepath.Glob(filepath.Join(testdata, "*.xml"))
 	var out [][]byte
-	for _, f := range files {
-		b, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, b)
-	}
-	if len(out) != 6 {
-		t.Fatalf("want 6 samples, got %d", len(out))
+	for _, f := range fixture.Glob(t, 6, fixture.EventLog, "*.xml") {
+		out = append(out, fixture.Read(t, fixture.EventLog, filepath.Base(f)))
 	}
 	return out
 }

@@ -1,23 +1,18 @@
 package eventxml
 
 import (
-	"os"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
-)
 
-const testdata = "../../../shared/testdata/eventlog"
+	"github.com/winobs/winobs/internal/fixture"
+)
 
 // expectedLines reads the derived Alloy line of every sample from the
 // testdata README: the "## file.xml" heading, then the fenced line.
 func expectedLines(t testing.TB) map[string]string {
 	t.Helper()
-	readme, err := os.ReadFile(filepath.Join(testdata, "README.md"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	readme := fixture.Read(t, fixture.EventLog, "README.md")
 	re := regexp.MustCompile("(?s)## (\\S+\\.xml)\n.*?```\n(\\{.*?\\})\n```")
 	out := map[string]string{}
 	for _, m := range re.FindAllStringSubmatch(string(readme), -1) {
@@ -49,11 +44,7 @@ var lookups = Lookups{ProcessName: func(uint32) string { return "services.exe" }
 
 func TestLinesMatchAlloy(t *testing.T) {
 	for file, want := range expectedLines(t) {
-		raw, err := os.ReadFile(filepath.Join(testdata, file))
-		if err != nil {
-			t.Fatal(err)
-		}
-		e, err := Parse(raw)
+		e, err := Parse(fixture.Read(t, fixture.EventLog, file))
 		if err != nil {
 			t.Fatalf("%s: %v", file, err)
 		}
@@ -72,8 +63,10 @@ func TestLinesMatchAlloy(t *testing.T) {
 
 // Without publisher metadata Alloy keeps the raw keyword mask and has no texts.
 func TestLineWithoutTexts(t *testing.T) {
-	raw, _ := os.ReadFile(filepath.Join(testdata, "scm-7036-print-spooler.xml"))
-	e, _ := Parse(raw)
+	e, err := Parse(fixture.Read(t, fixture.EventLog, "scm-7036-print-spooler.xml"))
+	if err != nil {
+		t.Fatal(err)
+	}
 	got := e.Line(nil, Lookups{})
 	s := string(got)
 	if !strings.Contains(s, `"keywords":"0x8080000000000000"`) || strings.Contains(s, "levelText") ||
@@ -108,8 +101,10 @@ func TestTimestamp(t *testing.T) {
 		"scm-7036-windows-event-log-stopped.xml": 1377183104205667300,
 		"scm-7036-appxsvc-renderinginfo.xml":     1684766633167089500, // 7 fraction digits
 	} {
-		raw, _ := os.ReadFile(filepath.Join(testdata, file))
-		e, _ := Parse(raw)
+		e, err := Parse(fixture.Read(t, fixture.EventLog, file))
+		if err != nil {
+			t.Fatalf("%s: %v", file, err)
+		}
 		ts, err := e.Timestamp()
 		if err != nil || ts.UnixNano() != ns {
 			t.Errorf("%s: %v (%d), want %d", file, err, ts.UnixNano(), ns)
@@ -123,10 +118,7 @@ func TestTimestamp(t *testing.T) {
 
 // BenchmarkParseLine: XML to line for a typical System event.
 func BenchmarkParseLine(b *testing.B) {
-	raw, err := os.ReadFile(filepath.Join(testdata, "scm-7036-appxsvc-renderinginfo.xml"))
-	if err != nil {
-		b.Fatal(err)
-	}
+	raw := fixture.Read(b, fixture.EventLog, "scm-7036-appxsvc-renderinginfo.xml")
 	b.SetBytes(int64(len(raw)))
 	b.ReportAllocs()
 	for b.Loop() {

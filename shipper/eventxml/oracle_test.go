@@ -3,11 +3,11 @@ package eventxml
 import (
 	"encoding/json"
 	"encoding/xml"
-	"os"
-	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/winobs/winobs/internal/fixture"
 )
 
 // parseStd is the reference parser: encoding/xml with the schema's tags.
@@ -27,16 +27,7 @@ func stdLine(e *Event, texts *Texts, look Lookups) string {
 }
 
 func samples(t testing.TB) map[string][]byte {
-	files, _ := filepath.Glob(filepath.Join(testdata, "*.xml"))
-	out := map[string][]byte{}
-	for _, f := range files {
-		b, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		out[filepath.Base(f)] = b
-	}
-	return out
+	return fixture.EventSamples(t)
 }
 
 // Variants of valid XML the scanner must read as encoding/xml does.

@@ -39,17 +39,23 @@ const (
 	Slow
 )
 
-// Receiver counts what a Loki would hold.
-type Receiver struct {
-	// Decide picks the fault for request n (from 0); nil accepts all.
+// Behaviour is how the receiver answers. Set may change it while requests
+// are being served.
+type Behaviour struct {
+	// Decide picks the fault for request n (from 0); nil accepts all. It is
+	// called from the server's goroutines.
 	Decide func(n int) Fault
 	// RejectBefore makes entries older than it a partial 400, as Loki's
 	// reject_old_samples does.
 	RejectBefore time.Time
 	// SlowFor is the delay of Slow.
 	SlowFor time.Duration
+}
 
+// Receiver counts what a Loki would hold.
+type Receiver struct {
 	mu       sync.Mutex
+	behave   Behaviour
 	requests int
 	// stored: stream -> line -> distinct timestamps stored. Loki drops an
 	// entry identical in stream, timestamp and line to one it has.
@@ -64,6 +70,13 @@ type Receiver struct {
 func New() (*Receiver, error) {
 	r := &Receiver{stored: map[string]map[string]map[int64]bool{}}
 	return r, r.Start()
+}
+
+// Set replaces the receiver's behaviour for the requests that follow.
+func (r *Receiver) Set(b Behaviour) {
+	r.mu.Lock()
+	r.behave = b
+	r.mu.Unlock()
 }
 
 // URL is the push URL.
@@ -154,12 +167,12 @@ func (r *Receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		return
 	}
 	r.mu.Lock()
-	n := r.requests
+	n, b := r.requests, r.behave
 	r.requests++
 	r.mu.Unlock()
 	fault := Accept
-	if r.Decide != nil {
-		fault = r.Decide(n)
+	if b.Decide != nil {
+		fault = b.Decide(n)
 	}
 	switch fault {
 	case RateLimited:
@@ -178,7 +191,7 @@ func (r *Receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		reset(w)
 		return
 	case Slow:
-		time.Sleep(r.SlowFor)
+		time.Sleep(b.SlowFor)
 	}
 	streams, err := decode(raw)
 	if err != nil {
@@ -189,9 +202,9 @@ func (r *Receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	r.mu.Lock()
 	for labels, entries := range streams {
 		for _, e := range entries {
-			if !r.RejectBefore.IsZero() && e.ts < r.RejectBefore.UnixNano() {
+			if !b.RejectBefore.IsZero() && e.ts < b.RejectBefore.UnixNano() {
 				rejected = append(rejected, fmt.Sprintf("entry for stream '%s' has timestamp too old: %s, oldest acceptable timestamp is: %s",
-					labels, time.Unix(0, e.ts).UTC().Format("2006-01-02 15:04:05.999999999 -0700 MST"), r.RejectBefore.UTC().Format("2006-01-02 15:04:05.999999999 -0700 MST")))
+					labels, time.Unix(0, e.ts).UTC().Format("2006-01-02 15:04:05.999999999 -0700 MST"), b.RejectBefore.UTC().Format("2006-01-02 15:04:05.999999999 -0700 MST")))
 				continue
 			}
 			r.received++

@@ -14,7 +14,7 @@ func TestDedupeAndPartialRejects(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer r.Stop()
-	r.RejectBefore = time.Unix(1000, 0)
+	r.Set(Behaviour{RejectBefore: time.Unix(1000, 0)})
 	c, _ := loki.NewClient(loki.Config{URL: r.URL(), MinBackoff: time.Millisecond, MaxBackoff: time.Millisecond})
 	s := []loki.Stream{{Labels: `{job="a"}`, Entries: []loki.Entry{
 		{Time: time.Unix(2000, 5), Line: []byte("one")},
@@ -41,7 +41,7 @@ func TestFaults(t *testing.T) {
 	r, _ := New()
 	defer r.Stop()
 	seq := []Fault{RateLimited, Unavailable, InternalError, Blocked, Reset, StoreThenReset, Accept}
-	r.Decide = func(n int) Fault { return seq[min(n, len(seq)-1)] }
+	r.Set(Behaviour{Decide: func(n int) Fault { return seq[min(n, len(seq)-1)] }})
 	c, _ := loki.NewClient(loki.Config{URL: r.URL(), MinBackoff: time.Millisecond, MaxBackoff: time.Millisecond})
 	if err := c.Send(context.Background(), []loki.Stream{{Labels: `{job="a"}`, Entries: []loki.Entry{{Time: time.Unix(2000, 0), Line: []byte("x")}}}}); err != nil {
 		t.Fatal(err)
