@@ -1,12 +1,20 @@
 # winobs: the Windows observability bundle. `make help` lists the targets.
 GO ?= go
-# promtool of Prometheus 3.x, for the optional cross-check of tests/*.yaml.
-PROMTOOL_VERSION := v0.316.0
-# A real Loki-protocol receiver for the shipper's end-to-end tests.
-VICTORIALOGS_VERSION := v1.52.2
 BIN := $(CURDIR)/bin
 
-.PHONY: help generate test vet fmt-check windows check-generated ci bench promtool-test reliability
+# Every pinned external version lives in versions.json (one "key": "value"
+# per line); versions_test.go checks that these reads agree with Go's.
+version = $(shell sed -n 's/^ *"$(1)": *"\([^"]*\)".*/\1/p' versions.json)
+VICTORIALOGS_VERSION := $(call version,victoriaLogs)
+PROMTOOL_VERSION := $(call version,promtool)
+STATICCHECK_VERSION := $(call version,staticcheck)
+CRDS_VERSION := $(call version,prometheusOperatorCRDs)
+
+# Packages that start goroutines: run under the race detector in CI.
+RACE_PKGS := ./shipper/... ./cmd/... ./internal/...
+
+.PHONY: help generate test race lint tidy-check vet fmt-check windows check-generated ci bench promtool-test \
+	reliability update-crds print-versions
 
 help: ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-16s %s\n", $$1, $$2}'
@@ -14,12 +22,29 @@ help: ## list targets
 generate: ## render the committed bundle into manifests/
 	$(GO) run ./cmd/gen --out manifests
 
-test: $(BIN)/victoria-logs ## run every test (rule unit tests and shipper end-to-end tests included)
+test: $(BIN)/victoria-logs ## run every test (rule unit tests, schema checks and shipper end-to-end tests included)
 	$(GO) test ./...
 
-$(BIN)/victoria-logs: Makefile
+race: $(BIN)/victoria-logs ## the packages with goroutines under the race detector
+	$(GO) test -race $(RACE_PKGS)
+
+# The stamp file names the version, so a change in versions.json reinstalls.
+$(BIN)/victoria-logs: $(BIN)/.victoria-logs-$(VICTORIALOGS_VERSION)
+$(BIN)/.victoria-logs-$(VICTORIALOGS_VERSION):
 	CGO_ENABLED=0 GOBIN=$(BIN) $(GO) install github.com/VictoriaMetrics/VictoriaLogs/app/victoria-logs@$(VICTORIALOGS_VERSION)
-	@touch $@
+	@rm -f $(BIN)/.victoria-logs-* && touch $@
+
+$(BIN)/staticcheck: $(BIN)/.staticcheck-$(STATICCHECK_VERSION)
+$(BIN)/.staticcheck-$(STATICCHECK_VERSION):
+	GOBIN=$(BIN) $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
+	@rm -f $(BIN)/.staticcheck-* && touch $@
+
+lint: $(BIN)/staticcheck tidy-check ## staticcheck (Linux and Windows builds) and a go mod tidy check
+	$(BIN)/staticcheck ./...
+	GOOS=windows $(BIN)/staticcheck ./...
+
+tidy-check: ## fail if go mod tidy would change go.mod or go.sum
+	$(GO) mod tidy -diff
 
 vet: ## go vet
 	$(GO) vet ./...
@@ -34,7 +59,7 @@ windows: ## build and vet everything for Windows
 check-generated: ## fail if manifests/ differs from a fresh render
 	$(GO) run ./cmd/gen --out manifests --check
 
-ci: fmt-check test vet windows check-generated ## what CI runs
+ci: fmt-check test race vet lint windows check-generated ## what CI runs
 
 bench: $(BIN)/victoria-logs ## benchmarks: rule evaluation (50 nodes x 60 containers); shipper events/s, allocs/event, peak RSS, Windows binary size
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime 20x ./tests/
@@ -48,3 +73,15 @@ reliability: $(BIN)/victoria-logs ## eventlog-shipper fault and bad-input suite 
 promtool-test: ## run tests/*.yaml with real promtool 3.x (slow: ~10 CPU-minutes to build)
 	GOBIN=$(BIN) $(GO) install github.com/prometheus/prometheus/cmd/promtool@$(PROMTOOL_VERSION)
 	cd tests && ../bin/promtool test rules *.yaml
+
+update-crds: ## refresh testdata/crds from the prometheus-operator module named in versions.json
+	@dir=$$($(GO) mod download -json github.com/prometheus-operator/prometheus-operator@$(CRDS_VERSION) | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$$/\1/p'); \
+	test -n "$$dir" || { echo "go mod download failed"; exit 1; }; \
+	for k in podmonitors servicemonitors prometheusrules; do \
+		install -m 644 "$$dir/example/prometheus-operator-crd/monitoring.coreos.com_$$k.yaml" testdata/crds/; done
+
+print-versions: ## the versions this Makefile read from versions.json
+	@echo victoriaLogs=$(VICTORIALOGS_VERSION)
+	@echo promtool=$(PROMTOOL_VERSION)
+	@echo staticcheck=$(STATICCHECK_VERSION)
+	@echo prometheusOperatorCRDs=$(CRDS_VERSION)

@@ -14,6 +14,8 @@ import (
 
 	"github.com/prometheus/common/model"
 	"go.yaml.in/yaml/v3"
+
+	"github.com/winobs/winobs"
 )
 
 //go:embed default.yaml
@@ -283,7 +285,7 @@ func Default() *Config {
 // (none when path is empty), validated. On failure the error is a Problems
 // listing every problem found, each with file, line and field path.
 func Load(path string) (*Config, error) {
-	var cfg Config
+	cfg := pinnedDefaults()
 	if err := decodeStrict("(default)", defaultYAML, &cfg); err != nil {
 		return nil, fmt.Errorf("embedded default config: %w", err)
 	}
@@ -302,6 +304,17 @@ func Load(path string) (*Config, error) {
 		return nil, probs
 	}
 	return &cfg, nil
+}
+
+// pinnedDefaults holds the defaults that come from versions.json rather than
+// default.yaml, so an image version is pinned in one place.
+func pinnedDefaults() Config {
+	v := winobs.Pinned()
+	var c Config
+	c.WindowsExporter.Image = v.WindowsExporterImage
+	c.Alloy.Image = v.AlloyImage
+	c.Shipper.Image = v.EventlogShipperImage
+	return c
 }
 
 // Locate fills in the file and line of validation problems from their field

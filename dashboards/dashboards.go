@@ -3,6 +3,8 @@
 // live in queries.go, layouts in one file per dashboard.
 package dashboards
 
+//lint:file-ignore SA1019 Classic dashboard JSON is what kube-prometheus-stack's Grafana sidecar provisions; the SDK marks it deprecated in favour of dashboardv2, which winobs renders only as an opt-in.
+
 import (
 	"encoding/json"
 	"fmt"

@@ -109,7 +109,8 @@ func configs(t *testing.T) map[string]*config.Config {
 		"default":        nil,
 		"ServiceMonitor": func(c *config.Config) { c.WindowsExporter.Monitor = config.ServiceMonitor },
 		"kps exporter":   func(c *config.Config) { c.WindowsExporter.Deploy = false },
-		"multi-cluster":  func(c *config.Config) { c.Cluster.Name = "lab"; c.LogAgent.Default = config.AgentShipper },
+		"multi-cluster":  func(c *config.Config) { c.Cluster.Name = "lab" },
+		"shipper agent":  func(c *config.Config) { c.LogAgent.Default = config.AgentShipper },
 	}
 	out := map[string]*config.Config{}
 	for name, mutate := range variants {

@@ -376,6 +376,7 @@ func parseFast(raw []byte) (*Event, error) {
 		case "System":
 			return s.children("System", func(t tag) error {
 				if err := s.systemField(&e.System, t); err != nil {
+					//lint:ignore ST1005 the message starts with the XML path, whose element names are capitalised
 					return fmt.Errorf("System/%s: %w", t.name, err)
 				}
 				return nil

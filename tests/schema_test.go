@@ -1,0 +1,105 @@
+package tests
+
+import (
+	"fmt"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"sigs.k8s.io/kustomize/api/krusty"
+	"sigs.k8s.io/kustomize/kyaml/filesys"
+	"sigs.k8s.io/yaml"
+
+	"github.com/winobs/winobs/bundle"
+	"github.com/winobs/winobs/internal/fixture"
+	"github.com/winobs/winobs/internal/kubecheck"
+	"github.com/winobs/winobs/render"
+)
+
+// Every rendered object passes what the API server would check on create:
+// the CRD schemas prometheus-operator publishes for PrometheusRule,
+// PodMonitor and ServiceMonitor, and apimachinery's field rules for the core
+// kinds. Over the default and every config variant.
+func TestManifestsPassAPIServerValidation(t *testing.T) {
+	checker, err := kubecheck.New(fixture.Path(t, "crds"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, cfg := range configs(t) {
+		t.Run(name, func(t *testing.T) {
+			files := renderAll(t, cfg)
+			kinds := map[string]int{}
+			for _, path := range kustomizationResources(t, files) {
+				for i, doc := range kubecheck.Split(files[path]) {
+					for _, e := range checker.Document(doc) {
+						t.Errorf("%s #%d: %s", path, i, e)
+					}
+					var meta struct{ Kind string }
+					yaml.Unmarshal(doc, &meta)
+					kinds[meta.Kind]++
+				}
+			}
+			if kinds["PrometheusRule"] != 2 || kinds["DaemonSet"] < 2 {
+				t.Errorf("checked kinds %v: want both PrometheusRules and the agents' DaemonSets", kinds)
+			}
+		})
+	}
+}
+
+// `kubectl apply -k out/` works: kustomize builds the rendered directory, and
+// its object set is exactly the objects in the files.
+func TestKustomizeBuildsTheOutput(t *testing.T) {
+	for name, cfg := range configs(t) {
+		t.Run(name, func(t *testing.T) {
+			files, err := bundle.Build(cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			dir := filepath.Join(t.TempDir(), "out")
+			if _, err := render.Write(dir, files); err != nil {
+				t.Fatal(err)
+			}
+			resources, err := krusty.MakeKustomizer(krusty.MakeDefaultOptions()).Run(filesys.MakeFsOnDisk(), dir)
+			if err != nil {
+				t.Fatalf("kustomize build: %v", err)
+			}
+			var built []string
+			for _, r := range resources.Resources() {
+				built = append(built, fmt.Sprintf("%s %s/%s", r.GetKind(), r.GetNamespace(), r.GetName()))
+			}
+			encoded := renderAll(t, cfg)
+			var want []string
+			for _, path := range kustomizationResources(t, encoded) {
+				for _, doc := range kubecheck.Split(encoded[path]) {
+					var m struct {
+						Kind     string
+						Metadata struct{ Name, Namespace string }
+					}
+					if err := yaml.Unmarshal(doc, &m); err != nil {
+						t.Fatal(err)
+					}
+					want = append(want, fmt.Sprintf("%s %s/%s", m.Kind, m.Metadata.Namespace, m.Metadata.Name))
+				}
+			}
+			slices.Sort(built)
+			slices.Sort(want)
+			if !slices.Equal(built, want) {
+				t.Errorf("kustomize built\n  %v\nthe files hold\n  %v", built, want)
+			}
+		})
+	}
+}
+
+func kustomizationResources(t *testing.T, files map[string][]byte) []string {
+	t.Helper()
+	var kust struct {
+		Resources []string `json:"resources"`
+	}
+	if err := yaml.Unmarshal(files[render.KustomizationFile], &kust); err != nil {
+		t.Fatal(err)
+	}
+	if len(kust.Resources) == 0 {
+		t.Fatal("kustomization.yaml lists no resources")
+	}
+	return kust.Resources
+}

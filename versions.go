@@ -1,0 +1,77 @@
+// Package winobs pins every external version the bundle deploys or is tested
+// with. The one source is versions.json, read by gen's defaults (through
+// Pinned), by the Makefile and by CI, so a version is changed in one place.
+package winobs
+
+import (
+	"bytes"
+	_ "embed"
+	"encoding/json"
+	"fmt"
+	"reflect"
+)
+
+//go:embed versions.json
+var versionsJSON []byte
+
+// Versions is versions.json. Every field is required.
+type Versions struct {
+	// WindowsExporterImage is the default windows-exporter image.
+	WindowsExporterImage string `json:"windowsExporterImage"`
+	// Alloy is the Grafana Alloy release the Alloy config is written for.
+	Alloy string `json:"alloy"`
+	// AlloyImage is the default HostProcess image holding alloy.exe.
+	AlloyImage string `json:"alloyImage"`
+	// EventlogShipperImage is the default eventlog-shipper image.
+	EventlogShipperImage string `json:"eventlogShipperImage"`
+	// VictoriaLogs is the Loki-protocol receiver of the shipper's end-to-end
+	// tests (go install).
+	VictoriaLogs string `json:"victoriaLogs"`
+	// Promtool is the Prometheus module version of `make promtool-test`.
+	Promtool string `json:"promtool"`
+	// Staticcheck is the honnef.co/go/tools version CI lints with.
+	Staticcheck string `json:"staticcheck"`
+	// PrometheusOperatorCRDs is the prometheus-operator release whose CRD
+	// schemas the rendered monitors and rules are validated against
+	// (testdata/crds).
+	PrometheusOperatorCRDs string `json:"prometheusOperatorCRDs"`
+}
+
+// Pinned returns versions.json. It panics only if the embedded file is
+// broken, which its test rules out.
+func Pinned() Versions {
+	v, err := parseVersions(versionsJSON)
+	if err != nil {
+		panic(err)
+	}
+	return v
+}
+
+func parseVersions(b []byte) (Versions, error) {
+	var v Versions
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&v); err != nil {
+		return v, fmt.Errorf("versions.json: %w", err)
+	}
+	var missing []string
+	for k, s := range v.Map() {
+		if s == "" {
+			missing = append(missing, k)
+		}
+	}
+	if len(missing) > 0 {
+		return v, fmt.Errorf("versions.json: missing %v", missing)
+	}
+	return v, nil
+}
+
+// Map returns the versions by their versions.json key.
+func (v Versions) Map() map[string]string {
+	out := map[string]string{}
+	rv := reflect.ValueOf(v)
+	for i := range rv.NumField() {
+		out[rv.Type().Field(i).Tag.Get("json")] = rv.Field(i).String()
+	}
+	return out
+}
