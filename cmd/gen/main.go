@@ -39,6 +39,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "gen: unexpected arguments %q\n", fs.Args())
 		return 2
 	}
+	if err := render.CheckOutDir(*out); err != nil {
+		fmt.Fprintf(stderr, "gen: %v\n", err)
+		return 2
+	}
 
 	cfg, err := config.Load(*configPath)
 	if err != nil {
