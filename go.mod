@@ -3,6 +3,7 @@ module github.com/winobs/winobs
 go 1.26.8
 
 require (
+	github.com/distribution/reference v0.6.0
 	github.com/golang/snappy v1.0.0
 	github.com/grafana/alloy/syntax v0.1.0
 	github.com/grafana/grafana-foundation-sdk/go v0.0.22
@@ -106,6 +107,7 @@ require (
 	github.com/munnerz/goautoneg v0.0.0-20191010083416-a7dc8b61c822 // indirect
 	github.com/mwitkow/go-conntrack v0.0.0-20190716064945-2f068394615f // indirect
 	github.com/oklog/ulid/v2 v2.1.2 // indirect
+	github.com/opencontainers/go-digest v1.0.0 // indirect
 	github.com/pkg/browser v0.0.0-20240102092130-5ac0b6a4141c // indirect
 	github.com/prometheus/alertmanager v0.34.1 // indirect
 	github.com/prometheus/client_golang/exp v0.0.0-20261019101427-217707f26b14 // indirect

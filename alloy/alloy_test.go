@@ -68,7 +68,7 @@ func parse(t *testing.T, src []byte) parsed {
 }
 
 func TestConfigPodLogs(t *testing.T) {
-	p := parse(t, Config(load(t, nil)))
+	p := parse(t, mustConfig(t, load(t, nil)))
 	checks := []struct{ block, attr, want string }{
 		{"discovery.kubernetes.pods", "role", `"pod"`},
 		// Only this node's pods, by the Node name (not the upper-case hostname).
@@ -99,7 +99,7 @@ func TestConfigPodLogs(t *testing.T) {
 }
 
 func TestConfigEventChannels(t *testing.T) {
-	p := parse(t, Config(load(t, nil)))
+	p := parse(t, mustConfig(t, load(t, nil)))
 	for _, c := range []struct{ label, channel, xpath string }{
 		{"system", "System", "*[System[(Level=1 or Level=2 or Level=3)]]"},
 		{"application", "Application", "*[System[(Level=1 or Level=2)]]"},
@@ -126,7 +126,7 @@ func TestConfigEventChannels(t *testing.T) {
 // Credentials are file references; tenant, CA and the cluster label follow
 // the config.
 func TestConfigLokiWrite(t *testing.T) {
-	p := parse(t, Config(load(t, func(c *config.Config) {
+	p := parse(t, mustConfig(t, load(t, func(c *config.Config) {
 		c.Loki.URL = "https://loki.example.com/loki/api/v1/push"
 		c.Loki.Tenant = "windows"
 		c.Loki.BasicAuth = config.BasicAuth{Username: "winobs", PasswordFile: `C:\etc\winobs\loki-password`}
@@ -148,12 +148,32 @@ func TestConfigLokiWrite(t *testing.T) {
 	}
 }
 
+func mustConfig(t *testing.T, cfg *config.Config) []byte {
+	t.Helper()
+	b, err := Config(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// Every channel gets a component whose label is an Alloy identifier, even
+// when the name starts with a digit (which once rendered an empty file).
 func TestComponentLabel(t *testing.T) {
 	for in, want := range map[string]string{
 		"System": "system", "Microsoft-Windows-Windows Defender/Operational": "microsoft_windows_windows_defender_operational",
+		"123": "_123", "7zip/Log": "_7zip_log", "": "_", "Été": "_t_",
 	} {
-		if got := ComponentLabel(in); got != want {
+		if got := (config.Channel{Name: in}).ComponentLabel(); got != want {
 			t.Errorf("ComponentLabel(%q) = %q, want %q", in, got, want)
+		}
+	}
+	p := parse(t, mustConfig(t, load(t, func(c *config.Config) {
+		c.EventLog.Channels = []config.Channel{{Name: "123", Levels: []int{1}}, {Name: "Setup", Levels: []int{2}}}
+	})))
+	for _, label := range []string{"_123", "setup"} {
+		if p["loki.source.windowsevent."+label] == nil {
+			t.Errorf("no component loki.source.windowsevent %q in %v", label, p)
 		}
 	}
 }

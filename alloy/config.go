@@ -4,8 +4,12 @@
 package alloy
 
 import (
+	"bytes"
+	"fmt"
 	"strings"
 
+	"github.com/grafana/alloy/syntax/ast"
+	"github.com/grafana/alloy/syntax/parser"
 	"github.com/grafana/alloy/syntax/token"
 	"github.com/grafana/alloy/syntax/token/builder"
 
@@ -27,8 +31,11 @@ const nodeName = expr(`sys.env("` + hostprocess.NodeNameEnv + `")`)
 // Pod log path on Windows nodes: C:\var\log\pods\<ns>_<pod>_<uid>\<container>\N.log.
 const podLogPattern = `C:\var\log\pods\*$1\*.log`
 
-// Config returns config.alloy for cfg.
-func Config(cfg *config.Config) []byte {
+// Config returns config.alloy for cfg. The text is parsed back with Alloy's
+// own parser and must hold a component for every configured channel: the
+// builder's printer drops what it cannot print, and an Alloy that runs
+// without a channel ships nothing from it without a word.
+func Config(cfg *config.Config) ([]byte, error) {
 	f := builder.NewFile()
 	body := f.Body()
 	for _, b := range podLogBlocks(cfg) {
@@ -38,8 +45,30 @@ func Config(cfg *config.Config) []byte {
 		body.AppendBlock(eventBlock(cfg, ch))
 	}
 	body.AppendBlock(writeBlock(cfg))
-	return append(f.Bytes(), '\n')
+	var buf bytes.Buffer
+	if _, err := f.WriteTo(&buf); err != nil {
+		return nil, fmt.Errorf("printing config.alloy: %w", err)
+	}
+	buf.WriteByte('\n')
+	parsed, err := parser.ParseFile("config.alloy", buf.Bytes())
+	if err != nil {
+		return nil, fmt.Errorf("config.alloy does not parse: %w", err)
+	}
+	components := map[string]bool{}
+	for _, stmt := range parsed.Body {
+		if b, ok := stmt.(*ast.BlockStmt); ok {
+			components[strings.Join(b.Name, ".")+" "+b.Label] = true
+		}
+	}
+	for _, ch := range cfg.EventLog.Channels {
+		if !components[windowsEventComponent+" "+ch.ComponentLabel()] {
+			return nil, fmt.Errorf("config.alloy lacks the component of channel %q", ch.Name)
+		}
+	}
+	return buf.Bytes(), nil
 }
+
+const windowsEventComponent = "loki.source.windowsevent"
 
 func block(name, label string, attrs ...any) *builder.Block {
 	b := builder.NewBlock(strings.Split(name, "."), label)
@@ -89,22 +118,9 @@ func podLogBlocks(cfg *config.Config) []*builder.Block {
 	return []*builder.Block{discover, rel, match, source, process}
 }
 
-// ComponentLabel is the label of a channel's loki.source.windowsevent block.
-func ComponentLabel(channel string) string {
-	var b strings.Builder
-	for _, r := range strings.ToLower(channel) {
-		if r >= 'a' && r <= 'z' || r >= '0' && r <= '9' {
-			b.WriteRune(r)
-		} else {
-			b.WriteRune('_')
-		}
-	}
-	return b.String()
-}
-
 func eventBlock(cfg *config.Config, ch config.Channel) *builder.Block {
-	label := ComponentLabel(ch.Name)
-	return block("loki.source.windowsevent", label,
+	label := ch.ComponentLabel()
+	return block(windowsEventComponent, label,
 		"eventlog_name", ch.Name,
 		"xpath_query", ch.XPath(),
 		// A fixed locale gives the same levelText on every node.

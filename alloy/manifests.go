@@ -1,7 +1,6 @@
 package alloy
 
 import (
-	"fmt"
 	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
@@ -22,15 +21,10 @@ const configDir = `C:\etc\alloy`
 
 // Files returns config.alloy (for reference) and the Alloy objects.
 func Files(cfg *config.Config) ([]render.File, error) {
-	seen := map[string]string{}
-	for _, ch := range cfg.EventLog.Channels {
-		l := ComponentLabel(ch.Name)
-		if other, dup := seen[l]; dup {
-			return nil, fmt.Errorf("event log channels %q and %q would both be loki.source.windowsevent %q", other, ch.Name, l)
-		}
-		seen[l] = ch.Name
+	conf, err := Config(cfg)
+	if err != nil {
+		return nil, err
 	}
-	conf := Config(cfg)
 	return []render.File{
 		{Path: "alloy/config.alloy", Raw: conf},
 		{Path: "alloy/alloy.yaml", Objects: Objects(cfg, conf)},

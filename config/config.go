@@ -8,6 +8,7 @@ import (
 	_ "embed"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"strconv"
 	"strings"
@@ -292,9 +293,9 @@ func Load(path string) (*Config, error) {
 	var root *yaml.Node
 	var probs Problems
 	if path != "" {
-		src, err := os.ReadFile(path)
+		src, err := ReadFile(path, MaxFileSize)
 		if err != nil {
-			return nil, fmt.Errorf("reading config: %w", err)
+			return nil, Problems{{File: path, Msg: err.Error()}}
 		}
 		root, probs = Decode(path, src, &cfg)
 	}
@@ -332,6 +333,63 @@ func (ps Problems) Sorted() Problems {
 	return ps
 }
 
+// MaxFileSize bounds a config file: a real one is a few KiB.
+const MaxFileSize = 1 << 20
+
+// maxExpandedNodes bounds a document after YAML alias expansion (the default
+// config has about 300 nodes), so an alias bomb is refused before decoding.
+const maxExpandedNodes = 20000
+
+// ReadFile reads a regular file of at most max bytes. Devices, FIFOs and
+// directories are refused without reading them, so /dev/zero or a named pipe
+// cannot exhaust memory or hang the read.
+func ReadFile(path string, max int64) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("cannot read: %w", err)
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("cannot read: %w", err)
+	}
+	if !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("not a regular file (%s)", st.Mode().Type())
+	}
+	b, err := io.ReadAll(io.LimitReader(f, max+1))
+	if err != nil {
+		return nil, fmt.Errorf("cannot read: %w", err)
+	}
+	if int64(len(b)) > max {
+		return nil, fmt.Errorf("larger than %d bytes", max)
+	}
+	return b, nil
+}
+
+// expandedSize counts the nodes a document has once every alias is
+// expanded, stopping as soon as it passes limit.
+func expandedSize(n *yaml.Node, limit int, memo map[*yaml.Node]int) int {
+	if n == nil {
+		return 0
+	}
+	if v, ok := memo[n]; ok {
+		return v
+	}
+	memo[n] = limit + 1 // an alias cycle counts as too large
+	total := 1
+	if n.Kind == yaml.AliasNode {
+		total += expandedSize(n.Alias, limit, memo)
+	}
+	for _, c := range n.Content {
+		if total > limit {
+			break
+		}
+		total += expandedSize(c, limit, memo)
+	}
+	memo[n] = total
+	return total
+}
+
 // Decode overlays the YAML document src (read from file) onto out, a
 // pointer to a struct already holding defaults: fields the document sets are
 // replaced, the rest kept. It reports every unknown key (with a suggestion)
@@ -345,6 +403,9 @@ func Decode(file string, src []byte, out any) (*yaml.Node, Problems) {
 		return nil, nil // an empty file changes nothing
 	}
 	root := doc.Content[0]
+	if n := expandedSize(root, maxExpandedNodes, map[*yaml.Node]int{}); n > maxExpandedNodes {
+		return nil, Problems{{File: file, Line: root.Line, Msg: fmt.Sprintf("the document expands to more than %d YAML nodes (aliases repeated too often); a config needs far fewer", maxExpandedNodes)}}
+	}
 	probs := unknownFields(file, root, out)
 	if err := root.Decode(out); err != nil {
 		var te *yaml.TypeError

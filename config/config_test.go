@@ -87,7 +87,7 @@ kubeStateMetrics:
 		p + ":5: alerts.nodeCommit.for: must be a non-negative duration",
 		p + `:7: alerts.containerCommit.warnng: unknown field (did you mean "warning"?)`,
 		p + `:9: alerts.nodeServices.services[1]: must be a Windows service key name`,
-		p + ":11: alerts.uncordonedReboot.window: must be longer than zero",
+		p + ":11: alerts.uncordonedReboot.window: must be between 1m and 1w",
 		p + `:13: alerts.exporterDown.for: must be a non-negative duration such as 30s, 5m or 1h, got "soon"`,
 		p + ":15: windowsExporter.job: must not be empty",
 		p + ":16: windowsExporter.scrape: unknown field",
@@ -155,7 +155,7 @@ func TestAgentReachability(t *testing.T) {
 		"monitor kind":       {"windowsExporter:\n  monitor: ScrapeConfig\n", "must be PodMonitor or ServiceMonitor"},
 		"agent":              {"logAgent:\n  default: fluent-bit\n", "logAgent.default: must be alloy or shipper"},
 		"level":              {"eventLog:\n  channels:\n    - {name: System, levels: [7]}\n", "eventLog.channels[0].levels[0]: must be a level"},
-		"quantity":           {"alloy:\n  resources:\n    limits: {memory: lots}\n", "alloy.resources.limits.memory: must be a Kubernetes quantity"},
+		"quantity":           {"alloy:\n  resources:\n    limits: {memory: lots}\n", "alloy.resources.limits.memory: must be a positive Kubernetes quantity"},
 		"credentials":        {"loki:\n  basicAuth: {username: winobs}\n", "basicAuth needs both username and passwordFile"},
 	} {
 		_, err := Load(writeConfig(t, tc.body))

@@ -30,7 +30,7 @@ func (p Problem) Error() string {
 	if p.Path != "" {
 		b.WriteString(": " + p.Path)
 	}
-	b.WriteString(": " + p.Msg)
+	b.WriteString(": " + excerptMsg(p.Msg))
 	return b.String()
 }
 
@@ -68,11 +68,24 @@ func locate(file string, root *yaml.Node, path string) (string, int) {
 	return "(default)", 0
 }
 
+// excerptMsg bounds a message that quotes a value (yaml's type errors quote
+// the whole scalar).
+func excerptMsg(m string) string {
+	const n = 400
+	if len(m) <= n {
+		return m
+	}
+	return excerpt(m[:n]) + "… (message cut)"
+}
+
 func lookup(n *yaml.Node, path string) *yaml.Node {
 	if n == nil {
 		return nil
 	}
 	for _, seg := range splitPath(path) {
+		for n.Kind == yaml.AliasNode && n.Alias != nil {
+			n = n.Alias
+		}
 		switch {
 		case n.Kind == yaml.MappingNode:
 			var next *yaml.Node
@@ -98,12 +111,31 @@ func lookup(n *yaml.Node, path string) *yaml.Node {
 	return n
 }
 
-// splitPath turns "a.b[2].c" into ["a", "b", "2", "c"].
+// splitPath turns `a.b[2].c["x.y/z"]` into ["a", "b", "2", "c", "x.y/z"].
 func splitPath(path string) []string {
-	if path == "" {
-		return nil
+	var out []string
+	for path != "" {
+		switch {
+		case strings.HasPrefix(path, `["`):
+			q, err := strconv.QuotedPrefix(path[1:])
+			if err != nil {
+				return append(out, path)
+			}
+			key, _ := strconv.Unquote(q)
+			out = append(out, key)
+			path = strings.TrimPrefix(path[1+len(q):], "]")
+		case path[0] == '.' || path[0] == '[' || path[0] == ']':
+			path = path[1:]
+		default:
+			end := strings.IndexAny(path, ".[]")
+			if end < 0 {
+				end = len(path)
+			}
+			out = append(out, path[:end])
+			path = path[end:]
+		}
 	}
-	return strings.FieldsFunc(path, func(r rune) bool { return r == '.' || r == '[' || r == ']' })
+	return out
 }
 
 // unknownFields walks the document against the Go types and reports every key

@@ -4,52 +4,61 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
-	"net/url"
 	"regexp"
 	"strings"
+	"time"
 
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/prometheus/common/model"
 )
 
-var (
-	dnsLabel  = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
-	labelName = regexp.MustCompile(`^[a-zA-Z_][a-zA-Z0-9_]*$`)
-	// A Kubernetes label or annotation key: optional DNS prefix, then a name.
-	qualifiedName = regexp.MustCompile(`^([a-z0-9]([-a-z0-9.]*[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$`)
-	// Service key names as the Service Control Manager accepts them.
-	serviceName = regexp.MustCompile(`^[A-Za-z0-9_.\-]+$`)
+// Service key names as the Service Control Manager accepts them.
+var serviceName = regexp.MustCompile(`^[A-Za-z0-9_.\-]{1,256}$`)
+
+// Bounds that keep every alert able to fire and every rule able to evaluate.
+const (
+	// maxHold: an alert that must hold longer than a week never fires in
+	// practice (rule restarts reset the pending state).
+	maxHold = model.Duration(7 * 24 * time.Hour)
+	// The rules' rates use 5m windows, which need two scrapes.
+	minScrape = model.Duration(time.Second)
+	maxScrape = model.Duration(150 * time.Second)
 )
 
 // Validate checks the whole configuration and returns every problem, each with
 // its field path (File and Line are filled in by Load).
 func Validate(c *Config) Problems {
 	v := &validator{}
-	v.check("namespace", len(c.Namespace) <= 63 && dnsLabel.MatchString(c.Namespace),
-		"must be a DNS-1123 label (lower-case letters, digits and '-', at most 63 characters), got %q", c.Namespace)
-	v.labelName("cluster.label", c.Cluster.Label)
-	for k := range c.Prometheus.RuleLabels {
-		v.labelName("prometheus.ruleLabels."+k, k)
+	for _, msg := range validation.IsDNS1123Label(c.Namespace) {
+		v.add("namespace", "must be a DNS-1123 label, got %q: %s", c.Namespace, msg)
 	}
-	v.nonEmpty("windowsExporter.job", c.WindowsExporter.Job)
-	v.nonEmpty("kubeStateMetrics.job", c.KubeStateMetrics.Job)
+	v.clusterLabel("cluster.label", c.Cluster.Label)
+	v.text("cluster.name", c.Cluster.Name)
+	v.labels("prometheus.ruleLabels", c.Prometheus.RuleLabels)
+	for path, job := range map[string]string{"windowsExporter.job": c.WindowsExporter.Job, "kubeStateMetrics.job": c.KubeStateMetrics.Job,
+		"logs.eventsJob": c.Logs.EventsJob, "logs.podLogsJob": c.Logs.PodLogsJob} {
+		v.nonEmpty(path, job)
+		v.text(path, job)
+	}
 
 	validateExporter(v, &c.WindowsExporter)
 	validateAgents(v, c)
-	v.nonEmpty("logs.eventsJob", c.Logs.EventsJob)
-	v.nonEmpty("logs.podLogsJob", c.Logs.PodLogsJob)
 	v.check("logs.podLogsJob", c.Logs.PodLogsJob != c.Logs.EventsJob, "must differ from logs.eventsJob")
 	v.nonEmpty("dashboards.folder", c.Dashboards.Folder)
-	v.check("dashboards.sidecarLabel", qualifiedName.MatchString(c.Dashboards.SidecarLabel),
-		"must be a Kubernetes label key, got %q", c.Dashboards.SidecarLabel)
-	v.check("dashboards.folderAnnotation", qualifiedName.MatchString(c.Dashboards.FolderAnnotation),
-		"must be a Kubernetes annotation key, got %q", c.Dashboards.FolderAnnotation)
+	v.text("dashboards.folder", c.Dashboards.Folder)
+	for i, tag := range c.Dashboards.Tags {
+		v.text(fmt.Sprintf("dashboards.tags[%d]", i), tag)
+	}
+	v.labelKey("dashboards.sidecarLabel", c.Dashboards.SidecarLabel)
+	v.labelValue("dashboards.sidecarLabelValue", c.Dashboards.SidecarLabelValue)
+	v.labelKey("dashboards.folderAnnotation", c.Dashboards.FolderAnnotation)
 
 	a := &c.Alerts
-	if u, err := url.Parse(a.RunbookURL); err != nil || u.Scheme == "" || u.Host == "" || u.Fragment != "" {
-		v.add("alerts.runbookURL", "must be an absolute URL without a #fragment (the alert name is appended as the anchor), got %q", a.RunbookURL)
-	}
+	// runbook_url is expanded by Prometheus as a Go template: the URL grammar
+	// check refuses braces, so no template action can reach it.
+	v.httpURL("alerts.runbookURL", a.RunbookURL)
 	v.ratio("alerts.nodeCommit.warning", a.NodeCommit.Warning)
 	v.ratio("alerts.nodeCommit.critical", a.NodeCommit.Critical)
 	v.check("alerts.nodeCommit.critical", !validRatio(a.NodeCommit.Warning) || a.NodeCommit.Critical >= a.NodeCommit.Warning,
@@ -58,10 +67,11 @@ func Validate(c *Config) Problems {
 	v.ratio("alerts.containerCommit.warning", a.ContainerCommit.Warning)
 	v.hold("alerts.containerCommit.for", a.ContainerCommit.For)
 	v.hold("alerts.containerNoMemoryLimit.for", a.ContainerNoMemoryLimit.For)
-	v.check("alerts.nodeOvercommit.commitToPhysical", a.NodeOvercommit.CommitToPhysical > 0,
-		"must be a positive ratio of committed bytes to physical memory, got %g", a.NodeOvercommit.CommitToPhysical)
-	v.check("alerts.nodeOvercommit.pagesPerSecond", a.NodeOvercommit.PagesPerSecond > 0,
-		"must be a positive rate of pages per second, got %g", a.NodeOvercommit.PagesPerSecond)
+	// Commit beyond physical memory is the point of this alert, so the ratio
+	// may exceed 1; past 16 the pagefile limits (3x RAM by default) make it
+	// unreachable.
+	v.finiteIn("alerts.nodeOvercommit.commitToPhysical", a.NodeOvercommit.CommitToPhysical, 0, 16, "a ratio of committed bytes to physical memory")
+	v.finiteIn("alerts.nodeOvercommit.pagesPerSecond", a.NodeOvercommit.PagesPerSecond, 0, 1e7, "a rate of pages per second")
 	v.hold("alerts.nodeOvercommit.for", a.NodeOvercommit.For)
 	v.check("alerts.nodeServices.services", len(a.NodeServices.Services) > 0, "must list at least one service")
 	for i, s := range a.NodeServices.Services {
@@ -75,9 +85,7 @@ func Validate(c *Config) Problems {
 				"%q is not in windowsExporter.services, so the exporter would not report it and the alert could never fire", s)
 		}
 	}
-	if d, ok := v.duration("alerts.uncordonedReboot.window", a.UncordonedReboot.Window); ok {
-		v.check("alerts.uncordonedReboot.window", d > 0, "must be longer than zero")
-	}
+	v.durationIn("alerts.uncordonedReboot.window", a.UncordonedReboot.Window, model.Duration(time.Minute), maxHold, "a look-back window for reboots")
 	v.hold("alerts.exporterDown.for", a.ExporterDown.For)
 	v.hold("alerts.collectorFailing.for", a.CollectorFailing.For)
 	v.hold("alerts.exporterVersion.for", a.ExporterVersion.For)
@@ -86,24 +94,17 @@ func Validate(c *Config) Problems {
 }
 
 func validateExporter(v *validator, e *WindowsExporter) {
-	v.nonEmpty("windowsExporter.image", e.Image)
+	v.image("windowsExporter.image", e.Image)
 	v.check("windowsExporter.monitor", e.Monitor == PodMonitor || e.Monitor == ServiceMonitor,
 		"must be %s or %s, got %q", PodMonitor, ServiceMonitor, e.Monitor)
-	if d, ok := v.duration("windowsExporter.scrapeInterval", e.ScrapeInterval); ok {
-		v.check("windowsExporter.scrapeInterval", d > 0, "must be longer than zero")
-	}
-	for k := range e.MonitorLabels {
-		v.check("windowsExporter.monitorLabels."+k, qualifiedName.MatchString(k), "must be a Kubernetes label key")
-	}
+	v.durationIn("windowsExporter.scrapeInterval", e.ScrapeInterval, minScrape, maxScrape, "the rules' 5m rates need at least two scrapes")
+	v.labels("windowsExporter.monitorLabels", e.MonitorLabels)
 	if e.Firewall.Enabled {
 		v.check("windowsExporter.firewall.allowFrom", len(e.Firewall.AllowFrom) > 0,
 			"must list the addresses Prometheus scrapes from (or set firewall.enabled: false)")
 	}
 	for i, a := range e.Firewall.AllowFrom {
-		_, errPrefix := netip.ParsePrefix(a)
-		_, errAddr := netip.ParseAddr(a)
-		v.check(fmt.Sprintf("windowsExporter.firewall.allowFrom[%d]", i), errPrefix == nil || errAddr == nil,
-			"must be an IP address or CIDR such as 192.168.10.23/32, got %q", a)
+		v.scraperAddress(fmt.Sprintf("windowsExporter.firewall.allowFrom[%d]", i), a)
 	}
 	v.resources("windowsExporter.resources", e.Resources)
 	for i, s := range e.Services {
@@ -134,15 +135,18 @@ func validateAgents(v *validator, c *Config) {
 	reachable("apiServer.host", c.APIServer.Host)
 	v.check("apiServer.port", c.APIServer.Port > 0 && c.APIServer.Port < 65536, "must be a TCP port, got %d", c.APIServer.Port)
 
-	u, err := url.Parse(c.Loki.URL)
-	switch {
-	case err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "":
-		v.add("loki.url", "must be an http(s) URL such as http://192.168.10.24:31100/loki/api/v1/push, got %q", c.Loki.URL)
-	case !strings.HasSuffix(u.Path, "/loki/api/v1/push"):
-		v.add("loki.url", "must be the push endpoint, ending in /loki/api/v1/push, got %q", c.Loki.URL)
-	default:
-		reachable("loki.url", u.Hostname())
+	if u, ok := v.httpURL("loki.url", c.Loki.URL); ok {
+		if !strings.HasSuffix(u.Path, "/loki/api/v1/push") {
+			v.add("loki.url", "must be the push endpoint, ending in /loki/api/v1/push, got %q", c.Loki.URL)
+		} else {
+			reachable("loki.url", u.Hostname())
+		}
 	}
+	v.text("loki.tenant", c.Loki.Tenant)
+	v.text("loki.basicAuth.username", c.Loki.BasicAuth.Username)
+	v.secretFile("loki.basicAuth.passwordFile", c.Loki.BasicAuth.PasswordFile)
+	v.secretFile("loki.bearerTokenFile", c.Loki.BearerTokenFile)
+	v.secretFile("loki.caFile", c.Loki.CAFile)
 	v.check("loki.basicAuth.passwordFile", (c.Loki.BasicAuth.Username == "") == (c.Loki.BasicAuth.PasswordFile == ""),
 		"basicAuth needs both username and passwordFile")
 	v.check("loki.bearerTokenFile", c.Loki.BearerTokenFile == "" || c.Loki.BasicAuth.Username == "",
@@ -150,11 +154,16 @@ func validateAgents(v *validator, c *Config) {
 	v.check("loki.caFile", c.Loki.CAFile == "" || strings.HasPrefix(c.Loki.URL, "https://"), "a CA file needs an https URL")
 
 	v.check("eventLog.channels", len(c.EventLog.Channels) > 0, "must list at least one channel")
-	seen := map[string]bool{}
+	seen, labels := map[string]bool{}, map[string]string{}
 	for i, ch := range c.EventLog.Channels {
 		p := fmt.Sprintf("eventLog.channels[%d]", i)
 		v.check(p+".name", ch.Name != "" && !seen[strings.ToLower(ch.Name)], "must be a channel name listed once, got %q", ch.Name)
 		seen[strings.ToLower(ch.Name)] = true
+		v.text(p+".name", ch.Name)
+		if other, dup := labels[ch.ComponentLabel()]; dup && ch.Name != "" && !strings.EqualFold(other, ch.Name) {
+			v.add(p+".name", "%q and %q both become the Alloy component and bookmark %q: rename one", other, ch.Name, ch.ComponentLabel())
+		}
+		labels[ch.ComponentLabel()] = ch.Name
 		v.check(p+".levels", len(ch.Levels) > 0, "must list at least one level")
 		for j, l := range ch.Levels {
 			v.check(fmt.Sprintf("%s.levels[%d]", p, j), l >= 0 && l <= 5, "must be a level from 0 (LogAlways) to 5 (verbose), got %d", l)
@@ -162,55 +171,81 @@ func validateAgents(v *validator, c *Config) {
 	}
 	v.check("eventLog.locale", c.EventLog.Locale > 0 && c.EventLog.Locale <= 0xFFFF, "must be a Windows LCID such as 1033 (en-US), got %d", c.EventLog.Locale)
 
-	v.check("logAgent.nodeLabel", qualifiedName.MatchString(c.LogAgent.NodeLabel), "must be a Kubernetes label key, got %q", c.LogAgent.NodeLabel)
+	v.labelKey("logAgent.nodeLabel", c.LogAgent.NodeLabel)
 	v.check("logAgent.default", c.LogAgent.Default == AgentAlloy || c.LogAgent.Default == AgentShipper,
 		"must be %s or %s, got %q", AgentAlloy, AgentShipper, c.LogAgent.Default)
 
-	v.nonEmpty("alloy.image", c.Alloy.Image)
-	v.check("alloy.storagePath", windowsAbsPath.MatchString(c.Alloy.StoragePath),
-		`must be an absolute Windows path on the node's disk such as C:\var\lib\alloy, got %q`, c.Alloy.StoragePath)
+	v.image("alloy.image", c.Alloy.Image)
+	v.windowsPath("alloy.storagePath", c.Alloy.StoragePath)
 	if ap, err := netip.ParseAddrPort(c.Alloy.ListenAddress); err != nil {
 		v.add("alloy.listenAddress", "must be address:port such as 127.0.0.1:12345, got %q", c.Alloy.ListenAddress)
 	} else if !ap.Addr().IsLoopback() {
 		v.add("alloy.listenAddress", "%s would open Alloy's HTTP server to the node network: HostProcess pods share the host's network, use 127.0.0.1", c.Alloy.ListenAddress)
 	}
 	v.resources("alloy.resources", c.Alloy.Resources)
-	v.nonEmpty("shipper.image", c.Shipper.Image)
-	for path, dir := range map[string]string{"shipper.stateDir": c.Shipper.StateDir, "shipper.textfileDir": c.Shipper.TextfileDir} {
-		v.check(path, windowsAbsPath.MatchString(dir), `must be an absolute Windows path on the node's disk, got %q`, dir)
-	}
+	v.image("shipper.image", c.Shipper.Image)
+	v.windowsPath("shipper.stateDir", c.Shipper.StateDir)
+	v.windowsPath("shipper.textfileDir", c.Shipper.TextfileDir)
 	if ap, err := netip.ParseAddrPort(c.Shipper.Listen); err != nil || !ap.Addr().IsLoopback() {
 		v.add("shipper.listen", "must be a loopback address:port such as 127.0.0.1:9498 (metrics reach Prometheus through the exporter's textfile collector), got %q", c.Shipper.Listen)
 	}
 	v.resources("shipper.resources", c.Shipper.Resources)
-	for k := range c.Nodes.Selector {
-		v.check("nodes.selector."+k, qualifiedName.MatchString(k), "must be a Kubernetes label key")
-	}
+	v.labels("nodes.selector", c.Nodes.Selector)
 	for i, t := range c.Nodes.Tolerations {
-		v.check(fmt.Sprintf("nodes.tolerations[%d].operator", i), t.Operator == "Equal" || t.Operator == "Exists",
-			"must be Equal or Exists, got %q", t.Operator)
-		v.check(fmt.Sprintf("nodes.tolerations[%d].effect", i), t.Effect == "" || t.Effect == "NoSchedule" || t.Effect == "PreferNoSchedule" || t.Effect == "NoExecute",
-			"must be NoSchedule, PreferNoSchedule, NoExecute or empty, got %q", t.Effect)
+		validateToleration(v, fmt.Sprintf("nodes.tolerations[%d]", i), t)
 	}
 }
 
-var windowsAbsPath = regexp.MustCompile(`^[A-Za-z]:\\`)
+// validateToleration applies the API server's toleration rules.
+func validateToleration(v *validator, p string, t Toleration) {
+	if t.Key != "" {
+		v.labelKey(p+".key", t.Key)
+	}
+	switch t.Operator {
+	case "Equal":
+		v.check(p+".operator", t.Key != "", "must be Exists when key is empty (an empty key with Exists tolerates every taint)")
+		v.labelValue(p+".value", t.Value)
+	case "Exists":
+		v.check(p+".value", t.Value == "", "must be empty when operator is Exists, got %q", t.Value)
+	default:
+		v.add(p+".operator", "must be Equal or Exists, got %q", t.Operator)
+	}
+	v.check(p+".effect", t.Effect == "" || t.Effect == "NoSchedule" || t.Effect == "PreferNoSchedule" || t.Effect == "NoExecute",
+		"must be NoSchedule, PreferNoSchedule, NoExecute or empty, got %q", t.Effect)
+}
 
 func (v *validator) resources(path string, r Resources) {
+	parsed := map[string]map[string]resource.Quantity{}
 	for kind, m := range map[string]map[string]string{"requests": r.Requests, "limits": r.Limits} {
+		parsed[kind] = map[string]resource.Quantity{}
 		for name, q := range m {
-			p := path + "." + kind + "." + name
+			p := keyPath(path+"."+kind, name)
 			v.check(p, name == "cpu" || name == "memory", "must be cpu or memory")
-			if _, err := resource.ParseQuantity(q); err != nil {
-				v.add(p, "must be a Kubernetes quantity such as 50m or 128Mi, got %q", q)
+			qty, err := resource.ParseQuantity(q)
+			if err != nil || qty.Sign() <= 0 {
+				v.add(p, "must be a positive Kubernetes quantity such as 50m or 128Mi, got %q", q)
+				continue
 			}
+			parsed[kind][name] = qty
+		}
+	}
+	for name, limit := range parsed["limits"] {
+		if req, ok := parsed["requests"][name]; ok && req.Cmp(limit) > 0 {
+			v.add(keyPath(path+".requests", name), "must not exceed the %s limit %s, got %s", name, limit.String(), req.String())
 		}
 	}
 }
 
 type validator struct{ probs Problems }
 
+// add records a problem; quoted values are cut to a short excerpt so a huge
+// or hostile value is never echoed whole.
 func (v *validator) add(path, format string, args ...any) {
+	for i, a := range args {
+		if s, ok := a.(string); ok {
+			args[i] = excerpt(s)
+		}
+	}
 	v.probs = append(v.probs, Problem{Path: path, Msg: fmt.Sprintf(format, args...)})
 }
 
@@ -222,10 +257,6 @@ func (v *validator) check(path string, ok bool, format string, args ...any) {
 
 func (v *validator) nonEmpty(path, s string) {
 	v.check(path, s != "", "must not be empty")
-}
-
-func (v *validator) labelName(path, s string) {
-	v.check(path, labelName.MatchString(s), "must be a Prometheus label name ([a-zA-Z_][a-zA-Z0-9_]*), got %q", s)
 }
 
 // ratio accepts a fraction in (0, 1]: thresholds are ratios, not percentages.
@@ -253,5 +284,8 @@ func (v *validator) duration(path string, d Duration) (model.Duration, bool) {
 	return m, true
 }
 
-// hold is an alert's "for": zero is allowed (fire on the first evaluation).
-func (v *validator) hold(path string, d Duration) { v.duration(path, d) }
+// hold is an alert's "for": zero is allowed (fire on the first evaluation),
+// beyond a week is not (the alert would never fire).
+func (v *validator) hold(path string, d Duration) {
+	v.durationIn(path, d, 0, maxHold, "an alert's hold time")
+}

@@ -29,7 +29,10 @@ const (
 	FirewallRuleName = "winobs-windows-exporter-9182"
 	// HostIPEnv carries the node's own address into the firewall step.
 	HostIPEnv = "HOST_IP"
-	portName  = "metrics"
+	// AllowFromEnv carries the scrapers' addresses into the firewall step,
+	// comma-separated in canonical form: data, never script text.
+	AllowFromEnv = "WINOBS_ALLOW_FROM"
+	portName     = "metrics"
 )
 
 // Files returns the exporter objects, or none when the exporter of
@@ -106,15 +109,20 @@ func daemonSet(cfg *config.Config) any {
 			ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: Name}},
 		}}},
 		PriorityClassName: "system-node-critical",
+		// The exporter never calls the Kubernetes API (the upstream chart
+		// also turns the token off).
+		AutomountServiceAccountToken: new(bool),
 	}
 	if e.Firewall.Enabled {
 		pod.InitContainers = []corev1.Container{{
 			Name:    "configure-firewall",
 			Image:   e.Image,
-			Command: []string{"powershell.exe", "-NoLogo", "-NoProfile", "-NonInteractive", "-ExecutionPolicy", "Bypass", "-Command", FirewallScript(e.Firewall.AllowFrom)},
-			Env: []corev1.EnvVar{{Name: HostIPEnv, ValueFrom: &corev1.EnvVarSource{
-				FieldRef: &corev1.ObjectFieldSelector{FieldPath: "status.hostIP"},
-			}}},
+			Command: []string{"powershell.exe", "-NoLogo", "-NoProfile", "-NonInteractive", "-ExecutionPolicy", "Bypass", "-Command", FirewallScript},
+			Env: []corev1.EnvVar{
+				{Name: HostIPEnv, ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "status.hostIP"}}},
+				{Name: AllowFromEnv, Value: AllowFrom(e.Firewall.AllowFrom)},
+			},
+			Resources: firewallResources,
 		}}
 	}
 	// SYSTEM reads performance counters, the SCM and job objects, and may
@@ -125,24 +133,40 @@ func daemonSet(cfg *config.Config) any {
 // FirewallScript creates or updates, in place, one inbound rule with a fixed
 // name that allows the exporter's port from the scrapers and from the node
 // itself (kubelet probes come from the node's own address; blocking it
-// crash-loops the pod). It never adds a second rule. Addresses are validated
-// by config (IPs and CIDRs only), so single quotes are safe.
-func FirewallScript(allowFrom []string) string {
-	remote := make([]string, len(allowFrom))
-	for i, a := range allowFrom {
-		remote[i] = "'" + a + "'"
+// crash-loops the pod). It never adds a second rule.
+//
+// The script is a constant: no config value is ever part of its text. The
+// addresses arrive in environment variables, each is parsed as an address or
+// CIDR before use (the step fails on anything else), and they reach the
+// cmdlet as an array of strings, which PowerShell never evaluates.
+var FirewallScript = strings.Join([]string{
+	"$ErrorActionPreference = 'Stop'",
+	"$name = '" + FirewallRuleName + "'",
+	"$remote = @(@($env:" + AllowFromEnv + " -split ',') + @($env:" + HostIPEnv + ") | Where-Object { $_ -ne '' })",
+	"foreach ($a in $remote) { $ip = $a -replace '/\\d{1,3}$', ''; $parsed = $null; if (-not [System.Net.IPAddress]::TryParse($ip, [ref]$parsed) -or $ip.Contains('%')) { throw \"not an IP address or CIDR: $a\" } }",
+	"$rule = @{ Direction = 'Inbound'; Action = 'Allow'; Profile = 'Any'; Protocol = 'TCP'; LocalPort = " + strconv.Itoa(Port) + "; RemoteAddress = $remote; Enabled = 'True' }",
+	"if (Get-NetFirewallRule -Name $name -ErrorAction SilentlyContinue) { Set-NetFirewallRule -Name $name @rule }",
+	"else { New-NetFirewallRule -Name $name -DisplayName 'winobs windows-exporter " + strconv.Itoa(Port) + "' @rule | Out-Null }",
+	"Write-Output \"firewall rule $name allows TCP " + strconv.Itoa(Port) + " from $($remote -join ', ')\"",
+}, "\n")
+
+// AllowFrom is the value of AllowFromEnv: the configured addresses re-rendered
+// from their parsed form, so only netip's canonical text reaches the node.
+func AllowFrom(addrs []string) string {
+	out := make([]string, 0, len(addrs))
+	for _, a := range addrs {
+		if c := config.CanonicalAddress(a); c != "" {
+			out = append(out, c)
+		}
 	}
-	remote = append(remote, "$env:"+HostIPEnv)
-	return strings.Join([]string{
-		"$ErrorActionPreference = 'Stop'",
-		"$name = '" + FirewallRuleName + "'",
-		"$remote = @(" + strings.Join(remote, ", ") + ")",
-		"$rule = @{ Direction = 'Inbound'; Action = 'Allow'; Profile = 'Any'; Protocol = 'TCP'; LocalPort = " + strconv.Itoa(Port) + "; RemoteAddress = $remote; Enabled = 'True' }",
-		"if (Get-NetFirewallRule -Name $name -ErrorAction SilentlyContinue) { Set-NetFirewallRule -Name $name @rule }",
-		"else { New-NetFirewallRule -Name $name -DisplayName 'winobs windows-exporter " + strconv.Itoa(Port) + "' @rule | Out-Null }",
-		"Write-Output \"firewall rule $name allows TCP " + strconv.Itoa(Port) + " from $($remote -join ', ')\"",
-	}, "\n")
+	return strings.Join(out, ",")
 }
+
+// firewallResources bound the one-shot PowerShell step like every container.
+var firewallResources = hostprocess.Resources(config.Resources{
+	Requests: map[string]string{"cpu": "50m", "memory": "64Mi"},
+	Limits:   map[string]string{"memory": "256Mi"},
+})
 
 // relabelings make the series look the way the rules expect, whichever
 // monitor scrapes them: instance and node are the node name (so joins with

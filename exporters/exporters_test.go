@@ -10,6 +10,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/winobs/winobs"
 	"github.com/winobs/winobs/config"
 )
 
@@ -25,10 +26,11 @@ func load(_ *testing.T, mutate func(*config.Config)) *config.Config {
 // and allows only the scrapers and the node itself: never a second rule, never
 // every address.
 func TestFirewallScriptIsIdempotentAndScoped(t *testing.T) {
-	s := FirewallScript([]string{"192.168.10.23/32", "192.168.10.24"})
+	s := FirewallScript
 	for _, want := range []string{
 		"$name = 'winobs-windows-exporter-9182'",
-		"$remote = @('192.168.10.23/32', '192.168.10.24', $env:HOST_IP)",
+		"$remote = @(@($env:WINOBS_ALLOW_FROM -split ',') + @($env:HOST_IP) | Where-Object { $_ -ne '' })",
+		"[System.Net.IPAddress]::TryParse($ip, [ref]$parsed)",
 		"if (Get-NetFirewallRule -Name $name -ErrorAction SilentlyContinue) { Set-NetFirewallRule -Name $name @rule }",
 		"else { New-NetFirewallRule -Name $name ",
 		"LocalPort = 9182; RemoteAddress = $remote",
@@ -65,7 +67,7 @@ func TestDaemonSet(t *testing.T) {
 	if !*pod.SecurityContext.WindowsOptions.HostProcess || !pod.HostNetwork || pod.OS.Name != corev1.Windows {
 		t.Error("not a HostProcess pod on the host network of a Windows node")
 	}
-	if c.Image != "ghcr.io/prometheus-community/windows-exporter:v0.31.8" {
+	if c.Image != winobs.Pinned().WindowsExporterImage || !strings.Contains(c.Image, ":v0.31.") {
 		t.Errorf("image %s is not the pinned 0.31 release", c.Image)
 	}
 	for _, p := range []*corev1.Probe{c.LivenessProbe, c.ReadinessProbe, c.StartupProbe} {
@@ -80,8 +82,14 @@ func TestDaemonSet(t *testing.T) {
 	if init.Env[0].Name != HostIPEnv || init.Env[0].ValueFrom.FieldRef.FieldPath != "status.hostIP" {
 		t.Error("the firewall step does not get the node's own address")
 	}
-	if !strings.Contains(init.Command[len(init.Command)-1], "'192.168.10.26/32'") {
-		t.Error("the firewall step does not use the configured scrapers")
+	if init.Env[1].Name != AllowFromEnv || init.Env[1].Value != "192.168.10.23/32,192.168.10.24/32,192.168.10.26/32" {
+		t.Errorf("the firewall step does not get the configured scrapers as data: %+v", init.Env[1])
+	}
+	if init.Command[len(init.Command)-1] != FirewallScript || init.Resources.Limits.Memory().IsZero() {
+		t.Error("the firewall step must run the constant script, with resources")
+	}
+	if pod.AutomountServiceAccountToken == nil || *pod.AutomountServiceAccountToken {
+		t.Error("the exporter needs no API token, but one is mounted")
 	}
 
 	off := daemonSetOf(t, Objects(load(t, func(c *config.Config) { c.WindowsExporter.Firewall.Enabled = false })))

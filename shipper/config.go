@@ -11,6 +11,7 @@ import (
 	"os"
 	"regexp"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/prometheus/common/model"
 
@@ -23,12 +24,16 @@ var defaultYAML []byte
 // Config is the shipper's configuration file.
 type Config struct {
 	Loki Loki `yaml:"loki"`
-	// Labels are static stream labels; ${VAR} expands from the environment
-	// (node: ${NODE_NAME}). channel and computer are added per event.
-	Labels   map[string]string `yaml:"labels"`
-	Channels []Channel         `yaml:"channels"`
-	Dumps    []Dump            `yaml:"dumps"`
-	StateDir string            `yaml:"stateDir"`
+	// Labels are static stream labels, taken literally (a '$' is a '$').
+	// channel and computer are added per event.
+	Labels map[string]string `yaml:"labels"`
+	// LabelsFromEnv are stream labels whose value is read from an
+	// environment variable (node: NODE_NAME); an unset or empty one is an
+	// error. Only whole variables, so no value is ever interpolated.
+	LabelsFromEnv map[string]string `yaml:"labelsFromEnv"`
+	Channels      []Channel         `yaml:"channels"`
+	Dumps         []Dump            `yaml:"dumps"`
+	StateDir      string            `yaml:"stateDir"`
 	// StartAt is where a channel without a checkpoint starts: newest takes a
 	// bookmark at the newest record and saves it at once; oldest reads the
 	// whole channel back to MaxAge.
@@ -105,16 +110,16 @@ type Overrides struct {
 }
 
 // LoadConfig reads path over the defaults, applies the flag overrides,
-// expands ${VAR} in labels and validates everything, reporting all problems
-// at once.
+// adds the labels read from the environment and validates everything,
+// reporting all problems at once.
 func LoadConfig(path string, flags ...Overrides) (*Config, error) {
 	var c Config
 	if root, probs := config.Decode("(default)", defaultYAML, &c); len(probs) > 0 || root == nil {
 		return nil, fmt.Errorf("embedded default: %v", probs)
 	}
-	src, err := os.ReadFile(path)
+	src, err := config.ReadFile(path, config.MaxFileSize)
 	if err != nil {
-		return nil, fmt.Errorf("reading config: %w", err)
+		return nil, fmt.Errorf("reading config %s: %w", path, err)
 	}
 	root, probs := config.Decode(path, src, &c)
 	for _, f := range flags {
@@ -125,17 +130,37 @@ func LoadConfig(path string, flags ...Overrides) (*Config, error) {
 			c.StateDir = f.StateDir
 		}
 	}
-	for k, v := range c.Labels {
-		c.Labels[k] = os.Expand(v, os.Getenv)
-	}
 	probs = append(probs, config.Locate(path, root, c.validate())...)
+	if len(probs) == 0 {
+		for k, env := range c.LabelsFromEnv {
+			if c.Labels == nil {
+				c.Labels = map[string]string{}
+			}
+			c.Labels[k] = os.Getenv(env)
+			if c.Labels[k] == "" {
+				probs = append(probs, config.Locate(path, root, config.Problems{{Path: "labelsFromEnv." + k,
+					Msg: fmt.Sprintf("environment variable %s is unset or empty", env)}})...)
+			}
+		}
+	}
 	if len(probs) > 0 {
 		return nil, probs.Sorted()
 	}
 	return &c, nil
 }
 
-var labelName = regexp.MustCompile(`^[a-zA-Z_][a-zA-Z0-9_]*$`)
+var (
+	labelName = regexp.MustCompile(`^[a-zA-Z_][a-zA-Z0-9_]*$`)
+	envName   = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+)
+
+// redactURL hides a password in a URL quoted in a message.
+func redactURL(raw string) string {
+	if u, err := url.Parse(raw); err == nil && u.User != nil {
+		return u.Redacted()
+	}
+	return raw
+}
 
 func (c *Config) validate() config.Problems {
 	var probs config.Problems
@@ -149,9 +174,10 @@ func (c *Config) validate() config.Problems {
 		check(path, err == nil && (!positive || v > 0), "must be a duration such as 1s or 5m, got %q", string(d))
 	}
 	u, err := url.Parse(c.Loki.URL)
-	check("loki.url", err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != "",
-		"must be an http(s) push URL, got %q", c.Loki.URL)
+	check("loki.url", err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != "" && u.User == nil,
+		"must be an http(s) push URL without credentials (use passwordFile or bearerTokenFile), got %q", redactURL(c.Loki.URL))
 	check("loki.passwordFile", (c.Loki.Username == "") == (c.Loki.PasswordFile == ""), "username and passwordFile go together")
+	check("loki.bearerTokenFile", c.Loki.BearerTokenFile == "" || c.Loki.Username == "", "use either username/passwordFile or bearerTokenFile, not both")
 	check("loki.caFile", c.Loki.CAFile == "" || strings.HasPrefix(c.Loki.URL, "https://"), "a CA file needs an https URL")
 	duration("loki.timeout", c.Loki.Timeout, true)
 	duration("loki.minBackoff", c.Loki.MinBackoff, true)
@@ -160,9 +186,14 @@ func (c *Config) validate() config.Problems {
 	for k, v := range c.Labels {
 		check("labels."+k, labelName.MatchString(k) && k != "channel" && k != "computer",
 			"must be a label name other than channel and computer (set per event)")
-		check("labels."+k, v != "", "is empty (an unset environment variable?)")
+		check("labels."+k, v != "" && utf8.ValidString(v), "must be a non-empty UTF-8 value")
 	}
-	check("labels", len(c.Labels) <= 13, "at most 13 static labels: Loki allows 15 per stream, channel and computer are added")
+	for k, env := range c.LabelsFromEnv {
+		check("labelsFromEnv."+k, labelName.MatchString(k) && k != "channel" && k != "computer" && c.Labels[k] == "",
+			"must be a label name other than channel and computer, and not also in labels")
+		check("labelsFromEnv."+k, envName.MatchString(env), "must name an environment variable, got %q", env)
+	}
+	check("labels", len(c.Labels)+len(c.LabelsFromEnv) <= 13, "at most 13 static labels: Loki allows 15 per stream, channel and computer are added")
 	check("channels", len(c.Channels)+len(c.Dumps) > 0, "configure at least one channel or dump")
 	seen := map[string]bool{}
 	for i, ch := range c.Channels {
@@ -186,8 +217,8 @@ func (c *Config) validate() config.Problems {
 	check("maxInFlightBytes", c.MaxInFlightBytes >= 2*c.Batch.MaxBytes, "must hold at least two batches (%d), got %d", 2*c.Batch.MaxBytes, c.MaxInFlightBytes)
 	check("maxEventBytes", c.MaxEventBytes >= 64<<10 && c.MaxEventBytes <= c.Batch.MaxBytes,
 		"must be between 64 KiB and batch.maxBytes, got %d", c.MaxEventBytes)
-	_, err = netip.ParseAddrPort(c.Listen)
-	check("listen", err == nil, "must be address:port such as 127.0.0.1:9498, got %q", c.Listen)
+	ap, err := netip.ParseAddrPort(c.Listen)
+	check("listen", err == nil && ap.Addr().IsLoopback(), "must be a loopback address:port such as 127.0.0.1:9498 (the node's network is shared with every HostProcess pod), got %q", c.Listen)
 	check("textfile", c.Textfile == "" || strings.HasSuffix(c.Textfile, ".prom"), "must end in .prom (the textfile collector reads only those), got %q", c.Textfile)
 	duration("shutdownGrace", c.ShutdownGrace, true)
 	return probs

@@ -160,7 +160,8 @@ func writeConfig(t testing.TB, dir, base, dumpPath string, extra string) string 
   url: %s/insert/loki/api/v1/push?disable_message_parsing=1
 labels:
   job: windows-events
-  node: ${NODE_NAME}
+labelsFromEnv:
+  node: NODE_NAME
 dumps:
   - {path: %q, channel: System}
 stateDir: %q

@@ -38,7 +38,7 @@ func Files(cfg *config.Config) ([]render.File, error) {
 // same channels, Loki endpoint, labels and locale as Alloy, so the two agents
 // write identical streams.
 func ShipperConfig(cfg *config.Config) ([]byte, error) {
-	labels := map[string]string{"job": cfg.Logs.EventsJob, "node": "${" + hostprocess.NodeNameEnv + "}"}
+	labels := map[string]string{"job": cfg.Logs.EventsJob}
 	if cfg.Cluster.Name != "" {
 		labels[cfg.Cluster.Label] = cfg.Cluster.Name // Alloy's external label
 	}
@@ -50,6 +50,7 @@ func ShipperConfig(cfg *config.Config) ([]byte, error) {
 	doc := struct {
 		Loki                shipper.Loki      `yaml:"loki"`
 		Labels              map[string]string `yaml:"labels"`
+		LabelsFromEnv       map[string]string `yaml:"labelsFromEnv"`
 		Channels            []shipper.Channel `yaml:"channels"`
 		StateDir            string            `yaml:"stateDir"`
 		StartAt             string            `yaml:"startAt"`
@@ -60,7 +61,7 @@ func ShipperConfig(cfg *config.Config) ([]byte, error) {
 	}{
 		Loki: shipper.Loki{URL: l.URL, Tenant: l.Tenant, Username: l.BasicAuth.Username, PasswordFile: l.BasicAuth.PasswordFile,
 			BearerTokenFile: l.BearerTokenFile, CAFile: l.CAFile, Timeout: "10s", MinBackoff: "500ms", MaxBackoff: "5m"},
-		Labels: labels, Channels: channels, StateDir: cfg.Shipper.StateDir,
+		Labels: labels, LabelsFromEnv: map[string]string{"node": hostprocess.NodeNameEnv}, Channels: channels, StateDir: cfg.Shipper.StateDir,
 		StartAt: shipper.Newest, OnCorruptCheckpoint: shipper.Oldest, Locale: cfg.EventLog.Locale,
 		Listen: cfg.Shipper.Listen, Textfile: strings.TrimRight(cfg.Shipper.TextfileDir, `\`) + `\eventlog-shipper.prom`,
 	}

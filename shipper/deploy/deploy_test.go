@@ -17,7 +17,8 @@ func TestShipperAcceptsRenderedConfig(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg.Cluster.Name = "lab"
+	cfg.Cluster.Name = "eu$1"
+	cfg.Logs.EventsJob = "$JOB"
 	raw, err := ShipperConfig(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -29,7 +30,7 @@ func TestShipperAcceptsRenderedConfig(t *testing.T) {
 	if err != nil {
 		t.Fatalf("the shipper rejects the rendered config: %v\n%s", err, raw)
 	}
-	if sc.Labels["job"] != "windows-events" || sc.Labels["node"] != "k8s-lab-win-1" || sc.Labels["cluster"] != "lab" {
+	if sc.Labels["job"] != "$JOB" || sc.Labels["node"] != "k8s-lab-win-1" || sc.Labels["cluster"] != "eu$1" {
 		t.Errorf("labels %v", sc.Labels)
 	}
 	if len(sc.Channels) != 2 || sc.Channels[0].Query != "*[System[(Level=1 or Level=2 or Level=3)]]" || sc.Channels[1].Name != "Application" {

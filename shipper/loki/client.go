@@ -59,7 +59,7 @@ func NewClient(cfg Config) (*Client, error) {
 	}
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	if cfg.CAFile != "" {
-		pem, err := os.ReadFile(cfg.CAFile)
+		pem, err := readSecret(cfg.CAFile, 1<<20)
 		if err != nil {
 			return nil, fmt.Errorf("reading CA file: %w", err)
 		}
@@ -140,16 +140,39 @@ func (c *Client) Push(ctx context.Context, streams []Stream) Result {
 	return r
 }
 
+// maxSecret bounds a token or password file: a real one is far smaller.
+const maxSecret = 64 << 10
+
+// readSecret reads a regular file of at most max bytes, so a secret path
+// pointing at a device or a huge file cannot exhaust memory.
+func readSecret(path string, max int64) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	if st, err := f.Stat(); err != nil {
+		return nil, err
+	} else if !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s is not a regular file", path)
+	}
+	b, err := io.ReadAll(io.LimitReader(f, max+1))
+	if err == nil && int64(len(b)) > max {
+		err = fmt.Errorf("%s is larger than %d bytes", path, max)
+	}
+	return b, err
+}
+
 func (c *Client) authorize(req *http.Request) error {
 	switch {
 	case c.cfg.BearerTokenFile != "":
-		tok, err := os.ReadFile(c.cfg.BearerTokenFile)
+		tok, err := readSecret(c.cfg.BearerTokenFile, maxSecret)
 		if err != nil {
 			return fmt.Errorf("reading bearer token: %w", err)
 		}
 		req.Header.Set("Authorization", "Bearer "+strings.TrimSpace(string(tok)))
 	case c.cfg.Username != "":
-		pw, err := os.ReadFile(c.cfg.PasswordFile)
+		pw, err := readSecret(c.cfg.PasswordFile, maxSecret)
 		if err != nil {
 			return fmt.Errorf("reading password: %w", err)
 		}

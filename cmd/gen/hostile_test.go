@@ -1,0 +1,331 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/grafana/alloy/syntax/ast"
+	"github.com/grafana/alloy/syntax/parser"
+	"github.com/grafana/alloy/syntax/printer"
+	"go.yaml.in/yaml/v3"
+
+	"github.com/winobs/winobs/exporters"
+	"github.com/winobs/winobs/internal/kubecheck"
+	"github.com/winobs/winobs/shipper"
+
+	promparser "github.com/prometheus/prometheus/promql/parser"
+)
+
+// genWith runs gen with a config file holding body and returns the exit
+// code, stderr and the output directory (absent unless the run succeeded).
+func genWith(t *testing.T, body string) (int, string, string, string) {
+	t.Helper()
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "hostile.yaml")
+	if err := os.WriteFile(cfg, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "out")
+	var stdout, stderr bytes.Buffer
+	code := run([]string{"--config", cfg, "--out", out}, &stdout, &stderr)
+	return code, stderr.String(), out, cfg
+}
+
+// Rows of the hostile-config report (issue 10), each refused with exit 2 at
+// the file, line and field, writing nothing.
+func TestHostileConfigsAreRefused(t *testing.T) {
+	for _, tc := range []struct {
+		name, body, want string
+	}{
+		{"PowerShell through an IPv6 zone", "windowsExporter:\n  firewall:\n    allowFrom: [\"fe80::1%'+(New-LocalUser evil -NoPassword)+'\"]\n",
+			":3: windowsExporter.firewall.allowFrom[0]: must be an IP address or CIDR"},
+		{"channels whose labels collide", "eventLog:\n  channels:\n    - {name: éé, levels: [1]}\n    - {name: èè, levels: [1]}\n",
+			":4: eventLog.channels[1].name: \"éé\" and \"èè\" both become the Alloy component"},
+		{"credentials in the Loki URL", "loki:\n  url: https://bob:secret@loki.example.com/loki/api/v1/push\n",
+			":2: loki.url: must not carry credentials"},
+		{"cluster label job", "cluster: {label: job, name: a}\n", ":1: cluster.label: \"job\" is a label winobs"},
+		{"cluster label node", "cluster: {label: node, name: a}\n", ":1: cluster.label: \"node\" is a label"},
+		{"cluster label __name__", "cluster: {label: __name__, name: a}\n", ":1: cluster.label: \"__name__\" is a label"},
+		{"cluster label channel", "cluster: {label: channel, name: a}\n", ":1: cluster.label: \"channel\" is a label"},
+		{"Go template in the runbook URL", "alerts:\n  runbookURL: 'https://x.example/{{ with query \"up\" }}{{ . }}{{ end }}'\n",
+			":2: alerts.runbookURL: must not contain spaces, quotes, braces"},
+		{"label value with spaces in ruleLabels", "prometheus:\n  ruleLabels: {release: \"has space and : colon\"}\n",
+			":2: prometheus.ruleLabels.release: invalid Kubernetes label value"},
+		{"bad label key prefix", "windowsExporter:\n  monitorLabels: {\"a..b/x\": y}\n",
+			":2: windowsExporter.monitorLabels[\"a..b/x\"]: invalid Kubernetes label key"},
+		{"bad value under a prefixed key", "prometheus:\n  ruleLabels: {example.com/team: \"a b\"}\n",
+			":2: prometheus.ruleLabels[\"example.com/team\"]: invalid Kubernetes label value"},
+		{"node selector value", "nodes:\n  selector: {kubernetes.io/os: \"win dows\"}\n", ":2: nodes.selector[\"kubernetes.io/os\"]: invalid Kubernetes label value"},
+		{"sidecar label value", "dashboards:\n  sidecarLabelValue: \"has space\"\n", ":2: dashboards.sidecarLabelValue: invalid Kubernetes label value"},
+		{"toleration Exists with a value", "nodes:\n  tolerations:\n    - {key: os, operator: Exists, value: windows}\n", ":3: nodes.tolerations[0].value: must be empty"},
+		{"toleration empty key with Equal", "nodes:\n  tolerations:\n    - {operator: Equal, value: x}\n", ":3: nodes.tolerations[0].operator: must be Exists when key is empty"},
+		{"infinite ratio", "alerts:\n  nodeOvercommit: {commitToPhysical: .inf}\n", ":2: alerts.nodeOvercommit.commitToPhysical: must be"},
+		{"alert hold of 292 years", "alerts:\n  nodeCommit: {for: 292y}\n", ":2: alerts.nodeCommit.for: must be between 0s and 1w"},
+		{"scrape interval of 292 years", "windowsExporter:\n  scrapeInterval: 292y\n", ":2: windowsExporter.scrapeInterval: must be between 1s and 2m30s"},
+		{"control characters in a label value", "cluster:\n  name: \"a\\nb\"\n", ":2: cluster.name: must not contain control characters"},
+		{"an image with a shell command", "shipper:\n  image: \"evil; rm -rf /\"\n", ":2: shipper.image: must be an image reference"},
+		{"a path that breaks out of its argument", "alloy:\n  storagePath: 'C:\\x\" --config.file=D:\\evil'\n", ":2: alloy.storagePath: must be an absolute Windows path"},
+		{"a secret file that is a relative path", "loki:\n  bearerTokenFile: ../../token\n", ":2: loki.bearerTokenFile: must be an absolute Windows path"},
+		{"requests above limits", "shipper:\n  resources:\n    requests: {memory: 1Gi}\n    limits: {memory: 128Mi}\n", ":3: shipper.resources.requests.memory: must not exceed"},
+		{"alias bomb", aliasBomb(), ":1: the document expands to more than"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, stderr, out, cfg := genWith(t, tc.body)
+			if code != 2 || !strings.Contains(stderr, cfg+tc.want) {
+				t.Errorf("exit %d, want 2 and %q in:\n%s", code, cfg+tc.want, stderr)
+			}
+			if strings.Contains(stderr, ":secret@") {
+				t.Errorf("the password reached the error message:\n%s", stderr)
+			}
+			if _, err := os.Stat(out); !os.IsNotExist(err) {
+				t.Error("a refused config wrote output")
+			}
+		})
+	}
+}
+
+func aliasBomb() string {
+	var b strings.Builder
+	b.WriteString("a0: &a0 [x, x, x, x, x, x, x, x, x, x]\n")
+	for i := 1; i < 9; i++ {
+		fmt.Fprintf(&b, "a%d: &a%d [*a%d, *a%d, *a%d, *a%d, *a%d, *a%d, *a%d, *a%d, *a%d, *a%d]\n", i, i, i-1, i-1, i-1, i-1, i-1, i-1, i-1, i-1, i-1, i-1)
+	}
+	return b.String()
+}
+
+// Inputs no config should be read from: refused at once with exit 2, never
+// read whole.
+func TestUnreadableConfigs(t *testing.T) {
+	big := filepath.Join(t.TempDir(), "big.yaml")
+	os.WriteFile(big, bytes.Repeat([]byte("# padding\n"), 120_000), 0o644)
+	for path, want := range map[string]string{
+		"/dev/zero": "not a regular file",
+		big:         "larger than 1048576 bytes",
+		filepath.Join(t.TempDir(), "missing.yaml"): "no such file",
+		t.TempDir(): "not a regular file",
+	} {
+		start := time.Now()
+		var stdout, stderr bytes.Buffer
+		code := run([]string{"--config", path, "--out", filepath.Join(t.TempDir(), "out")}, &stdout, &stderr)
+		if code != 2 || !strings.Contains(stderr.String(), want) || len(stderr.String()) > 2000 {
+			t.Errorf("%s: exit %d, want 2 and %q:\n%.2000s", path, code, want, stderr.String())
+		}
+		if time.Since(start) > 10*time.Second {
+			t.Errorf("%s took %v", path, time.Since(start))
+		}
+	}
+}
+
+// hostileStrings are values a hostile or careless user might put anywhere.
+var hostileStrings = []string{
+	`'; Remove-Item C:\ -Recurse; '`,
+	`"} evil = "x`,
+	`{{ with query "up" }}{{ . }}{{ end }}`,
+	`$(whoami)`,
+	`${NODE_NAME}`,
+	`eu$1`,
+	`a"b}c`,
+	"tab\there",
+	"line\nbreak",
+	"\u202eevil",
+	`fe80::1%eth0`,
+	`C:\x" --evil`,
+	`example.com/team`,
+	`héllo wörld`,
+	strings.Repeat("x", 300),
+}
+
+// For every string field that reaches another language, every hostile
+// string either is refused (exit 2, located at the file's line and field) or
+// renders artifacts that all parse in their own language (Alloy, YAML and
+// the API server's rules, JSON, PromQL, PowerShell as a constant) and carry
+// the value exactly where it is used as data.
+func TestHostileStringsPerTarget(t *testing.T) {
+	checker, err := kubecheck.New(filepath.Join("..", "..", "testdata", "crds"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fields := []struct {
+		path    string
+		yaml    func(v string) string
+		carried func(t *testing.T, out, v string)
+	}{
+		{"cluster.name", func(v string) string { return "cluster:\n  name: " + quote(v) + "\n" }, func(t *testing.T, out, v string) {
+			alloyAttrHas(t, out, "external_labels", strconv.Quote(v))
+			if got := shipperLabels(t, out)["cluster"]; got != v {
+				t.Errorf("the shipper reads cluster %q, want %q", got, v)
+			}
+		}},
+		{"logs.eventsJob", func(v string) string { return "logs:\n  eventsJob: " + quote(v) + "\n" }, func(t *testing.T, out, v string) {
+			if got := shipperLabels(t, out)["job"]; got != v {
+				t.Errorf("the shipper reads job %q, want %q", got, v)
+			}
+		}},
+		{"windowsExporter.job", func(v string) string { return "windowsExporter:\n  job: " + quote(v) + "\n" }, nil},
+		{"loki.tenant", func(v string) string { return "loki:\n  tenant: " + quote(v) + "\n" }, func(t *testing.T, out, v string) {
+			alloyAttrHas(t, out, "tenant_id", strconv.Quote(v))
+		}},
+		{"dashboards.folder", func(v string) string { return "dashboards:\n  folder: " + quote(v) + "\n" }, nil},
+		{"eventLog.channels[0].name", func(v string) string {
+			return "eventLog:\n  channels:\n    - {name: " + quote(v) + ", levels: [1]}\n"
+		}, func(t *testing.T, out, v string) { alloyAttrHas(t, out, "eventlog_name", strconv.Quote(v)) }},
+		{"alloy.storagePath", func(v string) string { return "alloy:\n  storagePath: " + quote(v) + "\n" }, nil},
+		{"alerts.runbookURL", func(v string) string { return "alerts:\n  runbookURL: " + quote("https://x.example/"+v) + "\n" }, nil},
+		{"windowsExporter.firewall.allowFrom[0]", func(v string) string {
+			return "windowsExporter:\n  firewall:\n    allowFrom: [" + quote(v) + "]\n"
+		}, nil},
+		{"namespace", func(v string) string { return "namespace: " + quote(v) + "\n" }, nil},
+		{"prometheus.ruleLabels.team", func(v string) string { return "prometheus:\n  ruleLabels: {team: " + quote(v) + "}\n" }, nil},
+	}
+	var accepted, refused atomic.Int32
+	defer func() {
+		t.Logf("%d hostile values accepted and parsed back, %d refused", accepted.Load(), refused.Load())
+	}()
+	for _, f := range fields {
+		for i, v := range hostileStrings {
+			t.Run(fmt.Sprintf("%s/%d", f.path, i), func(t *testing.T) {
+				code, stderr, out, cfg := genWith(t, f.yaml(v))
+				switch code {
+				case 2:
+					refused.Add(1)
+					loc := regexp.MustCompile(regexp.QuoteMeta(cfg) + `:\d+: ` + regexp.QuoteMeta(f.path))
+					if !loc.MatchString(stderr) {
+						t.Errorf("refused %q without file:line: %s:\n%s", v, f.path, stderr)
+					}
+				case 0:
+					accepted.Add(1)
+					artifactsParse(t, checker, out)
+					if f.carried != nil {
+						f.carried(t, out, v)
+					}
+				default:
+					t.Errorf("exit %d for %q:\n%s", code, v, stderr)
+				}
+			})
+		}
+	}
+}
+
+func quote(v string) string { return strconv.Quote(v) }
+
+// artifactsParse reads every rendered file back in its own language.
+func artifactsParse(t *testing.T, checker *kubecheck.Checker, out string) {
+	t.Helper()
+	err := filepath.WalkDir(out, func(p string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(out, p)
+		switch {
+		case strings.HasSuffix(p, ".alloy"):
+			if _, err := parser.ParseFile(p, b); err != nil {
+				t.Errorf("%s does not parse: %v", rel, err)
+			}
+		case strings.HasSuffix(p, ".json"):
+			if !json.Valid(b) {
+				t.Errorf("%s is not JSON", rel)
+			}
+		case strings.HasPrefix(rel, "rules/"):
+			var g struct {
+				Groups []struct{ Rules []struct{ Expr string } }
+			}
+			if err := yaml.Unmarshal(b, &g); err != nil {
+				t.Errorf("%s: %v", rel, err)
+			}
+			for _, gr := range g.Groups {
+				for _, r := range gr.Rules {
+					if _, err := promparser.NewParser(promparser.Options{}).ParseExpr(r.Expr); err != nil {
+						t.Errorf("%s: %q: %v", rel, r.Expr, err)
+					}
+				}
+			}
+		case strings.HasSuffix(p, ".yaml") && !strings.HasPrefix(rel, "loki-rules/") && rel != "kustomization.yaml":
+			for _, doc := range kubecheck.Split(b) {
+				for _, e := range checker.Document(doc) {
+					t.Errorf("%s: %s", rel, e)
+				}
+				if strings.Contains(string(doc), "configure-firewall") && !strings.Contains(string(doc), yamlLine(exporters.FirewallScript)) {
+					t.Errorf("%s: the firewall script is not the constant one", rel)
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// yamlLine is the first line of s, as it appears in a YAML block scalar.
+func yamlLine(s string) string { first, _, _ := strings.Cut(s, "\n"); return first }
+
+// alloyAttrHas checks that an attribute somewhere in config.alloy holds want
+// (the printed Alloy string literal of the value).
+func alloyAttrHas(t *testing.T, out, name, want string) {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(out, "alloy", "config.alloy"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := parser.ParseFile("config.alloy", b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	ast.Walk(visitor(func(n ast.Node) {
+		if a, ok := n.(*ast.AttributeStmt); ok && a.Name.Name == name {
+			var buf bytes.Buffer
+			printer.Fprint(&buf, a.Value)
+			found = found || strings.Contains(buf.String(), want)
+		}
+	}), f)
+	if !found {
+		t.Errorf("no %s attribute carries %s", name, want)
+	}
+}
+
+type visitor func(ast.Node)
+
+func (v visitor) Visit(n ast.Node) ast.Visitor {
+	if n != nil {
+		v(n)
+	}
+	return v
+}
+
+// shipperLabels loads the rendered shipper config with the shipper's own
+// loader, as the node would.
+func shipperLabels(t *testing.T, out string) map[string]string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(out, "shipper", "eventlog-shipper.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cm struct {
+		Data map[string]string `yaml:"data"`
+	}
+	if err := yaml.Unmarshal(kubecheck.Split(b)[0], &cm); err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(t.TempDir(), "shipper.yaml")
+	os.WriteFile(p, []byte(cm.Data["shipper.yaml"]), 0o644)
+	t.Setenv("NODE_NAME", "n1")
+	sc, err := shipper.LoadConfig(p)
+	if err != nil {
+		t.Fatalf("the shipper rejects its rendered config: %v", err)
+	}
+	return sc.Labels
+}

@@ -1,0 +1,236 @@
+package config
+
+import (
+	"fmt"
+	"math"
+	"net/netip"
+	"net/url"
+	"regexp"
+	"strconv"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/distribution/reference"
+	"github.com/prometheus/common/model"
+	"k8s.io/apimachinery/pkg/util/validation"
+)
+
+// Every config string that reaches another language is checked here against
+// that language's grammar; values that are escaped by construction (YAML, the
+// Alloy builder's strings, PromQL/LogQL label values) still must be valid
+// UTF-8 text without control characters, so what a user reads in the config
+// is what the artifact carries.
+
+// maxText bounds free-text values (names, label values, paths).
+const maxText = 253
+
+// text checks a value that is escaped wherever it lands.
+func (v *validator) text(path, s string) bool {
+	switch {
+	case !utf8.ValidString(s):
+		v.add(path, "must be valid UTF-8 text")
+	case strings.IndexFunc(s, unicode.IsControl) >= 0:
+		v.add(path, "must not contain control characters (newlines, tabs, NUL), got %q", s)
+	case len(s) > maxText:
+		v.add(path, "must be at most %d bytes, got %d", maxText, len(s))
+	default:
+		return true
+	}
+	return false
+}
+
+// labels checks a Kubernetes label map with apimachinery's rules (what the
+// API server enforces on metadata.labels and selectors).
+func (v *validator) labels(path string, m map[string]string) {
+	for k, val := range m {
+		p := keyPath(path, k)
+		for _, msg := range validation.IsQualifiedName(k) {
+			v.add(p, "invalid Kubernetes label key %q: %s", k, msg)
+		}
+		for _, msg := range validation.IsValidLabelValue(val) {
+			v.add(p, "invalid Kubernetes label value %q: %s", val, msg)
+		}
+	}
+}
+
+// labelKey checks a Kubernetes label or annotation key.
+func (v *validator) labelKey(path, k string) {
+	for _, msg := range validation.IsQualifiedName(k) {
+		v.add(path, "invalid Kubernetes label key %q: %s", k, msg)
+	}
+}
+
+// labelValue checks a Kubernetes label value.
+func (v *validator) labelValue(path, s string) {
+	for _, msg := range validation.IsValidLabelValue(s) {
+		v.add(path, "invalid Kubernetes label value %q: %s", s, msg)
+	}
+}
+
+// image checks a container image reference (name[:tag][@sha256:digest]) as
+// the container runtime parses it.
+func (v *validator) image(path, ref string) {
+	if _, err := reference.ParseNormalizedNamed(ref); err != nil {
+		v.add(path, "must be an image reference such as registry/name:tag or registry/name@sha256:<digest>, got %q: %v", ref, err)
+	}
+}
+
+// reservedLabels are label names the rules, streams and scrapes already use:
+// a cluster label with one of these names would overwrite or clash with it.
+var reservedLabels = map[string]bool{
+	"job": true, "instance": true, "node": true, "namespace": true, "pod": true, "container": true,
+	"container_id": true, "interface": true, "hostprocess": true, "channel": true, "computer": true,
+	"app": true, "service": true, "endpoint": true, "alertname": true, "severity": true, "le": true,
+	"quantile": true, "service_name": true, "detected_level": true, "name": true, "state": true,
+	"resource": true, "unit": true, "version": true,
+}
+
+var promLabelName = regexp.MustCompile(`^[a-zA-Z_][a-zA-Z0-9_]*$`)
+
+// clusterLabel checks the label that separates clusters: a Prometheus and
+// Loki label name that no rule, stream or scrape already uses.
+func (v *validator) clusterLabel(path, s string) {
+	switch {
+	case !promLabelName.MatchString(s):
+		v.add(path, "must be a label name ([a-zA-Z_][a-zA-Z0-9_]*), got %q", s)
+	case strings.HasPrefix(s, "__") || strings.HasPrefix(s, "exported_") || reservedLabels[s]:
+		v.add(path, "%q is a label winobs's rules, streams or scrapes already use (reserved: __*, exported_*, job, instance, node, namespace, pod, container, channel, computer, ...): choose another, such as cluster", s)
+	}
+}
+
+// safeWindowsPath: a drive-letter path whose characters need no quoting on a
+// Windows command line or in a config file (no quotes, %, ^, &, |, <, >, and
+// no .. segment).
+var safeWindowsPath = regexp.MustCompile(`^[A-Za-z]:(\\[A-Za-z0-9_.\-]+)+\\?$`)
+
+func (v *validator) windowsPath(path, s string) {
+	ok := safeWindowsPath.MatchString(s) && len(s) <= maxText
+	for _, seg := range strings.Split(s, `\`) {
+		ok = ok && seg != ".." && seg != "."
+	}
+	v.check(path, ok, `must be an absolute Windows path on the node's disk made of letters, digits, '_', '.' and '-' (such as C:\var\lib\winobs), got %q`, s)
+}
+
+// secretFile is a path to a secret on the node, read by the agents.
+func (v *validator) secretFile(path, s string) {
+	if s != "" {
+		v.windowsPath(path, s)
+	}
+}
+
+// httpURL checks an http(s) URL that is written into agent configs and
+// annotations: no credentials (they belong in files), no fragment, no
+// characters a Go template or a shell would read.
+func (v *validator) httpURL(path, raw string) (*url.URL, bool) {
+	u, err := url.Parse(raw)
+	switch {
+	case err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.Opaque != "":
+		v.add(path, "must be an absolute http(s) URL, got %q", redact(raw))
+	case u.User != nil:
+		v.add(path, "must not carry credentials (user:password@): they would be written in plain text into ConfigMaps; use basicAuth.passwordFile or bearerTokenFile, got %q", redact(raw))
+	case u.Fragment != "" || strings.Contains(raw, "#"):
+		v.add(path, "must not have a #fragment, got %q", raw)
+	case strings.ContainsAny(raw, "{}\"'` \\<>|^") || strings.IndexFunc(raw, unicode.IsControl) >= 0 || !utf8.ValidString(raw):
+		v.add(path, "must not contain spaces, quotes, braces or control characters (percent-encode them), got %q", raw)
+	default:
+		return u, true
+	}
+	return nil, false
+}
+
+// redact hides the password of a URL that carries one, for messages.
+func redact(raw string) string {
+	if u, err := url.Parse(raw); err == nil && u.User != nil {
+		return u.Redacted()
+	}
+	if i := strings.Index(raw, "@"); i >= 0 {
+		return "…" + raw[i:]
+	}
+	return raw
+}
+
+// scraperAddress checks an allowFrom entry: an IP address or CIDR without an
+// IPv6 zone, which the firewall step receives as data in canonical form.
+func (v *validator) scraperAddress(path, s string) {
+	if p, err := netip.ParsePrefix(s); err == nil && p.Addr().Zone() == "" {
+		return
+	}
+	if a, err := netip.ParseAddr(s); err == nil && a.Zone() == "" {
+		return
+	}
+	v.add(path, "must be an IP address or CIDR such as 192.168.10.23/32 (no IPv6 zone), got %q", s)
+}
+
+// CanonicalAddress returns an allowFrom entry in canonical form (netip's
+// String): what gen renders, never the text as written.
+func CanonicalAddress(s string) string {
+	if p, err := netip.ParsePrefix(s); err == nil {
+		return p.Masked().String()
+	}
+	if a, err := netip.ParseAddr(s); err == nil {
+		return a.String()
+	}
+	return ""
+}
+
+// durationIn checks a Prometheus duration within [lo, hi].
+func (v *validator) durationIn(path string, d Duration, lo, hi model.Duration, why string) {
+	m, ok := v.duration(path, d)
+	if ok && (m < lo || m > hi) {
+		v.add(path, "must be between %s and %s (%s), got %s", lo, hi, why, string(d))
+	}
+}
+
+// finiteIn checks a float threshold within (lo, hi].
+func (v *validator) finiteIn(path string, f, lo, hi float64, what string) {
+	v.check(path, !math.IsNaN(f) && !math.IsInf(f, 0) && f > lo && f <= hi,
+		"must be %s above %g and at most %g, got %g", what, lo, hi, f)
+}
+
+// ComponentLabel is the label of a channel's Alloy component and bookmark
+// file: the channel name lower-cased, with every character outside [a-z0-9]
+// replaced by '_', and a leading '_' when it would not start with a letter,
+// so it is always an Alloy identifier. Distinct channels can collide ("éé"
+// and "èè"); Validate reports that.
+func (c Channel) ComponentLabel() string {
+	var b strings.Builder
+	for i, r := range strings.ToLower(c.Name) {
+		switch {
+		case r >= 'a' && r <= 'z':
+		case r >= '0' && r <= '9':
+			if i == 0 {
+				b.WriteByte('_')
+			}
+		default:
+			r = '_'
+		}
+		b.WriteRune(r)
+	}
+	if b.Len() == 0 {
+		return "_"
+	}
+	return b.String()
+}
+
+// keyPath is the field path of a map key: a.b.key, or a.b["key.with/dots"]
+// when the key holds path punctuation.
+func keyPath(path, key string) string {
+	if strings.ContainsAny(key, `.[]"`) || key == "" {
+		return path + "[" + strconv.Quote(key) + "]"
+	}
+	return join(path, key)
+}
+
+// excerpt shortens a value quoted in a message.
+func excerpt(s string) string {
+	const n = 80
+	if len(s) <= n {
+		return s
+	}
+	cut := n
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return fmt.Sprintf("%s… (%d bytes)", s[:cut], len(s))
+}
