@@ -9,6 +9,7 @@ import (
 	"github.com/winobs/winobs/config"
 	"github.com/winobs/winobs/dashboards"
 	"github.com/winobs/winobs/exporters"
+	"github.com/winobs/winobs/hostprocess"
 	"github.com/winobs/winobs/render"
 	"github.com/winobs/winobs/rules"
 	"github.com/winobs/winobs/shipper/deploy"
@@ -22,6 +23,7 @@ type Builder struct {
 
 // Builders are every artifact family of the bundle.
 var Builders = []Builder{
+	{"namespace", hostprocess.NamespaceFiles},
 	{"rules", rules.Files},
 	{"dashboards", dashboards.Files},
 	{"alloy", alloy.Files},

@@ -28,7 +28,10 @@ func DefaultYAML() []byte { return bytes.Clone(defaultYAML) }
 // Config is the root of the configuration tree.
 type Config struct {
 	// Namespace the rendered objects are created in.
-	Namespace        string           `yaml:"namespace"`
+	Namespace string `yaml:"namespace"`
+	// CreateNamespace renders the namespace with the Pod Security labels
+	// HostProcess pods need (level privileged).
+	CreateNamespace  bool             `yaml:"createNamespace"`
 	Cluster          Cluster          `yaml:"cluster"`
 	Prometheus       Prometheus       `yaml:"prometheus"`
 	WindowsExporter  WindowsExporter  `yaml:"windowsExporter"`

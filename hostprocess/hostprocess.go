@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/winobs/winobs/config"
+	"github.com/winobs/winobs/render"
 )
 
 // SystemAccount is the account winobs's HostProcess containers run as; each
@@ -32,6 +33,29 @@ func Labels(component string) map[string]string {
 // Meta is the object metadata of one winobs component.
 func Meta(cfg *config.Config, name, component string) metav1.ObjectMeta {
 	return metav1.ObjectMeta{Name: name, Namespace: cfg.Namespace, Labels: Labels(component)}
+}
+
+// PodSecurityLevel is the Pod Security Admission level HostProcess pods
+// need: every lower level forbids hostProcess and hostNetwork.
+const PodSecurityLevel = "privileged"
+
+// NamespaceFiles renders the namespace, when the config asks for it, with
+// the Pod Security labels (enforce, audit and warn) that admit HostProcess
+// pods.
+func NamespaceFiles(cfg *config.Config) ([]render.File, error) {
+	if !cfg.CreateNamespace {
+		return nil, nil
+	}
+	ns := &corev1.Namespace{
+		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Namespace"},
+		ObjectMeta: metav1.ObjectMeta{Name: cfg.Namespace, Labels: map[string]string{
+			"app.kubernetes.io/part-of":          "winobs",
+			"pod-security.kubernetes.io/enforce": PodSecurityLevel,
+			"pod-security.kubernetes.io/audit":   PodSecurityLevel,
+			"pod-security.kubernetes.io/warn":    PodSecurityLevel,
+		}},
+	}
+	return []render.File{{Path: "namespace.yaml", Objects: []any{ns}}}, nil
 }
 
 // DaemonSet wraps a pod spec into a HostProcess DaemonSet on the Windows

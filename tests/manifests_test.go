@@ -40,6 +40,8 @@ func typed(kind string) any {
 	switch kind {
 	case "ConfigMap":
 		return &corev1.ConfigMap{}
+	case "Namespace":
+		return &corev1.Namespace{}
 	case "ServiceAccount":
 		return &corev1.ServiceAccount{}
 	case "Service":
@@ -109,7 +111,7 @@ func configs(t *testing.T) map[string]*config.Config {
 		"default":        nil,
 		"ServiceMonitor": func(c *config.Config) { c.WindowsExporter.Monitor = config.ServiceMonitor },
 		"kps exporter":   func(c *config.Config) { c.WindowsExporter.Deploy = false },
-		"multi-cluster":  func(c *config.Config) { c.Cluster.Name = "lab" },
+		"multi-cluster":  func(c *config.Config) { c.Cluster.Name = "lab"; c.CreateNamespace = true },
 		"shipper agent":  func(c *config.Config) { c.LogAgent.Default = config.AgentShipper },
 	}
 	out := map[string]*config.Config{}
@@ -132,13 +134,39 @@ func TestManifestsDecodeStrictly(t *testing.T) {
 			for _, o := range objects(t, renderAll(t, cfg)) {
 				if m, ok := o.(interface{ GetNamespace() string }); ok && m.GetNamespace() != cfg.Namespace {
 					switch o.(type) {
-					case *rbacv1.ClusterRole, *rbacv1.ClusterRoleBinding:
+					case *rbacv1.ClusterRole, *rbacv1.ClusterRoleBinding, *corev1.Namespace:
 					default:
 						t.Errorf("%T %v is not in namespace %s", o, o.(interface{ GetName() string }).GetName(), cfg.Namespace)
 					}
 				}
 			}
 		})
+	}
+}
+
+// HostProcess pods are admitted only at Pod Security level privileged: the
+// rendered namespace says so for enforce, audit and warn, and is absent
+// unless asked for (kube-prometheus-stack's namespace is the user's).
+func TestNamespacePodSecurity(t *testing.T) {
+	for name, cfg := range configs(t) {
+		var found *corev1.Namespace
+		for _, o := range objects(t, renderAll(t, cfg)) {
+			if ns, ok := o.(*corev1.Namespace); ok {
+				found = ns
+			}
+		}
+		if (found != nil) != cfg.CreateNamespace {
+			t.Errorf("%s: namespace rendered %v, createNamespace %v", name, found != nil, cfg.CreateNamespace)
+			continue
+		}
+		if found == nil {
+			continue
+		}
+		for _, mode := range []string{"enforce", "audit", "warn"} {
+			if found.Name != cfg.Namespace || found.Labels["pod-security.kubernetes.io/"+mode] != "privileged" {
+				t.Errorf("%s: namespace %s labels %v", name, found.Name, found.Labels)
+			}
+		}
 	}
 }
 
