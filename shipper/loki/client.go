@@ -7,11 +7,13 @@ import (
 	"crypto/x509"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"os"
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -31,6 +33,12 @@ type Config struct {
 	UserAgent       string
 	// MinBackoff and MaxBackoff bound the jittered exponential backoff.
 	MinBackoff, MaxBackoff time.Duration
+	// Log receives the first failure of a streak, a summary at most every
+	// FailureLogEvery while it lasts, and the recovery; nil discards.
+	Log *slog.Logger
+	// FailureLogEvery is the minimum interval between failure summaries
+	// (default one minute).
+	FailureLogEvery time.Duration
 }
 
 // Client pushes batches to Loki.
@@ -41,8 +49,14 @@ type Client struct {
 	// Observe, if set, is told about every attempt: its HTTP status (0 for a
 	// network error), its duration, and whether it will be retried.
 	Observe func(status int, took time.Duration, retry bool)
-	// Dropped, if set, is told about entries given up on, with a reason.
-	Dropped func(reason string, n int)
+	// Dropped, if set, is told about entries of a stream given up on, with
+	// a reason. It is called from Send, before Send returns.
+	Dropped func(stream, reason string, n int)
+
+	mu      sync.Mutex
+	streak  int       // failed attempts since the last delivery
+	since   time.Time // first failure of the streak
+	lastLog time.Time
 }
 
 // NewClient checks cfg and builds the HTTP client; TLS certificates are
@@ -69,7 +83,18 @@ func NewClient(cfg Config) (*Client, error) {
 		}
 		tr.TLSClientConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
 	}
-	return &Client{cfg: cfg, http: &http.Client{Transport: tr, Timeout: cfg.Timeout}, now: time.Now}, nil
+	if cfg.Log == nil {
+		cfg.Log = slog.New(slog.DiscardHandler)
+	}
+	if cfg.FailureLogEvery == 0 {
+		cfg.FailureLogEvery = time.Minute
+	}
+	hc := &http.Client{Transport: tr, Timeout: cfg.Timeout,
+		// A redirect is a delivery failure, never followed: a 301 would turn
+		// the POST into a body-less GET, and a 307 to http:// would resend
+		// the batch and the credentials in clear text.
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	return &Client{cfg: cfg, http: hc, now: time.Now}, nil
 }
 
 // Outcome classifies one push attempt.
@@ -79,8 +104,9 @@ const (
 	// Delivered: Loki answered 204 and stored the batch.
 	Delivered Outcome = iota
 	// Retry: 429, 5xx, a network error, a 2xx other than 204 (Loki answers
-	// 260 when ingestion is blocked and stores nothing), or an error that a
-	// fixed configuration or credential resolves (401, 403, 404).
+	// 260 when ingestion is blocked and stores nothing), a redirect (never
+	// followed), or an error that a fixed configuration or credential
+	// resolves (401, 403, 404).
 	Retry
 	// Partial: a 400 that lists rejected entries; the others were stored.
 	Partial
@@ -124,7 +150,7 @@ func (c *Client) Push(ctx context.Context, streams []Stream) Result {
 	switch s := resp.StatusCode; {
 	case s == http.StatusNoContent:
 		r.Outcome = Delivered
-	case s == http.StatusTooManyRequests || s >= 500 || s/100 == 2 ||
+	case s == http.StatusTooManyRequests || s >= 500 || s/100 == 2 || s/100 == 3 ||
 		s == http.StatusUnauthorized || s == http.StatusForbidden || s == http.StatusNotFound:
 		r.Outcome = Retry
 	case s == http.StatusBadRequest:
@@ -134,7 +160,13 @@ func (c *Client) Push(ctx context.Context, streams []Stream) Result {
 	default:
 		r.Outcome = Rejected
 	}
-	if r.Outcome != Delivered {
+	switch {
+	case r.Outcome == Delivered:
+	case r.Status/100 == 3:
+		r.Err = fmt.Errorf("loki answered a redirect (%d to %q), which is never followed: set loki.url to the final address", r.Status, resp.Header.Get("Location"))
+	case r.Status == http.StatusUnauthorized || r.Status == http.StatusForbidden:
+		r.Err = fmt.Errorf("loki rejected the credentials (%d): check the tenant, username/passwordFile or bearerTokenFile: %s", r.Status, firstLine(r.Body))
+	default:
 		r.Err = fmt.Errorf("loki answered %d: %s", resp.StatusCode, firstLine(r.Body))
 	}
 	return r
@@ -183,10 +215,49 @@ func (c *Client) authorize(req *http.Request) error {
 
 func firstLine(s string) string {
 	s, _, _ = strings.Cut(s, "\n")
-	if len(s) > 1024 {
-		s = s[:1024]
+	if len(s) > 256 {
+		s = s[:256] + "…"
 	}
 	return s
+}
+
+// FailingSince is when the current streak of failed attempts began; zero
+// when the last attempt delivered (or none was made).
+func (c *Client) FailingSince() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.since
+}
+
+// record tracks the failure streak and logs loudly but boundedly: the first
+// failure, then a summary at most every FailureLogEvery, then the recovery.
+func (c *Client) record(r Result, next time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	now := c.now()
+	if r.Outcome == Delivered {
+		if c.streak > 0 {
+			c.cfg.Log.Info("loki accepts pushes again", "failed_attempts", c.streak, "failing_for", now.Sub(c.since).Round(time.Second).String())
+		}
+		c.streak, c.since = 0, time.Time{}
+		return
+	}
+	if c.streak == 0 {
+		c.since = now
+	}
+	c.streak++
+	msg := "push failed; retrying"
+	if next < 0 {
+		msg = "push failed; not retrying"
+	}
+	if c.streak == 1 || now.Sub(c.lastLog) >= c.cfg.FailureLogEvery {
+		c.lastLog = now
+		attrs := []any{"status", r.Status, "error", r.Err, "failed_attempts", c.streak, "failing_for", now.Sub(c.since).Round(time.Second).String()}
+		if next >= 0 {
+			attrs = append(attrs, "next_retry_in", next.Round(time.Millisecond).String())
+		}
+		c.cfg.Log.Warn(msg, attrs...)
+	}
 }
 
 // Send delivers streams, retrying with backoff for as long as ctx allows:
@@ -194,7 +265,7 @@ func firstLine(s string) string {
 // It returns nil once every entry is stored or given up on with a counted
 // reason, and ctx's error if cancelled first (nothing may then be assumed).
 func (c *Client) Send(ctx context.Context, streams []Stream) error {
-	attempt := 0
+	attempt, retried := 0, false
 	for len(streams) > 0 {
 		start := time.Now()
 		r := c.Push(ctx, streams)
@@ -204,9 +275,12 @@ func (c *Client) Send(ctx context.Context, streams []Stream) error {
 		}
 		switch r.Outcome {
 		case Delivered:
+			c.record(r, 0)
 			return nil
 		case Partial:
-			streams = c.repair(streams, r.Body)
+			c.record(r, 0)
+			streams = c.repair(streams, r.Body, retried)
+			retried = true
 			attempt = 0
 			continue
 		case TooLarge:
@@ -217,13 +291,17 @@ func (c *Client) Send(ctx context.Context, streams []Stream) error {
 				streams = b
 				continue
 			}
-			c.drop("too_large", count(streams))
+			c.record(r, -1)
+			c.dropAll(streams, "too_large")
 			return nil
 		case Rejected:
-			c.drop("rejected_"+strconv.Itoa(r.Status), count(streams))
+			c.record(r, -1)
+			c.dropAll(streams, "rejected_"+strconv.Itoa(r.Status))
 			return nil
 		}
-		if err := backoff.Sleep(ctx, c.backoff().Delay(attempt)); err != nil {
+		delay := c.backoff().Delay(attempt)
+		c.record(r, delay)
+		if err := backoff.Sleep(ctx, delay); err != nil {
 			return err
 		}
 		attempt++
@@ -231,10 +309,17 @@ func (c *Client) Send(ctx context.Context, streams []Stream) error {
 	return nil
 }
 
-func (c *Client) drop(reason string, n int) {
+func (c *Client) drop(stream, reason string, n int) {
 	if c.Dropped != nil && n > 0 {
-		c.Dropped(reason, n)
+		c.Dropped(stream, reason, n)
 	}
+}
+
+func (c *Client) dropAll(streams []Stream, reason string) {
+	for _, s := range streams {
+		c.drop(s.Labels, reason, len(s.Entries))
+	}
+	c.cfg.Log.Error("dropping entries Loki will not take", "reason", reason, "entries", count(streams))
 }
 
 func (c *Client) backoff() backoff.Policy {
@@ -272,20 +357,40 @@ func split(streams []Stream) (a, b []Stream, ok bool) {
 	return a, b, true
 }
 
-// Loki's per-entry rejections (pkg/validation, pkg/ingester).
+// Loki's per-entry rejections (pkg/validation, pkg/ingester), matched the
+// way Loki has worded them across releases: any case, timestamps in RFC 3339
+// or Go's time.Time format, the ingester's message over two lines, and the
+// stream as Loki names it (with labels of its own such as service_name).
 var (
-	reTooOld    = regexp.MustCompile(`entry for stream '(.*?)' has timestamp too (?:old|new): (.+?)(?:, oldest acceptable timestamp is: .*)?$`)
-	reBehind    = regexp.MustCompile(`entry with timestamp (.+?) ignored, reason: 'entry too far behind.*?', stream: (.*)$`)
-	reTooLong   = regexp.MustCompile(`Max entry size '(\d+)' bytes exceeded for stream '(.*?)' while adding an entry with length '(\d+)' bytes`)
-	lokiTimeFmt = "2006-01-02 15:04:05.999999999 -0700 MST"
+	reTooLong = regexp.MustCompile(`(?i)max entry size '(\d+)' bytes exceeded for stream '(\{.*?\})' while adding an entry with length '(\d+)' bytes`)
+	reTooOld  = regexp.MustCompile(`(?i)entry for stream '(\{.*?\})' has timestamp too (?:old|new): (\d{4}-\d\d-\d\d[T ][0-9:.]+(?:Z| [+-]\d{4} \w+)?)(?:, oldest acceptable timestamp is: (\d{4}-\d\d-\d\d[T ][0-9:.]+(?:Z| [+-]\d{4} \w+)?))?`)
+	reBehind  = regexp.MustCompile(`(?is)entry with timestamp (\d{4}-\d\d-\d\d[T ][0-9:.]+(?:Z| [+-]\d{4} \w+)?) ignored, reason: 'entry too far behind[^']*?(?:oldest acceptable timestamp is: (\d{4}-\d\d-\d\d[T ][0-9:.]+(?:Z| [+-]\d{4} \w+)?))?'.*?for stream: (\{[^\n]*?\})`)
 )
+
+// restampMargin puts a repaired entry this far inside the oldest time Loki
+// said it accepts, so the resend is not too old again by the time it lands.
+const restampMargin = time.Hour
+
+// parseLokiTime reads a timestamp as Loki prints it; second precision when
+// it is RFC 3339 without fraction.
+func parseLokiTime(s string) (t time.Time, precision time.Duration, ok bool) {
+	for _, layout := range []string{"2006-01-02 15:04:05.999999999 -0700 MST", time.RFC3339Nano} {
+		if t, err := time.Parse(layout, s); err == nil {
+			if !strings.Contains(s, ".") {
+				return t, time.Second, true
+			}
+			return t, time.Nanosecond, true
+		}
+	}
+	return time.Time{}, 0, false
+}
 
 // TruncatedMarker ends a line shortened to Loki's maximum line size.
 const TruncatedMarker = "…[truncated by eventlog-shipper]"
 
-// truncate shortens line to at most limit bytes, ending in the marker when
+// Truncate shortens line to at most limit bytes, ending in the marker when
 // it fits, and never splitting a UTF-8 sequence.
-func truncate(line []byte, limit int) []byte {
+func Truncate(line []byte, limit int) []byte {
 	marker := TruncatedMarker
 	if limit <= len(marker) {
 		marker = ""
@@ -297,67 +402,131 @@ func truncate(line []byte, limit int) []byte {
 	return append(append([]byte(nil), line[:cut]...), marker...)
 }
 
-type entryKey struct {
-	labels string
-	ns     int64
+// rejection is one entry (or, at second precision, a range of them) Loki
+// named in a 400.
+type rejection struct {
+	labels    map[string]string
+	from, to  time.Time // timestamps [from, to); zero for a line-size reject
+	restamp   time.Time // the new timestamp; zero: the reading time
+	lineLimit int
 }
 
-// repair turns a partial 400 into the batch to send again. Loki stored the
-// entries it did not reject, but its answer may not name every reject (it
-// can be cut short), so the whole batch goes again: stored entries are
-// identical and Loki drops them; entries rejected for their timestamp get the
-// reading time (timeCreated stays in the line); over-long lines are
-// truncated with a marker. A 400 that names nothing this can fix drops the
-// batch, counted, since sending it again cannot succeed.
-func (c *Client) repair(streams []Stream, body string) []Stream {
-	retime := map[entryKey]bool{}
-	maxLen := map[string]int{} // stream -> Loki's line limit
-	unknown := 0
-	for _, l := range strings.Split(strings.TrimSpace(body), "\n") {
+// oldestPlus is Loki's oldest acceptable time plus margin, or zero.
+func oldestPlus(s string, margin time.Duration) time.Time {
+	if t, _, ok := parseLokiTime(s); ok {
+		return t.Add(margin)
+	}
+	return time.Time{}
+}
+
+// matches reports whether Loki's stream is ours: every label we sent, with
+// the same value (Loki may add its own).
+func (r rejection) matches(ours map[string]string) bool {
+	for k, v := range ours {
+		if r.labels[k] != v {
+			return false
+		}
+	}
+	return len(ours) > 0
+}
+
+// repair turns a partial 400 into the batch to send again. Prevention before
+// sending makes this rare; it stays as a fallback. Loki stored the entries
+// it did not reject, so the whole batch goes again (stored entries are
+// identical and Loki drops them), with the named entries fixed: a too-old or
+// too-far-behind one is re-stamped just inside the oldest time Loki said it
+// accepts (a too-new one at the reading time; timeCreated stays in the
+// line), an over-long line is truncated with the marker. Reject lines it
+// cannot attribute to an entry of the batch are counted as dropped
+// (rejected_400) on the stream they name, and so are entries Loki rejects
+// again after one repair: sending them once more cannot succeed.
+func (c *Client) repair(streams []Stream, body string, retried bool) []Stream {
+	var rejects []rejection
+	unattributed := map[string]int{} // the reject line -> count
+	for _, m := range reBehind.FindAllStringSubmatch(body, -1) {
+		if t, prec, ok := parseLokiTime(m[1]); ok {
+			rejects = append(rejects, rejection{labels: ParseLabels(m[3]), from: t, to: t.Add(prec), restamp: oldestPlus(m[2], time.Second)})
+		} else {
+			unattributed[m[0]]++
+		}
+	}
+	body = reBehind.ReplaceAllString(body, "")
+	for _, l := range strings.Split(body, "\n") {
 		l = strings.TrimSpace(l)
-		if m := reTooOld.FindStringSubmatch(l); m != nil {
-			if ts, err := time.Parse(lokiTimeFmt, m[2]); err == nil {
-				retime[entryKey{m[1], ts.UnixNano()}] = true
-				continue
-			}
-		}
-		if m := reBehind.FindStringSubmatch(l); m != nil {
-			if ts, err := time.Parse(lokiTimeFmt, m[1]); err == nil {
-				retime[entryKey{m[2], ts.UnixNano()}] = true
-				continue
-			}
-		}
 		if m := reTooLong.FindStringSubmatch(l); m != nil {
 			limit, _ := strconv.Atoi(m[1])
-			maxLen[m[2]] = limit
+			rejects = append(rejects, rejection{labels: ParseLabels(m[2]), lineLimit: limit})
 			continue
 		}
+		if m := reTooOld.FindStringSubmatch(l); m != nil {
+			if t, prec, ok := parseLokiTime(m[2]); ok {
+				rejects = append(rejects, rejection{labels: ParseLabels(m[1]), from: t, to: t.Add(prec), restamp: oldestPlus(m[3], restampMargin)})
+				continue
+			}
+		}
 		if l != "" {
-			unknown++
+			unattributed[l]++
 		}
 	}
 	now := c.now()
-	fixed := 0
+	fixed := map[string]int{}
 	out := make([]Stream, 0, len(streams))
 	for _, s := range streams {
+		ours := ParseLabels(s.Labels)
 		ns := Stream{Labels: s.Labels, Entries: make([]Entry, 0, len(s.Entries))}
-		limit, long := maxLen[s.Labels]
 		for _, e := range s.Entries {
-			switch {
-			case retime[entryKey{s.Labels, e.Time.UnixNano()}]:
-				e = Entry{Time: now, Line: e.Line}
-				fixed++
-			case long && len(e.Line) > limit:
-				e = Entry{Time: e.Time, Line: truncate(e.Line, limit)}
-				fixed++
+			for _, r := range rejects {
+				if !r.matches(ours) {
+					continue
+				}
+				switch {
+				case r.lineLimit > 0 && len(e.Line) > r.lineLimit:
+					e = Entry{Time: e.Time, Line: Truncate(e.Line, r.lineLimit)}
+					fixed[s.Labels]++
+				case r.lineLimit == 0 && !e.Time.Before(r.from) && e.Time.Before(r.to):
+					ts := r.restamp
+					if ts.IsZero() || ts.After(now) {
+						ts = now
+					}
+					e = Entry{Time: ts, Line: e.Line}
+					fixed[s.Labels]++
+				}
 			}
 			ns.Entries = append(ns.Entries, e)
 		}
 		out = append(out, ns)
 	}
-	if fixed == 0 {
-		c.drop("rejected_400", max(unknown, 1))
+	for line, n := range unattributed {
+		c.drop(c.streamNamed(streams, line), "rejected_400", n)
+	}
+	if len(unattributed) > 0 {
+		c.cfg.Log.Error("Loki rejected entries in words the shipper cannot attribute; counted as dropped", "lines", len(unattributed), "first", firstLine(body))
+	}
+	if retried {
+		// Rejected again after a repair: sending once more cannot succeed.
+		for stream, n := range fixed {
+			c.drop(stream, "rejected_400", n)
+		}
+		return nil
+	}
+	if len(fixed) == 0 {
 		return nil
 	}
 	return out
+}
+
+// streamNamed is the batch's stream a reject line names, or the first one.
+func (c *Client) streamNamed(streams []Stream, line string) string {
+	if m := regexp.MustCompile(`\{[^{}]*\}`).FindString(line); m != "" {
+		named := rejection{labels: ParseLabels(m)}
+		for _, s := range streams {
+			if named.matches(ParseLabels(s.Labels)) {
+				return s.Labels
+			}
+		}
+	}
+	if len(streams) > 0 {
+		return streams[0].Labels
+	}
+	return ""
 }

@@ -1,9 +1,11 @@
 package loki
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -16,6 +18,8 @@ import (
 
 	"github.com/golang/snappy"
 	"github.com/grafana/loki/pkg/push"
+
+	"github.com/winobs/winobs/internal/fixture"
 )
 
 // receiver is a Loki-protocol endpoint on loopback answering from a script.
@@ -65,7 +69,7 @@ func setup(t *testing.T, cfg Config, answers ...func(*push.PushRequest) (int, st
 		t.Fatal(err)
 	}
 	dropped := map[string]int{}
-	c.Dropped = func(reason string, n int) { dropped[reason] += n }
+	c.Dropped = func(_, reason string, n int) { dropped[reason] += n }
 	c.now = func() time.Time { return time.Unix(1800000000, 0) }
 	return c, rec, dropped
 }
@@ -112,12 +116,67 @@ func equalInts(a, b []int) bool {
 	return true
 }
 
-// A partial 400: the batch goes again, the stored entry unchanged (Loki
-// drops it as identical), the too-old one with the reading time, the
-// over-long one truncated with a marker.
-func TestPartialRejection(t *testing.T) {
+// The stream of the captured bodies, as the client sent it (Loki names it
+// with service_name added).
+const demo = `{channel="System", job="demo"}`
+
+// A partial 400 in a real Loki's words (testdata/loki): the batch goes
+// again, the stored entry unchanged (Loki drops it as identical), the
+// too-old one re-stamped inside Loki's window, the too-far-behind one too,
+// the over-long one truncated with the marker; nothing is dropped.
+func TestPartialRejectionRealBodies(t *testing.T) {
+	tooOld := time.Date(2026, 11, 25, 7, 26, 19, 123456700, time.UTC)
+	behind := time.Date(2026, 12, 3, 5, 26, 19, 899513623, time.UTC)
+	stored := time.Date(2026, 12, 3, 7, 25, 0, 0, time.UTC)
+	long := time.Date(2026, 12, 3, 7, 26, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		file     string
+		entry    int
+		wantTime time.Time
+		wantLen  int
+	}{
+		{"400-too-old.txt", 0, time.Date(2026, 11, 26, 8, 26, 19, 0, time.UTC), 0},
+		{"400-too-far-behind.txt", 1, time.Date(2026, 12, 3, 6, 25, 22, 0, time.UTC), 0},
+		{"400-max-entry-size.txt", 3, long, 262144},
+	} {
+		t.Run(tc.file, func(t *testing.T) {
+			c, rec, dropped := setup(t, Config{}, status(400, string(fixture.Read(t, "loki", tc.file))))
+			streams := []Stream{{Labels: demo, Entries: []Entry{
+				{Time: tooOld, Line: []byte(`{"a":1}`)}, {Time: behind, Line: []byte(`{"a":2}`)},
+				{Time: stored, Line: []byte(`{"a":3}`)}, {Time: long, Line: []byte(strings.Repeat("é", 150004))},
+			}}}
+			if err := c.Send(context.Background(), streams); err != nil {
+				t.Fatal(err)
+			}
+			if len(rec.requests) != 2 || len(dropped) != 0 {
+				t.Fatalf("%d requests, dropped %v", len(rec.requests), dropped)
+			}
+			resent := rec.requests[1].Streams[0].Entries
+			for i, e := range resent {
+				orig := streams[0].Entries[i]
+				switch {
+				case i != tc.entry:
+					if !e.Timestamp.Equal(orig.Time) || e.Line != string(orig.Line) {
+						t.Errorf("entry %d changed on resend", i)
+					}
+				case tc.wantLen > 0:
+					if !strings.HasSuffix(e.Line, TruncatedMarker) || len(e.Line) > tc.wantLen || len(e.Line) < tc.wantLen-4 || !utf8.ValidString(e.Line) {
+						t.Errorf("over-long entry resent with %d bytes", len(e.Line))
+					}
+				default:
+					if !e.Timestamp.Equal(tc.wantTime) || e.Line != string(orig.Line) {
+						t.Errorf("rejected entry resent at %v, want %v", e.Timestamp, tc.wantTime)
+					}
+				}
+			}
+		})
+	}
+}
+
+// Loki's older wording (capital M, Go time strings) is understood too.
+func TestPartialRejectionOlderWording(t *testing.T) {
 	old := time.Unix(0, 1377183104205667300).UTC()
-	body := "entry for stream '" + labels + "' has timestamp too old: " + old.Format(lokiTimeFmt) + ", oldest acceptable timestamp is: 2026-11-25 00:00:00 +0000 UTC\n" +
+	body := "entry for stream '" + labels + "' has timestamp too old: " + old.Format("2006-01-02 15:04:05.999999999 -0700 MST") + ", oldest acceptable timestamp is: 2026-11-25 00:00:00 +0000 UTC\n" +
 		"Max entry size '60' bytes exceeded for stream '" + labels + "' while adding an entry with length '100' bytes\n"
 	c, rec, dropped := setup(t, Config{}, status(400, body))
 	streams := batch(old.UnixNano(), 1800000000e9)
@@ -125,21 +184,12 @@ func TestPartialRejection(t *testing.T) {
 	if err := c.Send(context.Background(), streams); err != nil {
 		t.Fatal(err)
 	}
-	if len(rec.requests) != 2 {
-		t.Fatalf("%d requests", len(rec.requests))
-	}
 	resent := rec.requests[1].Streams[0].Entries
-	if len(resent) != 3 {
-		t.Fatalf("resent %d entries, want the whole batch", len(resent))
+	if !resent[0].Timestamp.Equal(time.Date(2026, 11, 25, 1, 0, 0, 0, time.UTC)) {
+		t.Errorf("too-old entry resent at %v", resent[0].Timestamp)
 	}
-	if !resent[0].Timestamp.Equal(time.Unix(1800000000, 0)) || resent[0].Line != string(streams[0].Entries[0].Line) {
-		t.Errorf("too-old entry resent as %v %q", resent[0].Timestamp, resent[0].Line)
-	}
-	if !resent[1].Timestamp.Equal(streams[0].Entries[1].Time) || resent[1].Line != string(streams[0].Entries[1].Line) {
-		t.Errorf("stored entry resent changed: %v %q", resent[1].Timestamp, resent[1].Line)
-	}
-	if l := resent[2].Line; !strings.HasSuffix(l, TruncatedMarker) || len(l) > 60 || len(l) < 55 || !utf8.ValidString(l) {
-		t.Errorf("over-long entry resent as %q", resent[2].Line)
+	if l := resent[2].Line; !strings.HasSuffix(l, TruncatedMarker) || len(l) > 60 {
+		t.Errorf("over-long entry resent as %q", l)
 	}
 	if len(dropped) != 0 {
 		t.Errorf("dropped %v", dropped)
@@ -159,14 +209,67 @@ func TestRejectedIsDroppedAndCounted(t *testing.T) {
 	if dropped["rejected_400"] != 1 {
 		t.Errorf("an unknown 400 reason: dropped %v", dropped)
 	}
-	// A 400 naming fixable entries again and again still ends: each round
-	// fixes what it names, and a round that names nothing fixable drops.
-	old := time.Unix(0, 5).UTC().Format(lokiTimeFmt)
-	c, rec, dropped := setup(t, Config{}, status(400, "entry for stream '"+labels+"' has timestamp too old: "+old+", oldest acceptable timestamp is: x"),
-		status(400, "stream limit exceeded"))
+	// Rejected again after a repair: the repaired entry is dropped, counted;
+	// the batch is not sent a third time.
+	old := time.Unix(0, 5).UTC().Format(time.RFC3339Nano)
+	again := status(400, "entry for stream '"+labels+"' has timestamp too old: "+old+", oldest acceptable timestamp is: 2026-11-26T07:26:19Z")
+	c, rec, dropped := setup(t, Config{}, again, func(*push.PushRequest) (int, string) {
+		return 400, "entry for stream '" + labels + "' has timestamp too old: 2026-11-26T08:26:19Z, oldest acceptable timestamp is: 2026-11-27T07:26:19Z"
+	})
 	c.Send(context.Background(), batch(5, 6))
 	if len(rec.requests) != 2 || dropped["rejected_400"] != 1 {
 		t.Errorf("%d requests, dropped %v", len(rec.requests), dropped)
+	}
+}
+
+// Redirects are never followed: a 301 (which would turn the POST into a
+// GET) and a 307 from https to http (which would resend the credentials in
+// clear text) are failures, retried at the configured URL, never at the
+// Location.
+func TestRedirectsAreNeverFollowed(t *testing.T) {
+	var elsewhere int
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { elsewhere++; w.WriteHeader(204) }))
+	defer other.Close()
+	for _, code := range []int{301, 307, 308} {
+		dir := t.TempDir()
+		pw := filepath.Join(dir, "pw")
+		os.WriteFile(pw, []byte("s3cret"), 0o600)
+		redirect := func(*push.PushRequest) (int, string) { return code, "" }
+		c, rec, dropped := setup(t, Config{Username: "u", PasswordFile: pw}, redirect, redirect, status(204, ""))
+		var logs bytes.Buffer
+		c.cfg.Log = slog.New(slog.NewTextHandler(&logs, nil))
+		if err := c.Send(context.Background(), batch(1)); err != nil {
+			t.Fatal(err)
+		}
+		if len(rec.requests) != 3 || elsewhere != 0 || len(dropped) != 0 {
+			t.Errorf("%d: %d requests here, %d elsewhere, dropped %v", code, len(rec.requests), elsewhere, dropped)
+		}
+		if !strings.Contains(logs.String(), "never followed") {
+			t.Errorf("%d: not logged: %s", code, logs.String())
+		}
+	}
+}
+
+// Failures are loud but bounded: the first one at once, a summary at most
+// every FailureLogEvery, the recovery; 401 names the credentials.
+func TestFailuresAreLogged(t *testing.T) {
+	unauthorized := status(401, "invalid credentials")
+	c, _, _ := setup(t, Config{}, unauthorized, unauthorized, unauthorized, unauthorized, status(204, ""))
+	var logs bytes.Buffer
+	c.cfg.Log = slog.New(slog.NewTextHandler(&logs, nil))
+	c.cfg.FailureLogEvery = time.Hour
+	clock := time.Unix(1800000000, 0)
+	c.now = func() time.Time { clock = clock.Add(time.Second); return clock }
+	if err := c.Send(context.Background(), batch(1)); err != nil {
+		t.Fatal(err)
+	}
+	out := logs.String()
+	if strings.Count(out, "push failed") != 1 || !strings.Contains(out, "rejected the credentials (401)") ||
+		!strings.Contains(out, "next_retry_in") || !strings.Contains(out, "accepts pushes again") || !strings.Contains(out, "failed_attempts=4") {
+		t.Errorf("logs:\n%s", out)
+	}
+	if !c.FailingSince().IsZero() {
+		t.Error("still failing after a delivery")
 	}
 }
 

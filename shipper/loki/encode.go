@@ -127,3 +127,26 @@ func streamSize(s *Stream) int {
 func Body(streams []Stream) []byte {
 	return snappy.Encode(nil, AppendPushRequest(nil, streams))
 }
+
+// ParseLabels reads a label string as Loki prints it ({a="b", c="d"}, values
+// Go-quoted); what it cannot read is left out.
+func ParseLabels(s string) map[string]string {
+	out := map[string]string{}
+	s = strings.TrimSpace(s)
+	s = strings.TrimSuffix(strings.TrimPrefix(s, "{"), "}")
+	for s != "" {
+		s = strings.TrimLeft(s, ", ")
+		name, rest, ok := strings.Cut(s, "=")
+		if !ok {
+			break
+		}
+		q, err := strconv.QuotedPrefix(rest)
+		if err != nil {
+			break
+		}
+		v, _ := strconv.Unquote(q)
+		out[strings.TrimSpace(name)] = v
+		s = rest[len(q):]
+	}
+	return out
+}
