@@ -55,7 +55,37 @@ type Config struct {
 	// through the exporter while the shipper listens on loopback only.
 	Textfile      string          `yaml:"textfile"`
 	ShutdownGrace config.Duration `yaml:"shutdownGrace"`
+	// Limits keep every push inside what Loki accepts, so rejections are
+	// prevented rather than repaired.
+	Limits Limits `yaml:"limits"`
 }
+
+// Limits mirror Loki's defaults with a margin.
+type Limits struct {
+	// MaxLineBytes: Loki's max_line_size (256KB); a longer line is
+	// truncated, ending in loki.TruncatedMarker.
+	MaxLineBytes int `yaml:"maxLineBytes"`
+	// MaxEntryAge: entries older than this (Loki rejects older than 7d) are
+	// re-stamped to this age (TooOld restamp; timeCreated stays in the
+	// line) or dropped as too_old (TooOld drop).
+	MaxEntryAge config.Duration `yaml:"maxEntryAge"`
+	TooOld      string          `yaml:"tooOld"`
+	// MaxStreamLag: Loki rejects an entry older than its stream's newest
+	// minus 1h; an older one is re-stamped to newest minus this.
+	MaxStreamLag config.Duration `yaml:"maxStreamLag"`
+	// StreamBytesPerSecond caps each stream below Loki's shard threshold
+	// (shard_streams.desired_rate, 1536KB/s): a sharded stream stops
+	// deduplicating replays. BytesPerSecond caps all streams below the
+	// tenant's ingestion rate (4 MB/s). 0 means no cap.
+	StreamBytesPerSecond int `yaml:"streamBytesPerSecond"`
+	BytesPerSecond       int `yaml:"bytesPerSecond"`
+}
+
+// Values of Limits.TooOld.
+const (
+	Restamp = "restamp"
+	Drop    = "drop"
+)
 
 // Loki is the push endpoint; secrets are files.
 type Loki struct {
@@ -221,5 +251,12 @@ func (c *Config) validate() config.Problems {
 	check("listen", err == nil && ap.Addr().IsLoopback(), "must be a loopback address:port such as 127.0.0.1:9498 (the node's network is shared with every HostProcess pod), got %q", c.Listen)
 	check("textfile", c.Textfile == "" || strings.HasSuffix(c.Textfile, ".prom"), "must end in .prom (the textfile collector reads only those), got %q", c.Textfile)
 	duration("shutdownGrace", c.ShutdownGrace, true)
+	l := c.Limits
+	check("limits.maxLineBytes", l.MaxLineBytes >= 1024 && l.MaxLineBytes <= c.MaxEventBytes*4, "must be between 1024 and 4 x maxEventBytes, got %d", l.MaxLineBytes)
+	duration("limits.maxEntryAge", l.MaxEntryAge, true)
+	check("limits.tooOld", l.TooOld == Restamp || l.TooOld == Drop, "must be restamp or drop, got %q", l.TooOld)
+	duration("limits.maxStreamLag", l.MaxStreamLag, true)
+	check("limits.streamBytesPerSecond", l.StreamBytesPerSecond >= 0, "must be 0 (no cap) or a rate in bytes per second")
+	check("limits.bytesPerSecond", l.BytesPerSecond >= 0, "must be 0 (no cap) or a rate in bytes per second")
 	return probs
 }

@@ -96,18 +96,33 @@ func build(dir string, env ...string) (string, error) {
 // own record id and time) as wevtutil /uni:true does: UTF-16LE with a BOM,
 // CRLF between events. It returns the lines Alloy would write for them.
 func syntheticDump(t testing.TB, path string, n int) []string {
+	return syntheticDumpAt(t, path, n, dumpBase)
+}
+
+// dumpBase is when synthetic dumps start: recent enough that a Loki with
+// default limits takes every event as it is.
+var dumpBase = time.Now().UTC().Add(-3 * time.Hour).Truncate(time.Second)
+
+// eventSpacing is the time between two events of a synthetic dump.
+const eventSpacing = 1234567 * time.Microsecond / 10
+
+// syntheticDumpAt is syntheticDump from base; with a computer, every event
+// comes from it (one stream, as on one node).
+func syntheticDumpAt(t testing.TB, path string, n int, base time.Time, computer ...string) []string {
 	var templates []string
 	for _, f := range fixture.Glob(t, 6, fixture.EventLog, "*.xml") {
 		templates = append(templates, string(fixture.Read(t, fixture.EventLog, filepath.Base(f))))
 	}
 	var text strings.Builder
 	var lines []string
-	base := time.Date(2025, 3, 4, 9, 0, 0, 0, time.UTC)
 	for i := range n {
 		ev := templates[i%len(templates)]
 		ev = replaceBetween(ev, "<EventRecordID>", "</EventRecordID>", fmt.Sprint(100000+i))
-		ts := base.Add(time.Duration(i) * 1234567 * time.Microsecond / 10).Format("2006-01-02T15:04:05.0000000Z")
+		ts := base.Add(time.Duration(i) * eventSpacing).Format("2006-01-02T15:04:05.0000000Z")
 		ev = replaceBetween(ev, "SystemTime='", "'", ts)
+		if len(computer) > 0 {
+			ev = replaceBetween(ev, "<Computer>", "</Computer>", computer[0])
+		}
 		text.WriteString(ev + "\r\n")
 		e, err := eventxml.Parse([]byte(ev))
 		if err != nil {
@@ -256,16 +271,26 @@ func TestShipperBadConfig(t *testing.T) {
 	bin := buildShipper(t)
 	dir := t.TempDir()
 	p := filepath.Join(dir, "bad.yaml")
-	os.WriteFile(p, []byte("loki: {url: ftp://x}\nstartAt: yesterday\nbatch: {maxBytes: 10}\nbogus: 1\n"), 0o644)
+	os.WriteFile(p, []byte("loki: {url: ftp://x}\nstartAt: yesterday\nbatch: {maxBytes: 10}\nbogus: 1\n"+
+		"listen: 0.0.0.0:9498\nlabelsFromEnv: {node: \"NODE-NAME\"}\nlimits: {tooOld: keep}\n"), 0o644)
 	cmd := exec.Command(bin, "--config", p)
 	out, err := cmd.CombinedOutput()
 	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 2 {
 		t.Fatalf("exit %v, want 2\n%s", err, out)
 	}
-	for _, want := range []string{p + ":1: loki.url", p + ":2: startAt", p + ":3: batch.maxBytes", p + ":4: bogus: unknown field", "configure at least one channel or dump"} {
+	for _, want := range []string{p + ":1: loki.url", p + ":2: startAt", p + ":3: batch.maxBytes", p + ":4: bogus: unknown field",
+		"configure at least one channel or dump", p + ":5: listen: must be a loopback", p + ":6: labelsFromEnv.node: must name an environment variable",
+		p + ":7: limits.tooOld"} {
 		if !strings.Contains(string(out), want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}
+	}
+	// Credentials: never in the URL (and never echoed), token and basic auth exclusive.
+	os.WriteFile(p, []byte("loki: {url: \"https://bob:hunter2@loki.example/loki/api/v1/push\", username: u, passwordFile: /p, bearerTokenFile: /t}\ndumps: [{path: x, channel: S}]\n"), 0o644)
+	out, _ = exec.Command(bin, "--config", p).CombinedOutput()
+	if !strings.Contains(string(out), "loki.url: must be an http(s) push URL without credentials") || strings.Contains(string(out), "hunter2") ||
+		!strings.Contains(string(out), "loki.bearerTokenFile: use either") {
+		t.Errorf("credential checks:\n%s", out)
 	}
 }
 

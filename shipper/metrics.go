@@ -21,7 +21,20 @@ const (
 	MetricResubscribes   = "winobs_shipper_resubscribes_total"
 	MetricRenderErrors   = "winobs_shipper_render_errors_total"
 	MetricInFlightBytes  = "winobs_shipper_in_flight_bytes"
+	MetricTruncated      = "winobs_shipper_events_truncated_total"
+	MetricRestamped      = "winobs_shipper_events_restamped_total"
 )
+
+// DropReasons are the reasons an event is given up on; each is counted from
+// start (at 0) for every channel, so increase() sees the first drop.
+var DropReasons = []string{"too_large", "too_old", "older_than_max_age", "malformed_xml", "corrupt_checkpoint",
+	"rejected_400", "rejected_405", "rejected_422"}
+
+// pushStatuses are the answers counted from start in push_errors_total.
+var pushStatuses = []string{"0", "301", "302", "307", "308", "400", "401", "403", "404", "405", "413", "429", "500", "502", "503", "504"}
+
+// restampReasons say why an entry got another timestamp than TimeCreated.
+var restampReasons = []string{"too_old", "too_far_behind"}
 
 // metrics are the shipper's own, registered on a private registry; /metrics
 // adds the Go and process collectors, which the textfile must not carry (the
@@ -43,9 +56,13 @@ type metrics struct {
 	resubscribes *prometheus.CounterVec
 	renderErrors *prometheus.CounterVec
 	inFlight     prometheus.Gauge
+	truncated    *prometheus.CounterVec
+	restamped    *prometheus.CounterVec
 }
 
-func newMetrics() *metrics {
+// newMetrics registers the shipper's metrics, with every known label value
+// present at 0 for the given channels.
+func newMetrics(channels []string) *metrics {
 	ch := []string{"channel"}
 	m := &metrics{
 		reg:       prometheus.NewRegistry(),
@@ -64,9 +81,27 @@ func newMetrics() *metrics {
 		resubscribes: prometheus.NewCounterVec(prometheus.CounterOpts{Name: MetricResubscribes, Help: "Subscriptions re-created after an error."}, ch),
 		renderErrors: prometheus.NewCounterVec(prometheus.CounterOpts{Name: MetricRenderErrors, Help: "Events whose XML or texts could not be rendered."}, ch),
 		inFlight:     prometheus.NewGauge(prometheus.GaugeOpts{Name: MetricInFlightBytes, Help: "Bytes read and not yet delivered (bounded by maxInFlightBytes)."}),
+		truncated:    prometheus.NewCounterVec(prometheus.CounterOpts{Name: MetricTruncated, Help: "Events sent with their line truncated to limits.maxLineBytes."}, ch),
+		restamped: prometheus.NewCounterVec(prometheus.CounterOpts{Name: MetricRestamped,
+			Help: "Events sent with a timestamp other than TimeCreated, by reason (too_old, too_far_behind)."}, []string{"channel", "reason"}),
 	}
 	m.reg.MustRegister(m.read, m.sent, m.dropped, m.bytesSent, m.pushDuration, m.pushErrors, m.retries,
-		m.cpTime, m.cpRecord, m.pending, m.lag, m.resubscribes, m.renderErrors, m.inFlight)
+		m.cpTime, m.cpRecord, m.pending, m.lag, m.resubscribes, m.renderErrors, m.inFlight, m.truncated, m.restamped)
+	for _, c := range channels {
+		for _, v := range []*prometheus.CounterVec{m.read, m.sent, m.truncated, m.renderErrors} {
+			v.WithLabelValues(c)
+		}
+		m.pending.WithLabelValues(c)
+		for _, r := range DropReasons {
+			m.dropped.WithLabelValues(c, r)
+		}
+		for _, r := range restampReasons {
+			m.restamped.WithLabelValues(c, r)
+		}
+	}
+	for _, st := range pushStatuses {
+		m.pushErrors.WithLabelValues(st)
+	}
 	m.runtime = prometheus.NewRegistry()
 	m.runtime.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m

@@ -18,6 +18,7 @@ import (
 	"github.com/winobs/winobs/shipper/checkpoint"
 	"github.com/winobs/winobs/shipper/eventxml"
 	"github.com/winobs/winobs/shipper/loki"
+	"github.com/winobs/winobs/shipper/pace"
 )
 
 // record is one event read from a source, with the checkpoint just past it.
@@ -54,6 +55,13 @@ type Shipper struct {
 	// last is the last event formatted per channel (batcher only), so a
 	// checkpoint after a skipped record still names the last real event.
 	last map[string]checkpoint.Checkpoint
+	// newest is the newest timestamp formatted per stream (batcher only),
+	// to keep each stream within Loki's too-far-behind window.
+	newest map[string]time.Time
+	pacer  *pace.Pacer
+	// drops counts, per channel, the entries of the batch in flight that
+	// Loki would not take (written by the client's Dropped hook during Send).
+	drops map[string]int
 }
 
 // New builds a shipper from a validated config.
@@ -67,13 +75,27 @@ func New(cfg *Config, log *slog.Logger) (*Shipper, error) {
 		BearerTokenFile: cfg.Loki.BearerTokenFile, CAFile: cfg.Loki.CAFile,
 		Timeout: time.Duration(cfg.Loki.Timeout.Model()), UserAgent: "winobs-eventlog-shipper",
 		MinBackoff: time.Duration(cfg.Loki.MinBackoff.Model()), MaxBackoff: time.Duration(cfg.Loki.MaxBackoff.Model()),
+		Log: log,
 	})
 	if err != nil {
 		return nil, err
 	}
-	s := &Shipper{cfg: cfg, log: log, store: store, client: client, m: newMetrics(),
+	var channels []string
+	for _, d := range cfg.Dumps {
+		channels = append(channels, d.Channel)
+	}
+	for _, ch := range cfg.Channels {
+		channels = append(channels, ch.Name)
+	}
+	s := &Shipper{cfg: cfg, log: log, store: store, client: client, m: newMetrics(channels),
 		budget: newBudget(int64(cfg.MaxInFlightBytes)), now: time.Now, labels: map[[2]string]string{},
-		last: map[string]checkpoint.Checkpoint{}}
+		last: map[string]checkpoint.Checkpoint{}, newest: map[string]time.Time{}, drops: map[string]int{},
+		pacer: pace.New(cfg.Limits.StreamBytesPerSecond, cfg.Limits.BytesPerSecond)}
+	client.Dropped = func(stream, reason string, n int) {
+		ch := loki.ParseLabels(stream)["channel"]
+		s.drops[ch] += n
+		s.m.dropped.WithLabelValues(ch, reason).Add(float64(n))
+	}
 	client.Observe = func(status int, took time.Duration, retry bool) {
 		s.m.pushDuration.Observe(took.Seconds())
 		if status != 204 {
@@ -150,6 +172,11 @@ func (s *Shipper) Run(ctx context.Context) error {
 		time.AfterFunc(time.Duration(s.cfg.ShutdownGrace.Model()), cancelSend)
 	}()
 	for b := range batches {
+		if err := s.pacer.Wait(sendCtx, b.streamBytes()); err != nil {
+			s.log.Warn("shutdown grace period over before delivery; undelivered events will be read again", "events", b.events)
+			return nil
+		}
+		clear(s.drops)
 		if err := s.client.Send(sendCtx, b.streams); err != nil {
 			s.log.Warn("shutdown grace period over before delivery; undelivered events will be read again", "events", b.events)
 			return nil
@@ -179,8 +206,9 @@ func (s *Shipper) ack(b *batch) error {
 			s.m.cpRecord.WithLabelValues(ch).Set(float64(cp.RecordID))
 		}
 	}
+	// Every event ends in one counter: sent, or dropped with its reason.
 	for ch, n := range b.counts {
-		s.m.sent.WithLabelValues(ch).Add(float64(n))
+		s.m.sent.WithLabelValues(ch).Add(float64(n - s.drops[ch]))
 		s.m.pending.WithLabelValues(ch).Sub(float64(n))
 	}
 	s.m.bytesSent.Add(float64(b.bytes))
@@ -198,6 +226,17 @@ type batch struct {
 	events    int
 	bytes     int
 	charge    int64
+}
+
+// streamBytes is the line bytes per stream, what Loki's rates count.
+func (b *batch) streamBytes() map[string]int {
+	out := make(map[string]int, len(b.streams))
+	for _, st := range b.streams {
+		for _, e := range st.Entries {
+			out[st.Labels] += len(e.Line)
+		}
+	}
+	return out
 }
 
 func newBatch() *batch {
@@ -272,7 +311,16 @@ func (s *Shipper) add(b *batch, r record) {
 		ts = created
 	}
 	line := e.AppendLine(nil, r.texts, s.lookups)
+	if max := s.cfg.Limits.MaxLineBytes; len(line) > max {
+		line = loki.Truncate(line, max)
+		s.m.truncated.WithLabelValues(r.channel).Inc()
+	}
 	labels := s.streamLabels(r.channel, e.Computer())
+	ts, ok := s.withinLokiWindow(r.channel, labels, ts)
+	if !ok {
+		s.m.dropped.WithLabelValues(r.channel, "too_old").Inc()
+		return
+	}
 	i, ok := b.index[labels]
 	if !ok {
 		i = len(b.streams)
@@ -289,6 +337,37 @@ func (s *Shipper) add(b *batch, r record) {
 		s.last[r.channel] = cp
 	}
 	s.m.pending.WithLabelValues(r.channel).Inc()
+}
+
+// withinLokiWindow returns the timestamp to push an entry at so that Loki
+// takes it: one older than limits.maxEntryAge is re-stamped to that age (or
+// refused, with tooOld: drop), one further behind its stream's newest entry
+// than limits.maxStreamLag is moved up to that lag. Both are counted.
+func (s *Shipper) withinLokiWindow(channel, stream string, ts time.Time) (time.Time, bool) {
+	lim := s.cfg.Limits
+	if cutoff := s.now().Add(-time.Duration(lim.MaxEntryAge.Model())); ts.Before(cutoff) {
+		if lim.TooOld == Drop {
+			return ts, false
+		}
+		ts = cutoff
+		s.m.restamped.WithLabelValues(channel, "too_old").Inc()
+	}
+	newest, ok := s.newest[stream]
+	if !ok {
+		// Loki holds at least the last acknowledged event of the channel.
+		if t, err := time.Parse(time.RFC3339Nano, s.last[channel].TimeCreated); err == nil {
+			newest = t
+		}
+	}
+	if floor := newest.Add(-time.Duration(lim.MaxStreamLag.Model())); ts.Before(floor) {
+		ts = floor
+		s.m.restamped.WithLabelValues(channel, "too_far_behind").Inc()
+	}
+	if ts.After(newest) {
+		newest = ts
+	}
+	s.newest[stream] = newest
+	return ts, true
 }
 
 // streamLabels are the static labels plus the event's channel and computer,
@@ -341,6 +420,10 @@ func (s *Shipper) writeTextfile() (stop func()) {
 	return func() { t.Stop(); close(done); write() }
 }
 
+// notReadyAfter is how long pushes may fail before /readyz says so: one
+// 429 or a restarting Loki should not flap readiness.
+const notReadyAfter = 10 * time.Second
+
 func (s *Shipper) handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(prometheus.Gatherers{s.m.reg, s.m.runtime}, promhttp.HandlerOpts{}))
@@ -348,6 +431,10 @@ func (s *Shipper) handler() http.Handler {
 	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
 		if !s.ready.Load() {
 			http.Error(w, "starting", http.StatusServiceUnavailable)
+			return
+		}
+		if since := s.client.FailingSince(); !since.IsZero() && s.now().Sub(since) > notReadyAfter {
+			http.Error(w, "cannot deliver to Loki since "+since.UTC().Format(time.RFC3339), http.StatusServiceUnavailable)
 			return
 		}
 		w.Write([]byte("ready\n"))

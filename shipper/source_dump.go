@@ -35,7 +35,7 @@ func (ds *dumpSource) run(ctx context.Context, out chan<- record) error {
 	}
 	defer r.Close()
 	for {
-		rec, err := r.Next()
+		rec, err := r.NextContext(ctx)
 		cp := checkpoint.Checkpoint{Channel: ds.d.Channel, Source: ds.d.Path, Offset: rec.Offset}
 		switch {
 		case errors.Is(err, io.EOF):

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -19,6 +20,7 @@ import (
 
 	"github.com/winobs/winobs/internal/fixture"
 	"github.com/winobs/winobs/shipper/eventxml"
+	"github.com/winobs/winobs/shipper/loki"
 	"github.com/winobs/winobs/shipper/subscribe"
 )
 
@@ -124,5 +126,55 @@ func TestLiveSourceShipsAndCheckpoints(t *testing.T) {
 	cp, _, _, _ := s.store.Load("System")
 	if !strings.Contains(cp.Bookmark, "RecordId='3563'") {
 		t.Errorf("checkpoint %q", cp.Bookmark)
+	}
+}
+
+// /readyz reports not ready once pushes have failed for longer than
+// notReadyAfter, and ready again after a delivery.
+func TestReadyzFollowsDelivery(t *testing.T) {
+	var fail atomic.Bool
+	fail.Store(true)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if fail.Load() {
+			http.Error(w, "down", http.StatusServiceUnavailable)
+			return
+		}
+		w.WriteHeader(204)
+	}))
+	defer srv.Close()
+	dir := t.TempDir()
+	p := filepath.Join(dir, "c.yaml")
+	os.WriteFile(p, []byte("loki: {url: "+srv.URL+", minBackoff: 1ms, maxBackoff: 1ms}\ndumps: [{path: x, channel: System}]\nstateDir: "+dir+"\n"), 0o644)
+	cfg, err := LoadConfig(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := New(cfg, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.ready.Store(true)
+	readyz := func() int {
+		rec := httptest.NewRecorder()
+		s.handler().ServeHTTP(rec, httptest.NewRequest("GET", "/readyz", nil))
+		return rec.Code
+	}
+	streams := []loki.Stream{{Labels: `{channel="System"}`, Entries: []loki.Entry{{Time: time.Now(), Line: []byte("x")}}}}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Millisecond)
+	s.client.Send(ctx, streams)
+	cancel()
+	if code := readyz(); code != 200 {
+		t.Errorf("readyz %d right after the first failures, want 200", code)
+	}
+	s.now = func() time.Time { return time.Now().Add(notReadyAfter + time.Second) }
+	if code := readyz(); code != 503 {
+		t.Errorf("readyz %d while pushes fail, want 503", code)
+	}
+	fail.Store(false)
+	if err := s.client.Send(context.Background(), streams); err != nil {
+		t.Fatal(err)
+	}
+	if code := readyz(); code != 200 {
+		t.Errorf("readyz %d after a delivery, want 200", code)
 	}
 }

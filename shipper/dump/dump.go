@@ -7,6 +7,7 @@ package dump
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -58,6 +59,14 @@ func Open(path string, offset int64, maxEvent int) (*Reader, error) {
 	if err != nil {
 		return nil, err
 	}
+	// A device or pipe would never end (or block): only files are dumps.
+	if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() {
+		f.Close()
+		if err == nil {
+			err = fmt.Errorf("%s is not a regular file", path)
+		}
+		return nil, err
+	}
 	r := &Reader{f: f, maxSize: maxEvent}
 	// The encoding is decided by the start of the file, whatever the offset.
 	head := make([]byte, 4)
@@ -83,7 +92,11 @@ func (r *Reader) Close() error { return r.f.Close() }
 
 // Next returns the next complete event, io.EOF when none is complete yet, or
 // ErrTooLarge (the record is skipped; the returned offset is past it).
-func (r *Reader) Next() (Record, error) {
+func (r *Reader) Next() (Record, error) { return r.NextContext(context.Background()) }
+
+// NextContext is Next, returning ctx's error as soon as ctx is done, even
+// in the middle of a long stretch without events.
+func (r *Reader) NextContext(ctx context.Context) (Record, error) {
 	start, end := startUTF8, endUTF8
 	if r.utf16 {
 		start, end = startUTF16, endUTF16
@@ -113,7 +126,7 @@ func (r *Reader) Next() (Record, error) {
 			if r.maxSize > 0 && len(r.buf)-s > r.maxSize {
 				// Drop the oversized event up to its end, wherever that is.
 				r.advance(len(r.buf))
-				if err := r.skipPast(end); err != nil {
+				if err := r.skipPast(ctx, end); err != nil {
 					return Record{}, err
 				}
 				return Record{Offset: r.base}, fmt.Errorf("%w (%d bytes)", ErrTooLarge, r.maxSize)
@@ -121,6 +134,9 @@ func (r *Reader) Next() (Record, error) {
 		} else if len(r.buf) > len(start) {
 			// Nothing but separators so far: drop them.
 			r.advance(len(r.buf) - len(start))
+		}
+		if err := ctx.Err(); err != nil {
+			return Record{}, err
 		}
 		if err := r.fill(); err != nil {
 			return Record{}, err
@@ -195,7 +211,7 @@ func (r *Reader) findStart(pat []byte, from int) int {
 	}
 }
 
-func (r *Reader) skipPast(end []byte) error {
+func (r *Reader) skipPast(ctx context.Context, end []byte) error {
 	for {
 		if e := r.find(end, 0); e >= 0 {
 			r.advance(e + len(end))
@@ -203,6 +219,9 @@ func (r *Reader) skipPast(end []byte) error {
 		}
 		if len(r.buf) > len(end) {
 			r.advance(len(r.buf) - len(end))
+		}
+		if err := ctx.Err(); err != nil {
+			return err
 		}
 		if err := r.fill(); err != nil {
 			return err

@@ -1,0 +1,531 @@
+// Package lokitest is a Loki-protocol receiver for tests, on 127.0.0.1,
+// modelled on a real Loki's measured behaviour (its default limits, its
+// exact 400 bodies, stream sharding with dedupe only within a shard) rather
+// than on what a client expects, and able to inject the failures a shipper
+// must survive.
+package lokitest
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"net"
+	"net/http"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/golang/snappy"
+	"google.golang.org/protobuf/encoding/protowire"
+
+	"github.com/winobs/winobs/shipper/loki"
+)
+
+// Fault is what the receiver does with one request.
+type Fault int
+
+const (
+	// Accept handles the request as Loki would.
+	Accept Fault = iota
+	// RateLimited answers 429, storing nothing.
+	RateLimited
+	// Unavailable answers 503, storing nothing.
+	Unavailable
+	// InternalError answers 500, storing nothing.
+	InternalError
+	// Blocked answers 260 (ingestion blocked): a 2xx that stores nothing.
+	Blocked
+	// Reset closes the connection without an answer, storing nothing.
+	Reset
+	// StoreThenReset stores the entries, then closes the connection: the
+	// client cannot know they arrived.
+	StoreThenReset
+	// Slow waits SlowFor, then accepts.
+	Slow
+	// Redirect answers 301 to another path, storing nothing.
+	Redirect
+	// Unauthorized answers 401, storing nothing.
+	Unauthorized
+	// Unprocessable answers 422 (Loki's answer to a push it cannot take at
+	// all), storing nothing.
+	Unprocessable
+)
+
+// Behaviour injects faults. Set may change it while requests are served.
+type Behaviour struct {
+	// Decide picks the fault for request n (from 0); nil accepts all. It is
+	// called from the server's goroutines.
+	Decide func(n int) Fault
+	// SlowFor is the delay of Slow.
+	SlowFor time.Duration
+	// AnswerDelay holds every answer back after the entries are stored, as
+	// a loaded Loki does: a client killed meanwhile replays stored entries.
+	AnswerDelay time.Duration
+}
+
+// Limits are Loki's, with its defaults from Default.
+type Limits struct {
+	MaxLineBytes int           // max_line_size: 256KB
+	MaxAge       time.Duration // reject_old_samples_max_age: 7d
+	FutureGrace  time.Duration // creation_grace_period: 10m
+	MaxLag       time.Duration // max_chunk_age/2: 1h behind the stream's newest entry
+	// ShardRate is shard_streams.desired_rate (1536KB/s): a stream pushed
+	// faster is split into shards, and dedupe works only within a shard.
+	ShardRate int
+	// TenantRate and TenantBurst are ingestion_rate_mb/_burst_size_mb (4/6
+	// MB): above them the whole request is a 429.
+	TenantRate, TenantBurst int
+	// Now is the receiver's clock.
+	Now func() time.Time
+}
+
+// Default is a default Loki's limits (the team's push-API reference).
+func Default() Limits {
+	return Limits{MaxLineBytes: 256 << 10, MaxAge: 7 * 24 * time.Hour, FutureGrace: 10 * time.Minute, MaxLag: time.Hour,
+		ShardRate: 1536 << 10, TenantRate: 4 << 20, TenantBurst: 6 << 20, Now: time.Now}
+}
+
+// stored is one entry Loki holds, in a stream or one of its shards.
+type stored struct {
+	stream string // labels plus __stream_shard__ when sharded
+	ts     int64
+}
+
+// streamState is what the ingester keeps per stream (or shard).
+type streamState struct {
+	newest  int64
+	entries map[[2]string]bool // {ts, line}: Loki's dedupe
+}
+
+// Receiver holds what a Loki would hold.
+type Receiver struct {
+	limits   Limits
+	mu       sync.Mutex
+	behave   Behaviour
+	requests int
+	received int
+	byLine   map[string]map[stored]bool // line -> where it is stored
+	streams  map[string]*streamState
+	rates    map[string][]sample // per stream, the last second of pushes
+	tokens   float64             // tenant bucket
+	refilled time.Time
+	srv      *http.Server
+	ln       net.Listener
+	addr     string
+}
+
+type sample struct {
+	at    time.Time
+	bytes int
+}
+
+// New starts a receiver with a default Loki's limits on a free loopback port.
+func New() (*Receiver, error) { return NewWithLimits(Default()) }
+
+// NewWithLimits starts a receiver with the given limits.
+func NewWithLimits(l Limits) (*Receiver, error) {
+	if l.Now == nil {
+		l.Now = time.Now
+	}
+	r := &Receiver{limits: l, byLine: map[string]map[stored]bool{}, streams: map[string]*streamState{},
+		rates: map[string][]sample{}, tokens: float64(l.TenantBurst)}
+	return r, r.Start()
+}
+
+// Set replaces the receiver's fault behaviour for the requests that follow.
+func (r *Receiver) Set(b Behaviour) {
+	r.mu.Lock()
+	r.behave = b
+	r.mu.Unlock()
+}
+
+// URL is the push URL.
+func (r *Receiver) URL() string { return "http://" + r.addr + "/loki/api/v1/push" }
+
+// Start listens (again, on the same port after Stop).
+func (r *Receiver) Start() error {
+	addr := r.addr
+	if addr == "" {
+		addr = "127.0.0.1:0"
+	}
+	var ln net.Listener
+	var err error
+	for range 50 { // the old socket may linger briefly after Stop
+		if ln, err = net.Listen("tcp", addr); err == nil {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if err != nil {
+		return err
+	}
+	r.mu.Lock()
+	r.ln, r.addr = ln, ln.Addr().String()
+	r.srv = &http.Server{Handler: r}
+	srv := r.srv
+	r.mu.Unlock()
+	go srv.Serve(ln)
+	return nil
+}
+
+// Stop closes the listener and every connection: the receiver is down.
+func (r *Receiver) Stop() {
+	r.mu.Lock()
+	srv := r.srv
+	r.mu.Unlock()
+	if srv != nil {
+		srv.Close()
+	}
+}
+
+// Stats is what the receiver holds.
+type Stats struct {
+	Requests int
+	Received int // entries that passed validation, repeats included
+	Distinct int // distinct lines stored
+	// Duplicates are lines stored more than once (under two timestamps, or
+	// in two shards of a stream): the repeats a query shows.
+	Duplicates int
+	// Sharded is the number of stored entries that went to a shard.
+	Sharded int
+}
+
+// Stats returns the counts so far.
+func (r *Receiver) Stats() Stats {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	s := Stats{Requests: r.requests, Received: r.received}
+	for _, where := range r.byLine {
+		s.Distinct++
+		if len(where) > 1 {
+			s.Duplicates++
+		}
+		for st := range where {
+			if strings.Contains(st.stream, "__stream_shard__") {
+				s.Sharded++
+			}
+		}
+	}
+	return s
+}
+
+// Has reports whether line is stored in any stream.
+func (r *Receiver) Has(line string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.byLine[line]) > 0
+}
+
+type entry struct {
+	ts   int64
+	line string
+}
+
+func (r *Receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
+	raw, err := io.ReadAll(req.Body)
+	if err != nil {
+		return
+	}
+	r.mu.Lock()
+	n, b := r.requests, r.behave
+	r.requests++
+	r.mu.Unlock()
+	fault := Accept
+	if b.Decide != nil {
+		fault = b.Decide(n)
+	}
+	switch fault {
+	case RateLimited:
+		http.Error(w, "Ingestion rate limit exceeded", http.StatusTooManyRequests)
+		return
+	case Unavailable:
+		http.Error(w, "ingester unavailable", http.StatusServiceUnavailable)
+		return
+	case InternalError:
+		http.Error(w, "rpc error", http.StatusInternalServerError)
+		return
+	case Blocked:
+		w.WriteHeader(260)
+		return
+	case Reset:
+		reset(w)
+		return
+	case Redirect:
+		http.Redirect(w, req, "/elsewhere/loki/api/v1/push", http.StatusMovedPermanently)
+		return
+	case Unauthorized:
+		http.Error(w, "invalid credentials", http.StatusUnauthorized)
+		return
+	case Unprocessable:
+		http.Error(w, "error at insertion: no streams", http.StatusUnprocessableEntity)
+		return
+	case Slow:
+		time.Sleep(b.SlowFor)
+	}
+	if req.Method != http.MethodPost {
+		http.Error(w, "405 method not allowed", http.StatusMethodNotAllowed)
+		return
+	}
+	streams, order, err := decode(raw)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	code, body := r.push(streams, order)
+	time.Sleep(b.AnswerDelay)
+	switch {
+	case fault == StoreThenReset:
+		reset(w)
+	case code == http.StatusNoContent:
+		w.WriteHeader(code)
+	default:
+		w.WriteHeader(code)
+		io.WriteString(w, body)
+	}
+}
+
+// push applies a request as Loki does: the tenant's rate limit (all or
+// nothing), the distributor's per-entry validation (the valid entries go on,
+// the rejects are listed), stream sharding by rate, then the ingester's
+// too-far-behind check and dedupe per stream or shard.
+func (r *Receiver) push(streams map[string][]entry, order []string) (int, string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	now := r.limits.Now()
+	total, lines := 0, 0
+	for _, es := range streams {
+		for _, e := range es {
+			total += len(e.line)
+			lines++
+		}
+	}
+	if r.limits.TenantRate > 0 {
+		if !r.refilled.IsZero() {
+			r.tokens = math.Min(float64(r.limits.TenantBurst), r.tokens+now.Sub(r.refilled).Seconds()*float64(r.limits.TenantRate))
+		}
+		r.refilled = now
+		if float64(total) > r.tokens {
+			return http.StatusTooManyRequests, fmt.Sprintf("Ingestion rate limit exceeded for user fake (limit: %d bytes/sec) while attempting to ingest '%d' lines totaling '%d' bytes, reduce log volume or contact your Loki administrator to see if the limit can be increased\n", r.limits.TenantRate, lines, total)
+		}
+		r.tokens -= float64(total)
+	}
+	var distributor, ingester []string
+	for _, labels := range order {
+		named := lokiName(labels)
+		var valid []entry
+		for _, e := range streams[labels] {
+			t := time.Unix(0, e.ts).UTC()
+			switch {
+			case len(e.line) > r.limits.MaxLineBytes:
+				distributor = append(distributor, fmt.Sprintf("max entry size '%d' bytes exceeded for stream '%s' while adding an entry with length '%d' bytes", r.limits.MaxLineBytes, named, len(e.line)))
+			case t.Before(now.Add(-r.limits.MaxAge)):
+				distributor = append(distributor, fmt.Sprintf("entry for stream '%s' has timestamp too old: %s, oldest acceptable timestamp is: %s", named, t.Format(time.RFC3339), now.Add(-r.limits.MaxAge).UTC().Format(time.RFC3339)))
+			case t.After(now.Add(r.limits.FutureGrace)):
+				distributor = append(distributor, fmt.Sprintf("entry for stream '%s' has timestamp too new: %s", named, t.Format(time.RFC3339)))
+			default:
+				valid = append(valid, e)
+			}
+		}
+		r.received += len(valid)
+		shards := r.shards(labels, valid, now)
+		ignored, first := 0, ""
+		for i, e := range valid {
+			key := labels
+			if shards > 1 {
+				key = strings.TrimSuffix(labels, "}") + fmt.Sprintf(`, __stream_shard__="%d"}`, i*shards/len(valid))
+			}
+			st := r.streams[key]
+			if st == nil {
+				st = &streamState{entries: map[[2]string]bool{}}
+				r.streams[key] = st
+			}
+			if floor := st.newest - int64(r.limits.MaxLag); e.ts < floor {
+				if ignored == 0 {
+					t := time.Unix(0, e.ts).UTC()
+					first = fmt.Sprintf("entry with timestamp %s ignored, reason: 'entry too far behind, entry timestamp is: %s, oldest acceptable timestamp is: %s',", t.String(), t.Format(time.RFC3339), time.Unix(0, floor).UTC().Format(time.RFC3339))
+				}
+				ignored++
+				continue
+			}
+			st.newest = max(st.newest, e.ts)
+			k := [2]string{fmt.Sprint(e.ts), e.line}
+			if st.entries[k] {
+				continue // Loki drops an identical entry
+			}
+			st.entries[k] = true
+			if r.byLine[e.line] == nil {
+				r.byLine[e.line] = map[stored]bool{}
+			}
+			r.byLine[e.line][stored{key, e.ts}] = true
+		}
+		if ignored > 0 {
+			ingester = append(ingester, fmt.Sprintf("%s\nuser 'fake', total ignored: %d out of %d for stream: %s", first, ignored, len(valid), named))
+		}
+	}
+	switch {
+	case len(distributor) > 0:
+		return http.StatusBadRequest, strings.Join(distributor, "\n") + "\n"
+	case len(ingester) > 0:
+		return http.StatusBadRequest, strings.Join(ingester, "\n") + "\n"
+	}
+	return http.StatusNoContent, ""
+}
+
+// shards is how many shards a push of a stream is split into: one until the
+// stream's rate over the last second passes ShardRate.
+func (r *Receiver) shards(labels string, es []entry, now time.Time) int {
+	bytes := 0
+	for _, e := range es {
+		bytes += len(e.line)
+	}
+	window := r.rates[labels][:0]
+	rate := bytes
+	for _, s := range r.rates[labels] {
+		if now.Sub(s.at) < time.Second {
+			window = append(window, s)
+			rate += s.bytes
+		}
+	}
+	r.rates[labels] = append(window, sample{now, bytes})
+	if r.limits.ShardRate <= 0 || rate <= r.limits.ShardRate || len(es) < 2 {
+		return 1
+	}
+	return min(len(es), (rate+r.limits.ShardRate-1)/r.limits.ShardRate)
+}
+
+// lokiName is the stream as Loki names it in errors: service_name added
+// from job (discover_service_name), labels sorted.
+func lokiName(labels string) string {
+	m := loki.ParseLabels(labels)
+	if _, ok := m["service_name"]; !ok && m["job"] != "" {
+		m["service_name"] = m["job"]
+	}
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = fmt.Sprintf("%s=%q", k, m[k])
+	}
+	return "{" + strings.Join(parts, ", ") + "}"
+}
+
+func reset(w http.ResponseWriter) {
+	if hj, ok := w.(http.Hijacker); ok {
+		if c, _, err := hj.Hijack(); err == nil {
+			if tc, ok := c.(*net.TCPConn); ok {
+				tc.SetLinger(0) // RST, not FIN
+			}
+			c.Close()
+		}
+	}
+}
+
+// decode reads a snappy-compressed logproto PushRequest: entries by stream,
+// and the streams in request order.
+func decode(raw []byte) (map[string][]entry, []string, error) {
+	b, err := snappy.Decode(nil, raw)
+	if err != nil {
+		return nil, nil, err
+	}
+	out := map[string][]entry{}
+	var order []string
+	err = fields(b, func(num protowire.Number, v []byte) error {
+		if num != 1 {
+			return nil
+		}
+		var labels string
+		var entries []entry
+		err := fields(v, func(num protowire.Number, v []byte) error {
+			switch num {
+			case 1:
+				labels = string(v)
+			case 2:
+				var e entry
+				err := fields(v, func(num protowire.Number, v []byte) error {
+					switch num {
+					case 1:
+						var sec, ns int64
+						err := varints(v, func(num protowire.Number, x uint64) {
+							if num == 1 {
+								sec = int64(x)
+							} else if num == 2 {
+								ns = int64(x)
+							}
+						})
+						e.ts = sec*1e9 + ns
+						return err
+					case 2:
+						e.line = string(v)
+					}
+					return nil
+				})
+				entries = append(entries, e)
+				return err
+			}
+			return nil
+		})
+		if _, seen := out[labels]; !seen {
+			order = append(order, labels)
+		}
+		out[labels] = append(out[labels], entries...)
+		return err
+	})
+	return out, order, err
+}
+
+// fields calls fn for each length-delimited field of a message.
+func fields(b []byte, fn func(protowire.Number, []byte) error) error {
+	for len(b) > 0 {
+		num, typ, n := protowire.ConsumeTag(b)
+		if n < 0 {
+			return protowire.ParseError(n)
+		}
+		b = b[n:]
+		if typ != protowire.BytesType {
+			n = protowire.ConsumeFieldValue(num, typ, b)
+			if n < 0 {
+				return protowire.ParseError(n)
+			}
+			b = b[n:]
+			continue
+		}
+		v, n := protowire.ConsumeBytes(b)
+		if n < 0 {
+			return protowire.ParseError(n)
+		}
+		if err := fn(num, v); err != nil {
+			return err
+		}
+		b = b[n:]
+	}
+	return nil
+}
+
+// varints calls fn for each varint field of a message.
+func varints(b []byte, fn func(protowire.Number, uint64)) error {
+	for len(b) > 0 {
+		num, typ, n := protowire.ConsumeTag(b)
+		if n < 0 {
+			return protowire.ParseError(n)
+		}
+		b = b[n:]
+		if typ != protowire.VarintType {
+			n = protowire.ConsumeFieldValue(num, typ, b)
+		} else {
+			var x uint64
+			x, n = protowire.ConsumeVarint(b)
+			if n >= 0 {
+				fn(num, x)
+			}
+		}
+		if n < 0 {
+			return protowire.ParseError(n)
+		}
+		b = b[n:]
+	}
+	return nil
+}

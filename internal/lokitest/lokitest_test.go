@@ -1,0 +1,164 @@
+package lokitest
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/winobs/winobs/internal/fixture"
+	"github.com/winobs/winobs/shipper/loki"
+)
+
+// post pushes streams once and returns Loki's answer.
+func post(t *testing.T, r *Receiver, streams []loki.Stream) (int, string) {
+	t.Helper()
+	resp, err := http.Post(r.URL(), "application/x-protobuf", bytes.NewReader(loki.Body(streams)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+const demo = `{channel="System", job="demo"}`
+
+// The receiver answers what the real Loki answered to the same pushes, byte
+// for byte (testdata/loki holds the captured bodies).
+func TestBodiesMatchTheRecording(t *testing.T) {
+	at := func(s string) time.Time { t, _ := time.Parse(time.RFC3339Nano, s); return t }
+	for _, tc := range []struct {
+		file    string
+		now     string
+		streams []loki.Stream
+	}{
+		{"400-max-entry-size.txt", "2026-12-03T07:26:19Z", []loki.Stream{{Labels: demo, Entries: []loki.Entry{
+			{Time: at("2026-12-03T07:26:00Z"), Line: bytes.Repeat([]byte("x"), 300008)}}}}},
+		{"400-too-old.txt", "2026-12-03T07:26:19Z", []loki.Stream{{Labels: demo, Entries: []loki.Entry{
+			{Time: at("2026-11-25T07:26:19.5Z"), Line: []byte("old")}}}}},
+		// The stream's newest entry arrived in an earlier push (07:25:21).
+		{"400-too-far-behind.txt", "2026-12-03T07:26:19Z", []loki.Stream{{Labels: demo, Entries: []loki.Entry{
+			{Time: at("2026-12-03T05:26:19.899513623Z"), Line: []byte("behind")}}}}},
+	} {
+		t.Run(tc.file, func(t *testing.T) {
+			l := Default()
+			now := at(tc.now)
+			l.Now = func() time.Time { return now }
+			r, err := NewWithLimits(l)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer r.Stop()
+			if code, _ := post(t, r, []loki.Stream{{Labels: demo, Entries: []loki.Entry{{Time: at("2026-12-03T07:25:21Z"), Line: []byte("newest")}}}}); code != 204 {
+				t.Fatalf("the first push: %d", code)
+			}
+			code, body := post(t, r, tc.streams)
+			if want := string(fixture.Read(t, "loki", tc.file)); code != 400 || body != want {
+				t.Errorf("answer %d:\n%q\nthe real Loki answered 400:\n%q", code, body, want)
+			}
+		})
+	}
+}
+
+// Loki stores the valid entries of a partly rejected push, and drops an
+// entry identical to one it holds.
+func TestPartialStoreAndDedupe(t *testing.T) {
+	r, err := New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Stop()
+	now := time.Now()
+	s := []loki.Stream{{Labels: `{job="a"}`, Entries: []loki.Entry{
+		{Time: now, Line: []byte("one")},
+		{Time: now, Line: []byte("one")},                          // identical: deduplicated
+		{Time: now.Add(-8 * 24 * time.Hour), Line: []byte("old")}, // too old: rejected
+	}}}
+	if code, body := post(t, r, s); code != 400 || !strings.Contains(body, "has timestamp too old") {
+		t.Errorf("answer %d %q", code, body)
+	}
+	post(t, r, s[:1]) // a replay of everything
+	if st := r.Stats(); st.Distinct != 1 || st.Duplicates != 0 || !r.Has("one") || r.Has("old") {
+		t.Errorf("stats %+v", st)
+	}
+}
+
+// Above the shard rate a stream is split, and a replay of the same entries
+// lands in another shard: visible duplicates, as measured on a real Loki.
+// Below it, the replay is deduplicated.
+func TestShardingDefeatsDedupe(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		lineBytes int
+		wantDupes bool
+	}{{"slow stream", 1 << 10, false}, {"fast stream", 200 << 10, true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			r, err := New()
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer r.Stop()
+			now := time.Now()
+			var batch []loki.Entry
+			for i := range 10 {
+				batch = append(batch, loki.Entry{Time: now.Add(time.Duration(i) * time.Millisecond),
+					Line: []byte(fmt.Sprintf("%04d%s", i, strings.Repeat("x", tc.lineBytes)))})
+			}
+			post(t, r, []loki.Stream{{Labels: `{job="a"}`, Entries: batch}})
+			post(t, r, []loki.Stream{{Labels: `{job="a"}`, Entries: batch[3:]}}) // a replay, shifted
+			st := r.Stats()
+			if (st.Duplicates > 0) != tc.wantDupes || st.Distinct != 10 {
+				t.Errorf("stats %+v, want duplicates %v", st, tc.wantDupes)
+			}
+		})
+	}
+}
+
+// Over the tenant's rate the whole push is a 429 and nothing is stored.
+func TestTenantRateLimit(t *testing.T) {
+	r, _ := New()
+	defer r.Stop()
+	big := loki.Entry{Time: time.Now(), Line: bytes.Repeat([]byte("x"), 200<<10)}
+	var entries []loki.Entry
+	for i := range 40 { // 8 MB, over the 6 MB burst
+		e := big
+		e.Time = e.Time.Add(time.Duration(i))
+		entries = append(entries, e)
+	}
+	code, body := post(t, r, []loki.Stream{{Labels: `{job="a"}`, Entries: entries}})
+	if code != 429 || !strings.Contains(body, "Ingestion rate limit exceeded for user fake") || r.Stats().Distinct != 0 {
+		t.Errorf("answer %d %q, stats %+v", code, body, r.Stats())
+	}
+}
+
+func TestFaults(t *testing.T) {
+	r, _ := New()
+	defer r.Stop()
+	seq := []Fault{RateLimited, Unavailable, InternalError, Blocked, Reset, StoreThenReset, Accept}
+	r.Set(Behaviour{Decide: func(n int) Fault { return seq[min(n, len(seq)-1)] }})
+	c, _ := loki.NewClient(loki.Config{URL: r.URL(), MinBackoff: time.Millisecond, MaxBackoff: time.Millisecond})
+	now := time.Now()
+	if err := c.Send(context.Background(), []loki.Stream{{Labels: `{job="a"}`, Entries: []loki.Entry{{Time: now, Line: []byte("x")}}}}); err != nil {
+		t.Fatal(err)
+	}
+	if st := r.Stats(); st.Requests != 7 || st.Distinct != 1 || st.Duplicates != 0 || st.Received != 2 {
+		t.Errorf("stats %+v", st)
+	}
+	r.Stop()
+	done := make(chan error)
+	go func() {
+		done <- c.Send(context.Background(), []loki.Stream{{Labels: `{job="a"}`, Entries: []loki.Entry{{Time: now.Add(time.Second), Line: []byte("y")}}}})
+	}()
+	time.Sleep(50 * time.Millisecond)
+	if err := r.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil || !r.Has("y") {
+		t.Errorf("after the receiver came back: %v, has y %v", err, r.Has("y"))
+	}
+}
