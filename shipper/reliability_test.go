@@ -235,6 +235,7 @@ func (h *harness) counts(textfile string, want map[string]int) {
 	got["sent"], _ = metricSum(text, "winobs_shipper_events_sent_total")
 	got["dropped"], _ = metricSum(text, "winobs_shipper_events_dropped_total")
 	got["restamped_too_old"], _ = metricSum(text, "winobs_shipper_events_restamped_total", `reason="too_old"`)
+	got["dropped_too_old"], _ = metricSum(text, "winobs_shipper_events_dropped_total", `reason="too_old"`)
 	got["push_errors_400"], _ = metricSum(text, "winobs_shipper_push_errors_total", `status="400"`)
 	for k, v := range want {
 		if got[k] != float64(v) {
@@ -401,13 +402,36 @@ func TestReliabilityRedirectsAndCredentials(t *testing.T) {
 	}
 }
 
-// A push Loki cannot take at all (422) is dropped, counted with its reason
-// and logged; the other events are sent; every event is in one counter.
+// With tooOld: drop, events past Loki's window are dropped as too_old,
+// counted, and never sent.
+func TestReliabilityOldEventsDropped(t *testing.T) {
+	h := newHarness(t, 50, "limits: {tooOld: drop}\n")
+	syntheticDumpAt(t, h.dump, 50, time.Now().Add(-8*24*time.Hour))
+	metrics := h.withTextfile()
+	h.mustComplete(time.Minute)
+	if st := h.recv.Stats(); st.Distinct != 0 {
+		t.Errorf("%d too-old events were sent", st.Distinct)
+	}
+	h.counts(metrics, map[string]int{"sent": 0, "dropped": 50, "dropped_too_old": 50})
+}
+
+// A push Loki cannot take at all (422), or a 400 that names no entry, is
+// dropped, counted with its reason and logged; the other events are sent;
+// every event is in one counter.
 func TestReliabilityRejectedBatch(t *testing.T) {
+	for _, tc := range []struct {
+		fault  lokitest.Fault
+		reason string
+	}{{lokitest.Unprocessable, "rejected_422"}, {lokitest.TooManyLabels, "rejected_400"}} {
+		t.Run(tc.reason, func(t *testing.T) { rejectedBatch(t, tc.fault, tc.reason) })
+	}
+}
+
+func rejectedBatch(t *testing.T, fault lokitest.Fault, reason string) {
 	h := newHarness(t, 3000, small)
 	h.recv.Set(lokitest.Behaviour{Decide: func(n int) lokitest.Fault {
 		if n == 3 {
-			return lokitest.Unprocessable
+			return fault
 		}
 		return lokitest.Accept
 	}})
@@ -417,14 +441,14 @@ func TestReliabilityRejectedBatch(t *testing.T) {
 		t.Fatalf("%v\n%s", err, out)
 	}
 	text := mustRead(t, metrics)
-	dropped, _ := metricSum(text, "winobs_shipper_events_dropped_total", `reason="rejected_422"`)
+	dropped, _ := metricSum(text, "winobs_shipper_events_dropped_total", `reason="`+reason+`"`)
 	lost := 0
 	for _, l := range h.lines {
 		if !h.recv.Has(l) {
 			lost++
 		}
 	}
-	if dropped == 0 || float64(lost) != dropped || !strings.Contains(out, "dropping entries Loki will not take") {
+	if dropped == 0 || float64(lost) != dropped || !strings.Contains(out, "Loki") || !strings.Contains(out, "level=ERROR") && !strings.Contains(out, `"level":"ERROR"`) {
 		t.Errorf("dropped %v, lost %d\n%s", dropped, lost, out)
 	}
 	h.counts(metrics, map[string]int{"dropped": lost, "sent": len(h.lines) - lost})

@@ -329,3 +329,30 @@ func shipperLabels(t *testing.T, out string) map[string]string {
 	}
 	return sc.Labels
 }
+
+// What users legitimately write still renders, exactly: images pinned by
+// digest, prefixed label keys, IPv6 scrapers, channel names with spaces and
+// slashes.
+func TestLegitimateValuesRender(t *testing.T) {
+	digest := "ghcr.io/prometheus-community/windows-exporter@sha256:" + strings.Repeat("ab", 32)
+	code, stderr, out, _ := genWith(t, "windowsExporter:\n  image: "+digest+"\n  firewall:\n    allowFrom: [\"2001:db8::/64\", 192.168.10.23/32]\n"+
+		"prometheus:\n  ruleLabels: {example.com/team: windows, release: kps}\n"+
+		"eventLog:\n  channels:\n    - {name: \"Microsoft-Windows-Windows Defender/Operational\", levels: [1, 2]}\n")
+	if code != 0 {
+		t.Fatalf("exit %d:\n%s", code, stderr)
+	}
+	exp, err := os.ReadFile(filepath.Join(out, "exporters", "windows-exporter.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"image: " + digest, "value: 2001:db8::/64,192.168.10.23/32"} {
+		if !strings.Contains(string(exp), want) {
+			t.Errorf("exporter manifest lacks %q", want)
+		}
+	}
+	rules, _ := os.ReadFile(filepath.Join(out, "prometheus", "winobs-windows-alerts.yaml"))
+	if !strings.Contains(string(rules), "example.com/team: windows") {
+		t.Error("the prefixed rule label is missing")
+	}
+	alloyAttrHas(t, out, "eventlog_name", `"Microsoft-Windows-Windows Defender/Operational"`)
+}

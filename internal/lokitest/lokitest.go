@@ -50,6 +50,9 @@ const (
 	// Unprocessable answers 422 (Loki's answer to a push it cannot take at
 	// all), storing nothing.
 	Unprocessable
+	// TooManyLabels answers the 400 Loki gives a stream over its label
+	// limit, which names no entry, storing nothing.
+	TooManyLabels
 )
 
 // Behaviour injects faults. Set may change it while requests are served.
@@ -259,6 +262,9 @@ func (r *Receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		return
 	case Unprocessable:
 		http.Error(w, "error at insertion: no streams", http.StatusUnprocessableEntity)
+		return
+	case TooManyLabels:
+		http.Error(w, `entry for stream '{a="b"}' has 16 label names; limit 15`, http.StatusBadRequest)
 		return
 	case Slow:
 		time.Sleep(b.SlowFor)

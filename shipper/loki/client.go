@@ -436,10 +436,11 @@ func (r rejection) matches(ours map[string]string) bool {
 // identical and Loki drops them), with the named entries fixed: a too-old or
 // too-far-behind one is re-stamped just inside the oldest time Loki said it
 // accepts (a too-new one at the reading time; timeCreated stays in the
-// line), an over-long line is truncated with the marker. Reject lines it
-// cannot attribute to an entry of the batch are counted as dropped
-// (rejected_400) on the stream they name, and so are entries Loki rejects
-// again after one repair: sending them once more cannot succeed.
+// line), an over-long line is truncated with the marker. When Loki says
+// something the client cannot attribute to entries, no other entry of the
+// batch can be proven stored: those are counted as dropped (rejected_400)
+// and only the repaired ones go again. Entries Loki rejects again after one
+// repair are dropped too: sending them once more cannot succeed.
 func (c *Client) repair(streams []Stream, body string, retried bool) []Stream {
 	var rejects []rejection
 	unattributed := map[string]int{} // the reject line -> count
@@ -470,11 +471,13 @@ func (c *Client) repair(streams []Stream, body string, retried bool) []Stream {
 	}
 	now := c.now()
 	fixed := map[string]int{}
+	unproven := len(unattributed) > 0
 	out := make([]Stream, 0, len(streams))
 	for _, s := range streams {
 		ours := ParseLabels(s.Labels)
 		ns := Stream{Labels: s.Labels, Entries: make([]Entry, 0, len(s.Entries))}
 		for _, e := range s.Entries {
+			repaired := false
 			for _, r := range rejects {
 				if !r.matches(ours) {
 					continue
@@ -482,25 +485,33 @@ func (c *Client) repair(streams []Stream, body string, retried bool) []Stream {
 				switch {
 				case r.lineLimit > 0 && len(e.Line) > r.lineLimit:
 					e = Entry{Time: e.Time, Line: Truncate(e.Line, r.lineLimit)}
-					fixed[s.Labels]++
+					repaired = true
 				case r.lineLimit == 0 && !e.Time.Before(r.from) && e.Time.Before(r.to):
 					ts := r.restamp
 					if ts.IsZero() || ts.After(now) {
 						ts = now
 					}
 					e = Entry{Time: ts, Line: e.Line}
-					fixed[s.Labels]++
+					repaired = true
 				}
 			}
-			ns.Entries = append(ns.Entries, e)
+			switch {
+			case repaired:
+				fixed[s.Labels]++
+				ns.Entries = append(ns.Entries, e)
+			case unproven:
+				c.drop(s.Labels, "rejected_400", 1)
+			default:
+				ns.Entries = append(ns.Entries, e) // stored: Loki drops the repeat
+			}
 		}
-		out = append(out, ns)
+		if len(ns.Entries) > 0 {
+			out = append(out, ns)
+		}
 	}
-	for line, n := range unattributed {
-		c.drop(c.streamNamed(streams, line), "rejected_400", n)
-	}
-	if len(unattributed) > 0 {
-		c.cfg.Log.Error("Loki rejected entries in words the shipper cannot attribute; counted as dropped", "lines", len(unattributed), "first", firstLine(body))
+	if unproven {
+		c.cfg.Log.Error("Loki rejected entries in words the shipper cannot attribute; the batch's other entries are counted as dropped",
+			"reject_lines", len(unattributed), "first", firstLine(body))
 	}
 	if retried {
 		// Rejected again after a repair: sending once more cannot succeed.
@@ -515,18 +526,3 @@ func (c *Client) repair(streams []Stream, body string, retried bool) []Stream {
 	return out
 }
 
-// streamNamed is the batch's stream a reject line names, or the first one.
-func (c *Client) streamNamed(streams []Stream, line string) string {
-	if m := regexp.MustCompile(`\{[^{}]*\}`).FindString(line); m != "" {
-		named := rejection{labels: ParseLabels(m)}
-		for _, s := range streams {
-			if named.matches(ParseLabels(s.Labels)) {
-				return s.Labels
-			}
-		}
-	}
-	if len(streams) > 0 {
-		return streams[0].Labels
-	}
-	return ""
-}

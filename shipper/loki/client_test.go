@@ -204,21 +204,22 @@ func TestRejectedIsDroppedAndCounted(t *testing.T) {
 	if dropped["rejected_422"] != 3 {
 		t.Errorf("dropped %v", dropped)
 	}
-	c, _, dropped = setup(t, Config{}, status(400, "error at insertion: stream has 20 labels, limit 15"))
+	// A 400 that names no entry: none of the batch can be proven stored.
+	c, rec0, dropped2 := setup(t, Config{}, status(400, "error at insertion: stream has 20 labels, limit 15"))
 	c.Send(context.Background(), batch(1, 2))
-	if dropped["rejected_400"] != 1 {
-		t.Errorf("an unknown 400 reason: dropped %v", dropped)
+	if dropped2["rejected_400"] != 2 || len(rec0.requests) != 1 {
+		t.Errorf("an unknown 400 reason: %d requests, dropped %v", len(rec0.requests), dropped2)
 	}
 	// Rejected again after a repair: the repaired entry is dropped, counted;
 	// the batch is not sent a third time.
 	old := time.Unix(0, 5).UTC().Format(time.RFC3339Nano)
 	again := status(400, "entry for stream '"+labels+"' has timestamp too old: "+old+", oldest acceptable timestamp is: 2026-11-26T07:26:19Z")
-	c, rec, dropped := setup(t, Config{}, again, func(*push.PushRequest) (int, string) {
+	c, rec, dropped3 := setup(t, Config{}, again, func(*push.PushRequest) (int, string) {
 		return 400, "entry for stream '" + labels + "' has timestamp too old: 2026-11-26T08:26:19Z, oldest acceptable timestamp is: 2026-11-27T07:26:19Z"
 	})
 	c.Send(context.Background(), batch(5, 6))
-	if len(rec.requests) != 2 || dropped["rejected_400"] != 1 {
-		t.Errorf("%d requests, dropped %v", len(rec.requests), dropped)
+	if len(rec.requests) != 2 || dropped3["rejected_400"] != 1 {
+		t.Errorf("%d requests, dropped %v", len(rec.requests), dropped3)
 	}
 }
 
