@@ -525,4 +525,3 @@ func (c *Client) repair(streams []Stream, body string, retried bool) []Stream {
 	}
 	return out
 }
-
