@@ -238,33 +238,17 @@ func (r *Receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	if b.Decide != nil {
 		fault = b.Decide(n)
 	}
+	if a, ok := cannedAnswers[fault]; ok {
+		if a.code/100 == 3 {
+			w.Header().Set("Location", "/elsewhere/loki/api/v1/push")
+		}
+		w.WriteHeader(a.code)
+		io.WriteString(w, a.body)
+		return
+	}
 	switch fault {
-	case RateLimited:
-		http.Error(w, "Ingestion rate limit exceeded", http.StatusTooManyRequests)
-		return
-	case Unavailable:
-		http.Error(w, "ingester unavailable", http.StatusServiceUnavailable)
-		return
-	case InternalError:
-		http.Error(w, "rpc error", http.StatusInternalServerError)
-		return
-	case Blocked:
-		w.WriteHeader(260)
-		return
 	case Reset:
 		reset(w)
-		return
-	case Redirect:
-		http.Redirect(w, req, "/elsewhere/loki/api/v1/push", http.StatusMovedPermanently)
-		return
-	case Unauthorized:
-		http.Error(w, "invalid credentials", http.StatusUnauthorized)
-		return
-	case Unprocessable:
-		http.Error(w, "error at insertion: no streams", http.StatusUnprocessableEntity)
-		return
-	case TooManyLabels:
-		http.Error(w, `entry for stream '{a="b"}' has 16 label names; limit 15`, http.StatusBadRequest)
 		return
 	case Slow:
 		time.Sleep(b.SlowFor)
@@ -289,6 +273,21 @@ func (r *Receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		w.WriteHeader(code)
 		io.WriteString(w, body)
 	}
+}
+
+// cannedAnswers are the faults answered without storing anything.
+var cannedAnswers = map[Fault]struct {
+	code int
+	body string
+}{
+	RateLimited:   {http.StatusTooManyRequests, "Ingestion rate limit exceeded\n"},
+	Unavailable:   {http.StatusServiceUnavailable, "ingester unavailable\n"},
+	InternalError: {http.StatusInternalServerError, "rpc error\n"},
+	Blocked:       {260, ""},
+	Redirect:      {http.StatusMovedPermanently, ""},
+	Unauthorized:  {http.StatusUnauthorized, "invalid credentials\n"},
+	Unprocessable: {http.StatusUnprocessableEntity, "error at insertion: no streams\n"},
+	TooManyLabels: {http.StatusBadRequest, "entry for stream '{a=\"b\"}' has 16 label names; limit 15\n"},
 }
 
 // push applies a request as Loki does: the tenant's rate limit (all or

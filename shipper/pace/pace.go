@@ -8,6 +8,8 @@ import (
 	"context"
 	"sync"
 	"time"
+
+	"github.com/winobs/winobs/shipper/backoff"
 )
 
 // Pacer spaces out sends so that each key, and all keys together, stay at or
@@ -68,16 +70,8 @@ func book(next *time.Time, now time.Time, n int, rate float64) time.Duration {
 
 // Wait reserves and sleeps; it returns ctx's error if ctx ends first.
 func (p *Pacer) Wait(ctx context.Context, bytes map[string]int) error {
-	d := p.Reserve(bytes)
-	if d <= 0 {
-		return nil
+	if d := p.Reserve(bytes); d > 0 {
+		return backoff.Sleep(ctx, d)
 	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
+	return nil
 }
