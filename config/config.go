@@ -6,17 +6,14 @@ package config
 import (
 	"bytes"
 	_ "embed"
-	"errors"
 	"fmt"
-	"io"
-	"os"
 	"strconv"
 	"strings"
 
-	"github.com/prometheus/common/model"
 	"go.yaml.in/yaml/v3"
 
 	"github.com/winobs/winobs"
+	"github.com/winobs/winobs/conffile"
 )
 
 //go:embed default.yaml
@@ -265,15 +262,13 @@ func (l *Labels) UnmarshalYAML(n *yaml.Node) error {
 	return nil
 }
 
-// Duration is a Prometheus duration string ("5m", "1h30m"), kept as written so
-// that an invalid one is reported by Validate together with every other problem.
-type Duration string
-
-// Model returns the parsed duration; Validate has rejected invalid ones.
-func (d Duration) Model() model.Duration {
-	v, _ := model.ParseDuration(string(d))
-	return v
-}
+// Problem, Problems and Duration are conffile's: config files of both
+// binaries report problems the same way.
+type (
+	Problem  = conffile.Problem
+	Problems = conffile.Problems
+	Duration = conffile.Duration
+)
 
 // Default returns the embedded default configuration, validated; it panics
 // only if the embedded file itself is broken, which its tests rule out.
@@ -296,16 +291,15 @@ func Load(path string) (*Config, error) {
 	var root *yaml.Node
 	var probs Problems
 	if path != "" {
-		src, err := ReadFile(path, MaxFileSize)
+		src, err := conffile.ReadFile(path, conffile.MaxFileSize)
 		if err != nil {
 			return nil, Problems{{File: path, Msg: err.Error()}}
 		}
-		root, probs = Decode(path, src, &cfg)
+		root, probs = conffile.Decode(path, src, &cfg)
 	}
-	probs = append(probs, Locate(path, root, Validate(&cfg))...)
+	probs = append(probs, conffile.Locate(path, root, Validate(&cfg))...)
 	if len(probs) > 0 {
-		probs.sort()
-		return nil, probs
+		return nil, probs.Sorted()
 	}
 	return &cfg, nil
 }
@@ -319,107 +313,6 @@ func pinnedDefaults() Config {
 	c.Alloy.Image = v.AlloyImage
 	c.Shipper.Image = v.EventlogShipperImage
 	return c
-}
-
-// Locate fills in the file and line of validation problems from their field
-// paths; a path the file does not set is reported against the defaults.
-func Locate(file string, root *yaml.Node, probs Problems) Problems {
-	for i := range probs {
-		probs[i].File, probs[i].Line = locate(file, root, probs[i].Path)
-	}
-	return probs
-}
-
-// Sorted returns the problems in file order, defaults last.
-func (ps Problems) Sorted() Problems {
-	ps.sort()
-	return ps
-}
-
-// MaxFileSize bounds a config file: a real one is a few KiB.
-const MaxFileSize = 1 << 20
-
-// maxExpandedNodes bounds a document after YAML alias expansion (the default
-// config has about 300 nodes), so an alias bomb is refused before decoding.
-const maxExpandedNodes = 20000
-
-// ReadFile reads a regular file of at most max bytes. Devices, FIFOs and
-// directories are refused without reading them, so /dev/zero or a named pipe
-// cannot exhaust memory or hang the read.
-func ReadFile(path string, max int64) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, fmt.Errorf("cannot read: %w", err)
-	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return nil, fmt.Errorf("cannot read: %w", err)
-	}
-	if !st.Mode().IsRegular() {
-		return nil, fmt.Errorf("not a regular file (%s)", st.Mode().Type())
-	}
-	b, err := io.ReadAll(io.LimitReader(f, max+1))
-	if err != nil {
-		return nil, fmt.Errorf("cannot read: %w", err)
-	}
-	if int64(len(b)) > max {
-		return nil, fmt.Errorf("larger than %d bytes", max)
-	}
-	return b, nil
-}
-
-// expandedSize counts the nodes a document has once every alias is
-// expanded, stopping as soon as it passes limit.
-func expandedSize(n *yaml.Node, limit int, memo map[*yaml.Node]int) int {
-	if n == nil {
-		return 0
-	}
-	if v, ok := memo[n]; ok {
-		return v
-	}
-	memo[n] = limit + 1 // an alias cycle counts as too large
-	total := 1
-	if n.Kind == yaml.AliasNode {
-		total += expandedSize(n.Alias, limit, memo)
-	}
-	for _, c := range n.Content {
-		if total > limit {
-			break
-		}
-		total += expandedSize(c, limit, memo)
-	}
-	memo[n] = total
-	return total
-}
-
-// Decode overlays the YAML document src (read from file) onto out, a
-// pointer to a struct already holding defaults: fields the document sets are
-// replaced, the rest kept. It reports every unknown key (with a suggestion)
-// and every type error, and returns the document for Locate.
-func Decode(file string, src []byte, out any) (*yaml.Node, Problems) {
-	var doc yaml.Node
-	if err := yaml.Unmarshal(src, &doc); err != nil {
-		return nil, Problems{syntaxProblem(file, err)}
-	}
-	if len(doc.Content) == 0 {
-		return nil, nil // an empty file changes nothing
-	}
-	root := doc.Content[0]
-	if n := expandedSize(root, maxExpandedNodes, map[*yaml.Node]int{}); n > maxExpandedNodes {
-		return nil, Problems{{File: file, Line: root.Line, Msg: fmt.Sprintf("the document expands to more than %d YAML nodes (aliases repeated too often); a config needs far fewer", maxExpandedNodes)}}
-	}
-	probs := unknownFields(file, root, out)
-	if err := root.Decode(out); err != nil {
-		var te *yaml.TypeError
-		if !errors.As(err, &te) {
-			return root, append(probs, syntaxProblem(file, err))
-		}
-		for _, msg := range te.Errors {
-			probs = append(probs, typeProblem(file, root, msg))
-		}
-	}
-	return root, probs
 }
 
 func decodeStrict(file string, src []byte, out *Config) error {

@@ -1,12 +1,10 @@
 package config
 
 import (
-	"fmt"
 	"math"
 	"net/netip"
 	"net/url"
 	"regexp"
-	"strconv"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -14,6 +12,8 @@ import (
 	"github.com/distribution/reference"
 	"github.com/prometheus/common/model"
 	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/winobs/winobs/conffile"
 )
 
 // Every config string that reaches another language is checked here against
@@ -44,7 +44,7 @@ func (v *validator) text(path, s string) bool {
 // API server enforces on metadata.labels and selectors).
 func (v *validator) labels(path string, m map[string]string) {
 	for k, val := range m {
-		p := keyPath(path, k)
+		p := conffile.KeyPath(path, k)
 		for _, msg := range validation.IsQualifiedName(k) {
 			v.add(p, "invalid Kubernetes label key %q: %s", k, msg)
 		}
@@ -211,26 +211,4 @@ func (c Channel) ComponentLabel() string {
 		return "_"
 	}
 	return b.String()
-}
-
-// keyPath is the field path of a map key: a.b.key, or a.b["key.with/dots"]
-// when the key holds path punctuation.
-func keyPath(path, key string) string {
-	if strings.ContainsAny(key, `.[]"`) || key == "" {
-		return path + "[" + strconv.Quote(key) + "]"
-	}
-	return join(path, key)
-}
-
-// excerpt shortens a value quoted in a message.
-func excerpt(s string) string {
-	const n = 80
-	if len(s) <= n {
-		return s
-	}
-	cut := n
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return fmt.Sprintf("%s… (%d bytes)", s[:cut], len(s))
 }

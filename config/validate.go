@@ -12,6 +12,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/prometheus/common/model"
+
+	"github.com/winobs/winobs/conffile"
 )
 
 // Service key names as the Service Control Manager accepts them.
@@ -219,7 +221,7 @@ func (v *validator) resources(path string, r Resources) {
 	for kind, m := range map[string]map[string]string{"requests": r.Requests, "limits": r.Limits} {
 		parsed[kind] = map[string]resource.Quantity{}
 		for name, q := range m {
-			p := keyPath(path+"."+kind, name)
+			p := conffile.KeyPath(path+"."+kind, name)
 			v.check(p, name == "cpu" || name == "memory", "must be cpu or memory")
 			qty, err := resource.ParseQuantity(q)
 			if err != nil || qty.Sign() <= 0 {
@@ -231,7 +233,7 @@ func (v *validator) resources(path string, r Resources) {
 	}
 	for name, limit := range parsed["limits"] {
 		if req, ok := parsed["requests"][name]; ok && req.Cmp(limit) > 0 {
-			v.add(keyPath(path+".requests", name), "must not exceed the %s limit %s, got %s", name, limit.String(), req.String())
+			v.add(conffile.KeyPath(path+".requests", name), "must not exceed the %s limit %s, got %s", name, limit.String(), req.String())
 		}
 	}
 }
@@ -243,7 +245,7 @@ type validator struct{ probs Problems }
 func (v *validator) add(path, format string, args ...any) {
 	for i, a := range args {
 		if s, ok := a.(string); ok {
-			args[i] = excerpt(s)
+			args[i] = conffile.Excerpt(s)
 		}
 	}
 	v.probs = append(v.probs, Problem{Path: path, Msg: fmt.Sprintf(format, args...)})

@@ -5,9 +5,9 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/winobs/winobs/catalog"
 	"github.com/winobs/winobs/config"
 	"github.com/winobs/winobs/rules"
-	"github.com/winobs/winobs/shipper"
 )
 
 // queries holds every query the dashboards show, built from the config's
@@ -196,7 +196,7 @@ func (q queries) nodesSilent() string {
 // collector, so they carry the exporter's job and instance).
 
 func (q queries) shipperInstanceValues() string {
-	return fmt.Sprintf("label_values(%s{%s%s}, instance)", shipper.MetricEventsRead, q.exporter, q.cluster)
+	return fmt.Sprintf("label_values(%s{%s%s}, instance)", catalog.ShipperEventsRead, q.exporter, q.cluster)
 }
 
 func (q queries) shipperRate(metric, by string) string {
@@ -208,9 +208,9 @@ func (q queries) shipperGauge(metric string) string {
 }
 
 func (q queries) checkpointAge() string {
-	return fmt.Sprintf("time() - %s{%s}", shipper.MetricCheckpointTime, q.node())
+	return fmt.Sprintf("time() - %s{%s}", catalog.ShipperCheckpointTime, q.node())
 }
 
 func (q queries) pushLatency(quantile float64) string {
-	return fmt.Sprintf("histogram_quantile(%g, sum by (instance, le) (rate(%s_bucket{%s}[$__rate_interval])))", quantile, shipper.MetricPushDuration, q.node())
+	return fmt.Sprintf("histogram_quantile(%g, sum by (instance, le) (rate(%s_bucket{%s}[$__rate_interval])))", quantile, catalog.ShipperPushDuration, q.node())
 }

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/winobs/winobs/shipper/shipconfig"
+
 	"github.com/winobs/winobs/internal/fixture"
 	"github.com/winobs/winobs/shipper/loki"
 )
@@ -18,7 +20,7 @@ func BenchmarkFormatBatchEncode(b *testing.B) {
 	dir := b.TempDir()
 	p := filepath.Join(dir, "c.yaml")
 	os.WriteFile(p, []byte("loki: {url: http://127.0.0.1:1/loki/api/v1/push}\ndumps: [{path: x, channel: System}]\nstateDir: "+dir+"\n"), 0o644)
-	cfg, err := LoadConfig(p)
+	cfg, err := shipconfig.Load(p)
 	if err != nil {
 		b.Fatal(err)
 	}

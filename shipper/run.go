@@ -12,6 +12,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/winobs/winobs/shipper/shipconfig"
+
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
@@ -41,7 +43,7 @@ type source interface {
 
 // Shipper wires sources, formatting, batching, pushing and checkpoints.
 type Shipper struct {
-	cfg     *Config
+	cfg     *shipconfig.Config
 	log     *slog.Logger
 	store   *checkpoint.Store
 	client  *loki.Client
@@ -65,7 +67,7 @@ type Shipper struct {
 }
 
 // New builds a shipper from a validated config.
-func New(cfg *Config, log *slog.Logger) (*Shipper, error) {
+func New(cfg *shipconfig.Config, log *slog.Logger) (*Shipper, error) {
 	store, err := checkpoint.Open(cfg.StateDir)
 	if err != nil {
 		return nil, fmt.Errorf("state directory: %w", err)
@@ -122,7 +124,7 @@ func New(cfg *Config, log *slog.Logger) (*Shipper, error) {
 }
 
 // newLiveSource subscribes to a channel; set on Windows only.
-var newLiveSource func(s *Shipper, ch Channel) (source, error)
+var newLiveSource func(s *Shipper, ch shipconfig.Channel) (source, error)
 
 // Run ships until every finite source is delivered, or until ctx is
 // cancelled: then reading stops, what was read is pushed within the shutdown
@@ -307,7 +309,7 @@ func (s *Shipper) add(b *batch, r record) {
 		s.m.dropped.WithLabelValues(r.channel, "older_than_max_age").Inc()
 		return
 	}
-	if s.cfg.Timestamp == EventTime && terr == nil {
+	if s.cfg.Timestamp == shipconfig.EventTime && terr == nil {
 		ts = created
 	}
 	line := e.AppendLine(nil, r.texts, s.lookups)
@@ -346,7 +348,7 @@ func (s *Shipper) add(b *batch, r record) {
 func (s *Shipper) withinLokiWindow(channel, stream string, ts time.Time) (time.Time, bool) {
 	lim := s.cfg.Limits
 	if cutoff := s.now().Add(-time.Duration(lim.MaxEntryAge.Model())); ts.Before(cutoff) {
-		if lim.TooOld == Drop {
+		if lim.TooOld == shipconfig.Drop {
 			return ts, false
 		}
 		ts = cutoff

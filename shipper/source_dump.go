@@ -7,6 +7,8 @@ import (
 	"os"
 	"time"
 
+	"github.com/winobs/winobs/shipper/shipconfig"
+
 	"github.com/winobs/winobs/shipper/checkpoint"
 	"github.com/winobs/winobs/shipper/dump"
 )
@@ -15,7 +17,7 @@ import (
 // its checkpoint. Dumps carry RenderingInfo, so no publisher metadata (and
 // no Windows) is needed.
 type dumpSource struct {
-	d Dump
+	d shipconfig.Dump
 	s *Shipper
 }
 
@@ -70,13 +72,13 @@ func (ds *dumpSource) start() (int64, error) {
 	switch {
 	case err != nil:
 		return 0, err
-	case policy == Newest:
+	case policy == shipconfig.Newest:
 		st, err := os.Stat(ds.d.Path)
 		if err != nil {
 			return 0, err
 		}
 		return st.Size(), nil
-	case policy == Oldest || !found || cp.Source != ds.d.Path:
+	case policy == shipconfig.Oldest || !found || cp.Source != ds.d.Path:
 		return 0, nil
 	}
 	return cp.Offset, nil

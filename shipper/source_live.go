@@ -4,13 +4,15 @@ import (
 	"context"
 	"time"
 
+	"github.com/winobs/winobs/shipper/shipconfig"
+
 	"github.com/winobs/winobs/shipper/checkpoint"
 	"github.com/winobs/winobs/shipper/subscribe"
 )
 
 // liveSource follows an event log channel through package subscribe.
 type liveSource struct {
-	ch  Channel
+	ch  shipconfig.Channel
 	s   *Shipper
 	api subscribe.API
 }
@@ -29,11 +31,11 @@ func (ls *liveSource) run(ctx context.Context, out chan<- record) error {
 	}
 	bookmark, start := cp.Bookmark, subscribe.Oldest
 	switch {
-	case policy == Newest:
+	case policy == shipconfig.Newest:
 		bookmark, start = "", subscribe.Future
-	case policy == Oldest:
+	case policy == shipconfig.Oldest:
 		bookmark = ""
-	case !found && ls.s.cfg.StartAt == Newest:
+	case !found && ls.s.cfg.StartAt == shipconfig.Newest:
 		// Take a bookmark at the newest record and save it at once, so events
 		// logged while the shipper is down later are not lost either.
 		bm, ok, err := ls.api.Newest(name, query)

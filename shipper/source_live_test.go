@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/winobs/winobs/shipper/shipconfig"
+
 	"github.com/golang/snappy"
 	"github.com/grafana/loki/pkg/push"
 	"github.com/prometheus/client_golang/prometheus/testutil"
@@ -87,7 +89,7 @@ func TestLiveSourceShipsAndCheckpoints(t *testing.T) {
 	dir := t.TempDir()
 	cfgPath := filepath.Join(dir, "c.yaml")
 	os.WriteFile(cfgPath, []byte("loki: {url: "+srv.URL+"}\ndumps: [{path: unused, channel: Unused}]\nstateDir: "+dir+"\nlabels: {job: windows-events, node: k8s-lab-win-1}\nbatch: {maxWait: 50ms}\nlisten: 127.0.0.1:0\n"), 0o644)
-	cfg, err := LoadConfig(cfgPath)
+	cfg, err := shipconfig.Load(cfgPath)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,7 +99,7 @@ func TestLiveSourceShipsAndCheckpoints(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.lookups = eventxml.Lookups{ProcessName: func(uint32) string { return "services.exe" }}
-	s.sources = []source{&liveSource{ch: Channel{Name: "System"}, s: s, api: api}}
+	s.sources = []source{&liveSource{ch: shipconfig.Channel{Name: "System"}, s: s, api: api}}
 	lagInterval = 10 * time.Millisecond
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error)
@@ -145,7 +147,7 @@ func TestReadyzFollowsDelivery(t *testing.T) {
 	dir := t.TempDir()
 	p := filepath.Join(dir, "c.yaml")
 	os.WriteFile(p, []byte("loki: {url: "+srv.URL+", minBackoff: 1ms, maxBackoff: 1ms}\ndumps: [{path: x, channel: System}]\nstateDir: "+dir+"\n"), 0o644)
-	cfg, err := LoadConfig(p)
+	cfg, err := shipconfig.Load(p)
 	if err != nil {
 		t.Fatal(err)
 	}

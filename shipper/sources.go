@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/winobs/winobs/shipper/shipconfig"
+
 	"github.com/winobs/winobs/shipper/checkpoint"
 )
 
@@ -43,7 +45,7 @@ func (s *Shipper) loadCheckpoint(channel string) (cp checkpoint.Checkpoint, foun
 	}
 	s.log.Error("CHECKPOINT CORRUPT: applying onCorruptCheckpoint", "channel", channel, "error", err, "policy", s.cfg.OnCorruptCheckpoint)
 	s.m.dropped.WithLabelValues(channel, "corrupt_checkpoint").Add(0) // make the series visible
-	if s.cfg.OnCorruptCheckpoint == Fail {
+	if s.cfg.OnCorruptCheckpoint == shipconfig.Fail {
 		return cp, false, "", fmt.Errorf("%w (onCorruptCheckpoint: fail)", err)
 	}
 	return cp, false, s.cfg.OnCorruptCheckpoint, nil

@@ -6,8 +6,8 @@ import (
 
 	"github.com/prometheus/prometheus/model/rulefmt"
 
+	"github.com/winobs/winobs/catalog"
 	"github.com/winobs/winobs/internal/fixture"
-	"github.com/winobs/winobs/shipper"
 )
 
 // knownMetrics is every metric a rule may select: windows_exporter 0.31.8,
@@ -34,10 +34,10 @@ func knownMetrics(t *testing.T, groups []rulefmt.RuleGroup) map[string]string {
 	for name, version := range legacyMetrics {
 		known[name] = version
 	}
-	for _, name := range []string{shipper.MetricEventsRead, shipper.MetricEventsSent, shipper.MetricEventsDropped, shipper.MetricBytesSent,
-		shipper.MetricPushDuration + "_bucket", shipper.MetricPushDuration + "_sum", shipper.MetricPushDuration + "_count",
-		shipper.MetricPushErrors, shipper.MetricPushRetries, shipper.MetricCheckpointTime, shipper.MetricCheckpointID,
-		shipper.MetricPending, shipper.MetricRecordLag, shipper.MetricResubscribes, shipper.MetricRenderErrors, shipper.MetricInFlightBytes} {
+	for _, name := range []string{catalog.ShipperEventsRead, catalog.ShipperEventsSent, catalog.ShipperEventsDropped, catalog.ShipperBytesSent,
+		catalog.ShipperPushDuration + "_bucket", catalog.ShipperPushDuration + "_sum", catalog.ShipperPushDuration + "_count",
+		catalog.ShipperPushErrors, catalog.ShipperPushRetries, catalog.ShipperCheckpointTime, catalog.ShipperCheckpointID,
+		catalog.ShipperPending, catalog.ShipperRecordLag, catalog.ShipperResubscribes, catalog.ShipperRenderErrors, catalog.ShipperInFlightBytes} {
 		known[name] = "eventlog-shipper"
 	}
 	return known

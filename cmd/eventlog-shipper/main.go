@@ -25,7 +25,9 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/winobs/winobs/config"
+	"github.com/winobs/winobs/shipper/shipconfig"
+
+	"github.com/winobs/winobs/conffile"
 	"github.com/winobs/winobs/shipper"
 )
 
@@ -63,10 +65,10 @@ func run(args []string, stderr io.Writer) int {
 		return 2
 	}
 	log := slog.New(slog.NewJSONHandler(stderr, nil))
-	cfg, err := shipper.LoadConfig(*configPath, shipper.Overrides{Listen: *listen, StateDir: *stateDir})
+	cfg, err := shipconfig.Load(*configPath, shipconfig.Overrides{Listen: *listen, StateDir: *stateDir})
 	if err != nil {
 		fmt.Fprintf(stderr, "eventlog-shipper: %v\n", err)
-		var probs config.Problems
+		var probs conffile.Problems
 		if errors.As(err, &probs) {
 			return 2
 		}

@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/winobs/winobs/shipper/shipconfig"
+
 	"github.com/grafana/alloy/syntax/ast"
 	"github.com/grafana/alloy/syntax/parser"
 	"github.com/grafana/alloy/syntax/printer"
@@ -20,7 +22,6 @@ import (
 
 	"github.com/winobs/winobs/exporters"
 	"github.com/winobs/winobs/internal/kubecheck"
-	"github.com/winobs/winobs/shipper"
 
 	promparser "github.com/prometheus/prometheus/promql/parser"
 )
@@ -323,7 +324,7 @@ func shipperLabels(t *testing.T, out string) map[string]string {
 	p := filepath.Join(t.TempDir(), "shipper.yaml")
 	os.WriteFile(p, []byte(cm.Data["shipper.yaml"]), 0o644)
 	t.Setenv("NODE_NAME", "n1")
-	sc, err := shipper.LoadConfig(p)
+	sc, err := shipconfig.Load(p)
 	if err != nil {
 		t.Fatalf("the shipper rejects its rendered config: %v", err)
 	}

@@ -3,7 +3,10 @@
 package deploy
 
 import (
+	"fmt"
 	"strings"
+
+	"github.com/winobs/winobs/shipper/shipconfig"
 
 	"go.yaml.in/yaml/v3"
 	corev1 "k8s.io/api/core/v1"
@@ -12,7 +15,6 @@ import (
 	"github.com/winobs/winobs/config"
 	"github.com/winobs/winobs/hostprocess"
 	"github.com/winobs/winobs/render"
-	"github.com/winobs/winobs/shipper"
 )
 
 // Name of every shipper object.
@@ -36,36 +38,41 @@ func Files(cfg *config.Config) ([]render.File, error) {
 
 // ShipperConfig is the shipper's config file for the bundle's config: the
 // same channels, Loki endpoint, labels and locale as Alloy, so the two agents
-// write identical streams.
+// write identical streams. It is the shipper's own type, filled in over its
+// own defaults and checked with its own validation, so what gen renders is
+// what the shipper loads.
 func ShipperConfig(cfg *config.Config) ([]byte, error) {
-	labels := map[string]string{"job": cfg.Logs.EventsJob}
-	if cfg.Cluster.Name != "" {
-		labels[cfg.Cluster.Label] = cfg.Cluster.Name // Alloy's external label
+	sc, err := Shipper(cfg)
+	if err != nil {
+		return nil, err
 	}
-	var channels []shipper.Channel
-	for _, ch := range cfg.EventLog.Channels {
-		channels = append(channels, shipper.Channel{Name: ch.Name, Query: ch.XPath()})
+	return yaml.Marshal(sc)
+}
+
+// Shipper is the shipper's configuration for the bundle's config.
+func Shipper(cfg *config.Config) (*shipconfig.Config, error) {
+	sc, err := shipconfig.Default()
+	if err != nil {
+		return nil, err
 	}
 	l := cfg.Loki
-	doc := struct {
-		Loki                shipper.Loki      `yaml:"loki"`
-		Labels              map[string]string `yaml:"labels"`
-		LabelsFromEnv       map[string]string `yaml:"labelsFromEnv"`
-		Channels            []shipper.Channel `yaml:"channels"`
-		StateDir            string            `yaml:"stateDir"`
-		StartAt             string            `yaml:"startAt"`
-		OnCorruptCheckpoint string            `yaml:"onCorruptCheckpoint"`
-		Locale              int               `yaml:"locale"`
-		Listen              string            `yaml:"listen"`
-		Textfile            string            `yaml:"textfile"`
-	}{
-		Loki: shipper.Loki{URL: l.URL, Tenant: l.Tenant, Username: l.BasicAuth.Username, PasswordFile: l.BasicAuth.PasswordFile,
-			BearerTokenFile: l.BearerTokenFile, CAFile: l.CAFile, Timeout: "10s", MinBackoff: "500ms", MaxBackoff: "5m"},
-		Labels: labels, LabelsFromEnv: map[string]string{"node": hostprocess.NodeNameEnv}, Channels: channels, StateDir: cfg.Shipper.StateDir,
-		StartAt: shipper.Newest, OnCorruptCheckpoint: shipper.Oldest, Locale: cfg.EventLog.Locale,
-		Listen: cfg.Shipper.Listen, Textfile: strings.TrimRight(cfg.Shipper.TextfileDir, `\`) + `\eventlog-shipper.prom`,
+	sc.Loki.URL, sc.Loki.Tenant, sc.Loki.CAFile = l.URL, l.Tenant, l.CAFile
+	sc.Loki.Username, sc.Loki.PasswordFile, sc.Loki.BearerTokenFile = l.BasicAuth.Username, l.BasicAuth.PasswordFile, l.BearerTokenFile
+	sc.Labels = map[string]string{"job": cfg.Logs.EventsJob}
+	if cfg.Cluster.Name != "" {
+		sc.Labels[cfg.Cluster.Label] = cfg.Cluster.Name // Alloy's external label
 	}
-	return yaml.Marshal(doc)
+	sc.LabelsFromEnv = map[string]string{"node": hostprocess.NodeNameEnv}
+	for _, ch := range cfg.EventLog.Channels {
+		sc.Channels = append(sc.Channels, shipconfig.Channel{Name: ch.Name, Query: ch.XPath()})
+	}
+	sc.StateDir, sc.Locale, sc.Listen = cfg.Shipper.StateDir, cfg.EventLog.Locale, cfg.Shipper.Listen
+	sc.Textfile = strings.TrimRight(cfg.Shipper.TextfileDir, `\`) + `\eventlog-shipper.prom`
+	sc.StartAt, sc.OnCorruptCheckpoint = shipconfig.Newest, shipconfig.Oldest
+	if probs := sc.Validate(); len(probs) > 0 {
+		return nil, fmt.Errorf("the eventlog-shipper would refuse its rendered config: %w", probs)
+	}
+	return sc, nil
 }
 
 func daemonSet(cfg *config.Config) any {

@@ -3,11 +3,13 @@ package deploy
 import (
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
+	"github.com/winobs/winobs/shipper/shipconfig"
+
 	"github.com/winobs/winobs/config"
-	"github.com/winobs/winobs/shipper"
 )
 
 // The rendered config is one the shipper accepts, and it ships what Alloy
@@ -26,12 +28,22 @@ func TestShipperAcceptsRenderedConfig(t *testing.T) {
 	p := filepath.Join(t.TempDir(), "shipper.yaml")
 	os.WriteFile(p, raw, 0o644)
 	t.Setenv("NODE_NAME", "k8s-lab-win-1")
-	sc, err := shipper.LoadConfig(p)
+	sc, err := shipconfig.Load(p)
 	if err != nil {
 		t.Fatalf("the shipper rejects the rendered config: %v\n%s", err, raw)
 	}
 	if sc.Labels["job"] != "$JOB" || sc.Labels["node"] != "k8s-lab-win-1" || sc.Labels["cluster"] != "eu$1" {
 		t.Errorf("labels %v", sc.Labels)
+	}
+	// Every value round-trips: what gen built is what the shipper loads
+	// (plus the node label it reads from the environment).
+	built, err := Shipper(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	built.Labels["node"] = "k8s-lab-win-1"
+	if !reflect.DeepEqual(built, sc) {
+		t.Errorf("rendered and loaded configs differ:\n built  %+v\n loaded %+v", built, sc)
 	}
 	if len(sc.Channels) != 2 || sc.Channels[0].Query != "*[System[(Level=1 or Level=2 or Level=3)]]" || sc.Channels[1].Name != "Application" {
 		t.Errorf("channels %+v", sc.Channels)
@@ -39,7 +51,7 @@ func TestShipperAcceptsRenderedConfig(t *testing.T) {
 	if sc.Loki.URL != cfg.Loki.URL || sc.Locale != 1033 || !strings.HasSuffix(sc.Textfile, `\textfile\eventlog-shipper.prom`) {
 		t.Errorf("config %+v", sc)
 	}
-	if sc.Listen != "127.0.0.1:9498" || sc.StartAt != shipper.Newest || sc.OnCorruptCheckpoint != shipper.Oldest {
+	if sc.Listen != "127.0.0.1:9498" || sc.StartAt != shipconfig.Newest || sc.OnCorruptCheckpoint != shipconfig.Oldest {
 		t.Errorf("listen %s, startAt %s, onCorruptCheckpoint %s", sc.Listen, sc.StartAt, sc.OnCorruptCheckpoint)
 	}
 }

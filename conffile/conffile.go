@@ -1,14 +1,24 @@
-package config
+// Package conffile reads YAML configuration files the way both winobs
+// binaries need: bounded reads of regular files only, a document overlaid
+// on defaults field by field, every unknown key and type error reported at
+// once with file, line and field path, and alias bombs refused. It holds no
+// schema of its own, so gen's config and the eventlog-shipper's both build
+// on it without either depending on the other.
+package conffile
 
 import (
 	"errors"
 	"fmt"
+	"io"
+	"os"
 	"reflect"
 	"regexp"
 	"sort"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
+	"github.com/prometheus/common/model"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -45,6 +55,12 @@ func (ps Problems) Error() string {
 	return fmt.Sprintf("%d problem(s) in the configuration:\n  %s", len(ps), strings.Join(lines, "\n  "))
 }
 
+// Sorted returns the problems in file order, defaults last.
+func (ps Problems) Sorted() Problems {
+	ps.sort()
+	return ps
+}
+
 func (ps Problems) sort() {
 	sort.SliceStable(ps, func(i, j int) bool {
 		// Problems in the user's file first, in file order; then the defaults.
@@ -62,7 +78,7 @@ func (ps Problems) sort() {
 // locate finds the line of a field path in the user file; a path the user did
 // not set keeps its value from the embedded default.
 func locate(file string, root *yaml.Node, path string) (string, int) {
-	if n := lookup(root, path); n != nil {
+	if n := Lookup(root, path); n != nil {
 		return file, n.Line
 	}
 	return "(default)", 0
@@ -75,10 +91,12 @@ func excerptMsg(m string) string {
 	if len(m) <= n {
 		return m
 	}
-	return excerpt(m[:n]) + "… (message cut)"
+	return Excerpt(m[:n]) + "… (message cut)"
 }
 
-func lookup(n *yaml.Node, path string) *yaml.Node {
+// Lookup returns the node at a field path (a.b[2].c, or a.b["x.y/z"] for a
+// map key with path punctuation), following aliases; nil if absent.
+func Lookup(n *yaml.Node, path string) *yaml.Node {
 	if n == nil {
 		return nil
 	}
@@ -153,7 +171,7 @@ func unknownFields(file string, n *yaml.Node, out any) Problems {
 			fields := yamlFields(t)
 			for i := 0; i+1 < len(n.Content); i += 2 {
 				key, val := n.Content[i], n.Content[i+1]
-				p := join(path, key.Value)
+				p := Join(path, key.Value)
 				ft, ok := fields[key.Value]
 				if !ok {
 					probs = append(probs, Problem{File: file, Line: key.Line, Path: p,
@@ -268,7 +286,7 @@ func pathAtLine(n *yaml.Node, line int, collection bool) string {
 		switch n.Kind {
 		case yaml.MappingNode:
 			for i := 0; i+1 < len(n.Content); i += 2 {
-				walk(n.Content[i+1], join(path, n.Content[i].Value))
+				walk(n.Content[i+1], Join(path, n.Content[i].Value))
 			}
 		case yaml.SequenceNode:
 			for i, c := range n.Content {
@@ -286,9 +304,154 @@ func pathAtLine(n *yaml.Node, line int, collection bool) string {
 	return first
 }
 
-func join(path, key string) string {
+// Join appends a plain key to a field path.
+func Join(path, key string) string {
 	if path == "" {
 		return key
 	}
 	return path + "." + key
+}
+
+// Duration is a Prometheus duration string ("5m", "1h30m"), kept as written so
+// that an invalid one is reported by Validate together with every other problem.
+type Duration string
+
+// Model returns the parsed duration; Validate has rejected invalid ones.
+func (d Duration) Model() model.Duration {
+	v, _ := model.ParseDuration(string(d))
+	return v
+}
+
+// Locate fills in the file and line of validation problems from their field
+// paths; a path the file does not set is reported against the defaults.
+func Locate(file string, root *yaml.Node, probs Problems) Problems {
+	for i := range probs {
+		probs[i].File, probs[i].Line = locate(file, root, probs[i].Path)
+	}
+	return probs
+}
+
+// MaxFileSize bounds a config file: a real one is a few KiB.
+const MaxFileSize = 1 << 20
+
+// maxExpandedNodes bounds a document after YAML alias expansion (the default
+// config has about 300 nodes), so an alias bomb is refused before decoding.
+const maxExpandedNodes = 20000
+
+// ReadFile reads a regular file of at most max bytes. Devices, FIFOs and
+// directories are refused without reading them, so /dev/zero or a named pipe
+// cannot exhaust memory or hang the read.
+func ReadFile(path string, max int64) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("cannot read: %w", err)
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("cannot read: %w", err)
+	}
+	if !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("not a regular file (%s)", st.Mode().Type())
+	}
+	b, err := io.ReadAll(io.LimitReader(f, max+1))
+	if err != nil {
+		return nil, fmt.Errorf("cannot read: %w", err)
+	}
+	if int64(len(b)) > max {
+		return nil, fmt.Errorf("larger than %d bytes", max)
+	}
+	return b, nil
+}
+
+// expandedSize counts the nodes a document has once every alias is
+// expanded, stopping as soon as it passes limit.
+func expandedSize(n *yaml.Node, limit int, memo map[*yaml.Node]int) int {
+	if n == nil {
+		return 0
+	}
+	if v, ok := memo[n]; ok {
+		return v
+	}
+	memo[n] = limit + 1 // an alias cycle counts as too large
+	total := 1
+	if n.Kind == yaml.AliasNode {
+		total += expandedSize(n.Alias, limit, memo)
+	}
+	for _, c := range n.Content {
+		if total > limit {
+			break
+		}
+		total += expandedSize(c, limit, memo)
+	}
+	memo[n] = total
+	return total
+}
+
+// Decode overlays the YAML document src (read from file) onto out, a
+// pointer to a struct already holding defaults: fields the document sets are
+// replaced, the rest kept. It reports every unknown key (with a suggestion)
+// and every type error, and returns the document for Locate.
+func Decode(file string, src []byte, out any) (*yaml.Node, Problems) {
+	var doc yaml.Node
+	if err := yaml.Unmarshal(src, &doc); err != nil {
+		return nil, Problems{syntaxProblem(file, err)}
+	}
+	if len(doc.Content) == 0 {
+		return nil, nil // an empty file changes nothing
+	}
+	root := doc.Content[0]
+	if n := expandedSize(root, maxExpandedNodes, map[*yaml.Node]int{}); n > maxExpandedNodes {
+		return nil, Problems{{File: file, Line: root.Line, Msg: fmt.Sprintf("the document expands to more than %d YAML nodes (aliases repeated too often); a config needs far fewer", maxExpandedNodes)}}
+	}
+	probs := unknownFields(file, root, out)
+	if err := root.Decode(out); err != nil {
+		var te *yaml.TypeError
+		if !errors.As(err, &te) {
+			return root, append(probs, syntaxProblem(file, err))
+		}
+		for _, msg := range te.Errors {
+			probs = append(probs, typeProblem(file, root, msg))
+		}
+	}
+	return root, probs
+}
+
+// KeyPath is the field path of a map key: a.b.key, or a.b["key.with/dots"]
+// when the key holds path punctuation.
+func KeyPath(path, key string) string {
+	if strings.ContainsAny(key, `.[]"`) || key == "" {
+		return path + "[" + strconv.Quote(key) + "]"
+	}
+	return Join(path, key)
+}
+
+// Excerpt shortens a value quoted in a message.
+func Excerpt(s string) string {
+	const n = 80
+	if len(s) <= n {
+		return s
+	}
+	cut := n
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return fmt.Sprintf("%s… (%d bytes)", s[:cut], len(s))
+}
+
+// FieldPaths lists the yaml path of every leaf field of v's type.
+func FieldPaths(v any) []string {
+	var out []string
+	var walk func(t reflect.Type, path string)
+	walk = func(t reflect.Type, path string) {
+		if t.Kind() != reflect.Struct {
+			out = append(out, path)
+			return
+		}
+		for name, ft := range yamlFields(t) {
+			walk(ft, Join(path, name))
+		}
+	}
+	walk(reflect.TypeOf(v), "")
+	return out
 }

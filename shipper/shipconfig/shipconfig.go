@@ -1,7 +1,8 @@
-// Package shipper is the eventlog-shipper: Windows event log channels (or
-// wevtutil dumps) to Loki, with Alloy's line format, checkpoints that move
-// only after Loki accepted the events, and bounded memory.
-package shipper
+// Package shipconfig is the eventlog-shipper's configuration: the one
+// description of its file, its defaults (default.yaml) and its validation.
+// gen builds this type to render the shipper's ConfigMap, and the shipper
+// loads it, so neither links the other.
+package shipconfig
 
 import (
 	_ "embed"
@@ -15,7 +16,7 @@ import (
 
 	"github.com/prometheus/common/model"
 
-	"github.com/winobs/winobs/config"
+	"github.com/winobs/winobs/conffile"
 )
 
 //go:embed default.yaml
@@ -37,8 +38,8 @@ type Config struct {
 	// StartAt is where a channel without a checkpoint starts: newest takes a
 	// bookmark at the newest record and saves it at once; oldest reads the
 	// whole channel back to MaxAge.
-	StartAt string          `yaml:"startAt"`
-	MaxAge  config.Duration `yaml:"maxAge"`
+	StartAt string            `yaml:"startAt"`
+	MaxAge  conffile.Duration `yaml:"maxAge"`
 	// OnCorruptCheckpoint: oldest (re-read, duplicates Loki drops), newest
 	// (skip, losing what was not delivered) or fail (exit for an operator).
 	OnCorruptCheckpoint string `yaml:"onCorruptCheckpoint"`
@@ -53,8 +54,8 @@ type Config struct {
 	// Textfile, when set, is a .prom file the shipper's metrics are written
 	// to for windows-exporter's textfile collector: Prometheus then gets them
 	// through the exporter while the shipper listens on loopback only.
-	Textfile      string          `yaml:"textfile"`
-	ShutdownGrace config.Duration `yaml:"shutdownGrace"`
+	Textfile      string            `yaml:"textfile"`
+	ShutdownGrace conffile.Duration `yaml:"shutdownGrace"`
 	// Limits keep every push inside what Loki accepts, so rejections are
 	// prevented rather than repaired.
 	Limits Limits `yaml:"limits"`
@@ -68,11 +69,11 @@ type Limits struct {
 	// MaxEntryAge: entries older than this (Loki rejects older than 7d) are
 	// re-stamped to this age (TooOld restamp; timeCreated stays in the
 	// line) or dropped as too_old (TooOld drop).
-	MaxEntryAge config.Duration `yaml:"maxEntryAge"`
-	TooOld      string          `yaml:"tooOld"`
+	MaxEntryAge conffile.Duration `yaml:"maxEntryAge"`
+	TooOld      string            `yaml:"tooOld"`
 	// MaxStreamLag: Loki rejects an entry older than its stream's newest
 	// minus 1h; an older one is re-stamped to newest minus this.
-	MaxStreamLag config.Duration `yaml:"maxStreamLag"`
+	MaxStreamLag conffile.Duration `yaml:"maxStreamLag"`
 	// StreamBytesPerSecond caps each stream below Loki's shard threshold
 	// (shard_streams.desired_rate, 1536KB/s): a sharded stream stops
 	// deduplicating replays. BytesPerSecond caps all streams below the
@@ -89,17 +90,17 @@ const (
 
 // Loki is the push endpoint; secrets are files.
 type Loki struct {
-	URL             string          `yaml:"url"`
-	Tenant          string          `yaml:"tenant"`
-	Username        string          `yaml:"username"`
-	PasswordFile    string          `yaml:"passwordFile"`
-	BearerTokenFile string          `yaml:"bearerTokenFile"`
-	CAFile          string          `yaml:"caFile"`
-	Timeout         config.Duration `yaml:"timeout"`
+	URL             string            `yaml:"url"`
+	Tenant          string            `yaml:"tenant"`
+	Username        string            `yaml:"username"`
+	PasswordFile    string            `yaml:"passwordFile"`
+	BearerTokenFile string            `yaml:"bearerTokenFile"`
+	CAFile          string            `yaml:"caFile"`
+	Timeout         conffile.Duration `yaml:"timeout"`
 	// MinBackoff and MaxBackoff bound the jittered exponential wait between
 	// tries; retries never stop.
-	MinBackoff config.Duration `yaml:"minBackoff"`
-	MaxBackoff config.Duration `yaml:"maxBackoff"`
+	MinBackoff conffile.Duration `yaml:"minBackoff"`
+	MaxBackoff conffile.Duration `yaml:"maxBackoff"`
 }
 
 // Channel is a live subscription (Windows only).
@@ -119,8 +120,8 @@ type Dump struct {
 
 // Batch bounds one push.
 type Batch struct {
-	MaxBytes int             `yaml:"maxBytes"`
-	MaxWait  config.Duration `yaml:"maxWait"`
+	MaxBytes int               `yaml:"maxBytes"`
+	MaxWait  conffile.Duration `yaml:"maxWait"`
 }
 
 // Values of StartAt, OnCorruptCheckpoint and Timestamp.
@@ -139,19 +140,19 @@ type Overrides struct {
 	StateDir string
 }
 
-// LoadConfig reads path over the defaults, applies the flag overrides,
+// Load reads path over the defaults, applies the flag overrides,
 // adds the labels read from the environment and validates everything,
 // reporting all problems at once.
-func LoadConfig(path string, flags ...Overrides) (*Config, error) {
-	var c Config
-	if root, probs := config.Decode("(default)", defaultYAML, &c); len(probs) > 0 || root == nil {
-		return nil, fmt.Errorf("embedded default: %v", probs)
+func Load(path string, flags ...Overrides) (*Config, error) {
+	c, err := Default()
+	if err != nil {
+		return nil, err
 	}
-	src, err := config.ReadFile(path, config.MaxFileSize)
+	src, err := conffile.ReadFile(path, conffile.MaxFileSize)
 	if err != nil {
 		return nil, fmt.Errorf("reading config %s: %w", path, err)
 	}
-	root, probs := config.Decode(path, src, &c)
+	root, probs := conffile.Decode(path, src, c)
 	for _, f := range flags {
 		if f.Listen != "" {
 			c.Listen = f.Listen
@@ -160,7 +161,7 @@ func LoadConfig(path string, flags ...Overrides) (*Config, error) {
 			c.StateDir = f.StateDir
 		}
 	}
-	probs = append(probs, config.Locate(path, root, c.validate())...)
+	probs = append(probs, conffile.Locate(path, root, c.validate())...)
 	if len(probs) == 0 {
 		for k, env := range c.LabelsFromEnv {
 			if c.Labels == nil {
@@ -168,7 +169,7 @@ func LoadConfig(path string, flags ...Overrides) (*Config, error) {
 			}
 			c.Labels[k] = os.Getenv(env)
 			if c.Labels[k] == "" {
-				probs = append(probs, config.Locate(path, root, config.Problems{{Path: "labelsFromEnv." + k,
+				probs = append(probs, conffile.Locate(path, root, conffile.Problems{{Path: "labelsFromEnv." + k,
 					Msg: fmt.Sprintf("environment variable %s is unset or empty", env)}})...)
 			}
 		}
@@ -176,8 +177,22 @@ func LoadConfig(path string, flags ...Overrides) (*Config, error) {
 	if len(probs) > 0 {
 		return nil, probs.Sorted()
 	}
+	return c, nil
+}
+
+// Default is the embedded default configuration (not valid alone: it names
+// no Loki URL and no source).
+func Default() (*Config, error) {
+	var c Config
+	if root, probs := conffile.Decode("(default)", defaultYAML, &c); len(probs) > 0 || root == nil {
+		return nil, fmt.Errorf("embedded default: %v", probs)
+	}
 	return &c, nil
 }
+
+// Validate checks c with the same rules Load applies, for a config built in
+// code (gen's); every problem names its field.
+func (c *Config) Validate() conffile.Problems { return c.validate() }
 
 var (
 	labelName = regexp.MustCompile(`^[a-zA-Z_][a-zA-Z0-9_]*$`)
@@ -192,14 +207,14 @@ func redactURL(raw string) string {
 	return raw
 }
 
-func (c *Config) validate() config.Problems {
-	var probs config.Problems
+func (c *Config) validate() conffile.Problems {
+	var probs conffile.Problems
 	check := func(path string, ok bool, format string, args ...any) {
 		if !ok {
-			probs = append(probs, config.Problem{Path: path, Msg: fmt.Sprintf(format, args...)})
+			probs = append(probs, conffile.Problem{Path: path, Msg: fmt.Sprintf(format, args...)})
 		}
 	}
-	duration := func(path string, d config.Duration, positive bool) {
+	duration := func(path string, d conffile.Duration, positive bool) {
 		v, err := model.ParseDuration(string(d))
 		check(path, err == nil && (!positive || v > 0), "must be a duration such as 1s or 5m, got %q", string(d))
 	}

@@ -1,0 +1,39 @@
+package winobs_test
+
+import (
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+// Dependencies point one way: gen links the shipper's config schema and its
+// manifest builder, never the shipper's runtime (Loki client, snappy); the
+// shipper links no Kubernetes module.
+func TestBinariesLinkOnlyWhatTheyNeed(t *testing.T) {
+	deps := func(pkg string) []string {
+		out, err := exec.Command("go", "list", "-deps", pkg).CombinedOutput()
+		if err != nil {
+			t.Fatalf("go list -deps %s: %v\n%s", pkg, err, out)
+		}
+		return strings.Fields(string(out))
+	}
+	allowedShipper := map[string]bool{"github.com/winobs/winobs/shipper/shipconfig": true, "github.com/winobs/winobs/shipper/deploy": true}
+	for _, d := range deps("./cmd/gen") {
+		if strings.HasPrefix(d, "github.com/winobs/winobs/shipper") && !allowedShipper[d] || d == "github.com/golang/snappy" {
+			t.Errorf("cmd/gen links %s", d)
+		}
+	}
+	for _, goos := range []string{"linux", "windows"} {
+		cmd := exec.Command("go", "list", "-deps", "./cmd/eventlog-shipper")
+		cmd.Env = append(cmd.Environ(), "GOOS="+goos)
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("%v\n%s", err, out)
+		}
+		for _, d := range strings.Fields(string(out)) {
+			if strings.HasPrefix(d, "k8s.io/") || strings.HasPrefix(d, "sigs.k8s.io/") || strings.HasPrefix(d, "github.com/winobs/winobs/config") {
+				t.Errorf("eventlog-shipper (%s) links %s", goos, d)
+			}
+		}
+	}
+}
