@@ -16,6 +16,9 @@ var versionsJSON []byte
 
 // Versions is versions.json. Every field is required.
 type Versions struct {
+	// Winobs is this bundle's own version, on every object it renders
+	// (app.kubernetes.io/version).
+	Winobs string `json:"winobs"`
 	// WindowsExporterImage is the default windows-exporter image.
 	WindowsExporterImage string `json:"windowsExporterImage"`
 	// Alloy is the Grafana Alloy release the Alloy config is written for.

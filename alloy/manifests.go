@@ -9,6 +9,7 @@ import (
 
 	"github.com/winobs/winobs/config"
 	"github.com/winobs/winobs/hostprocess"
+	"github.com/winobs/winobs/meta"
 	"github.com/winobs/winobs/render"
 )
 
@@ -34,7 +35,7 @@ func Files(cfg *config.Config) ([]render.File, error) {
 // Objects are the ServiceAccount, least-privilege RBAC, ConfigMap and
 // DaemonSet of Alloy on the Windows nodes assigned to it.
 func Objects(cfg *config.Config, conf []byte) []any {
-	meta := hostprocess.Meta(cfg, Name, Name)
+	meta := hostprocess.Meta(cfg, Name, meta.ComponentLogAgent)
 	sa := &corev1.ServiceAccount{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ServiceAccount"}, ObjectMeta: meta}
 	// Discovery lists and watches this node's pods; nothing else.
 	role := &rbacv1.ClusterRole{

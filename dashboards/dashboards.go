@@ -16,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/winobs/winobs/config"
+	"github.com/winobs/winobs/meta"
 	"github.com/winobs/winobs/render"
 )
 
@@ -76,15 +77,9 @@ func Files(cfg *config.Config) ([]render.File, error) {
 		uid := *d.Uid
 		cm := &corev1.ConfigMap{
 			TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
-			ObjectMeta: metav1.ObjectMeta{
-				Name:      "winobs-dashboard-" + uid[len("winobs-"):],
-				Namespace: cfg.Namespace,
-				Labels: map[string]string{
-					cfg.Dashboards.SidecarLabel: cfg.Dashboards.SidecarLabelValue,
-					"app.kubernetes.io/name":    "winobs", "app.kubernetes.io/component": "dashboards",
-				},
-				Annotations: map[string]string{cfg.Dashboards.FolderAnnotation: cfg.Dashboards.Folder},
-			},
+			ObjectMeta: withAnnotation(meta.Object(cfg.Namespace, "winobs-dashboard-"+uid[len("winobs-"):], meta.ComponentDashboards,
+				map[string]string{cfg.Dashboards.SidecarLabel: cfg.Dashboards.SidecarLabelValue}),
+				cfg.Dashboards.FolderAnnotation, cfg.Dashboards.Folder),
 			Data: map[string]string{uid + ".json": string(raw)},
 		}
 		files = append(files,
@@ -149,4 +144,9 @@ func numberPanels(d *dashboard.Dashboard) {
 		}
 		id++
 	}
+}
+
+func withAnnotation(m metav1.ObjectMeta, key, value string) metav1.ObjectMeta {
+	m.Annotations = map[string]string{key: value}
+	return m
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/winobs/winobs/config"
 	"github.com/winobs/winobs/hostprocess"
+	"github.com/winobs/winobs/meta"
 	"github.com/winobs/winobs/render"
 )
 
@@ -50,7 +51,7 @@ func Objects(cfg *config.Config) []any {
 	e := cfg.WindowsExporter
 	cm := &corev1.ConfigMap{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
-		ObjectMeta: hostprocess.Meta(cfg, Name, Name),
+		ObjectMeta: hostprocess.Meta(cfg, Name, meta.ComponentExporter),
 		Data:       map[string]string{"config.yml": ExporterConfig(cfg)},
 	}
 	objs := []any{cm, daemonSet(cfg)}
@@ -185,7 +186,7 @@ func relabelings(cfg *config.Config) []monitoringv1.RelabelConfig {
 }
 
 func monitorMeta(cfg *config.Config) metav1.ObjectMeta {
-	m := hostprocess.Meta(cfg, Name, Name)
+	m := hostprocess.Meta(cfg, Name, meta.ComponentExporter)
 	for k, v := range cfg.WindowsExporter.MonitorLabels {
 		m.Labels[k] = v
 	}
@@ -198,7 +199,7 @@ func podMonitor(cfg *config.Config) any {
 		TypeMeta:   metav1.TypeMeta{APIVersion: monitoringv1.SchemeGroupVersion.String(), Kind: monitoringv1.PodMonitorsKind},
 		ObjectMeta: monitorMeta(cfg),
 		Spec: monitoringv1.PodMonitorSpec{
-			Selector:          metav1.LabelSelector{MatchLabels: hostprocess.Labels(Name)},
+			Selector:          metav1.LabelSelector{MatchLabels: meta.Selector(Name)},
 			NamespaceSelector: monitoringv1.NamespaceSelector{MatchNames: []string{cfg.Namespace}},
 			PodMetricsEndpoints: []monitoringv1.PodMetricsEndpoint{{
 				Port:           &port,
@@ -214,10 +215,10 @@ func podMonitor(cfg *config.Config) any {
 func service(cfg *config.Config) any {
 	return &corev1.Service{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Service"},
-		ObjectMeta: hostprocess.Meta(cfg, Name, Name),
+		ObjectMeta: hostprocess.Meta(cfg, Name, meta.ComponentExporter),
 		Spec: corev1.ServiceSpec{
 			ClusterIP: corev1.ClusterIPNone,
-			Selector:  hostprocess.Labels(Name),
+			Selector:  meta.Selector(Name),
 			Ports:     []corev1.ServicePort{{Name: portName, Port: Port, TargetPort: intstr.FromString(portName)}},
 		},
 	}
@@ -228,7 +229,7 @@ func serviceMonitor(cfg *config.Config) any {
 		TypeMeta:   metav1.TypeMeta{APIVersion: monitoringv1.SchemeGroupVersion.String(), Kind: monitoringv1.ServiceMonitorsKind},
 		ObjectMeta: monitorMeta(cfg),
 		Spec: monitoringv1.ServiceMonitorSpec{
-			Selector:          metav1.LabelSelector{MatchLabels: hostprocess.Labels(Name)},
+			Selector:          metav1.LabelSelector{MatchLabels: meta.Selector(Name)},
 			NamespaceSelector: monitoringv1.NamespaceSelector{MatchNames: []string{cfg.Namespace}},
 			Endpoints: []monitoringv1.Endpoint{{
 				Port:           portName,

@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/winobs/winobs/config"
+	"github.com/winobs/winobs/meta"
 	"github.com/winobs/winobs/render"
 )
 
@@ -25,14 +26,9 @@ const SystemAccount = `NT AUTHORITY\SYSTEM`
 // and differs from the Node object's name.
 const NodeNameEnv = "NODE_NAME"
 
-// Labels are the common labels of one winobs component.
-func Labels(component string) map[string]string {
-	return map[string]string{"app.kubernetes.io/name": component, "app.kubernetes.io/part-of": "winobs"}
-}
-
-// Meta is the object metadata of one winobs component.
+// Meta is the object metadata of one node agent's objects.
 func Meta(cfg *config.Config, name, component string) metav1.ObjectMeta {
-	return metav1.ObjectMeta{Name: name, Namespace: cfg.Namespace, Labels: Labels(component)}
+	return meta.Object(cfg.Namespace, name, component, nil)
 }
 
 // PodSecurityLevel is the Pod Security Admission level HostProcess pods
@@ -48,12 +44,11 @@ func NamespaceFiles(cfg *config.Config) ([]render.File, error) {
 	}
 	ns := &corev1.Namespace{
 		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Namespace"},
-		ObjectMeta: metav1.ObjectMeta{Name: cfg.Namespace, Labels: map[string]string{
-			"app.kubernetes.io/part-of":          "winobs",
+		ObjectMeta: meta.Object("", cfg.Namespace, meta.ComponentNamespace, map[string]string{
 			"pod-security.kubernetes.io/enforce": PodSecurityLevel,
 			"pod-security.kubernetes.io/audit":   PodSecurityLevel,
 			"pod-security.kubernetes.io/warn":    PodSecurityLevel,
-		}},
+		}),
 	}
 	return []render.File{{Path: "namespace.yaml", Objects: []any{ns}}}, nil
 }
@@ -73,13 +68,13 @@ func DaemonSet(cfg *config.Config, name, component, account string, pod corev1.P
 		TypeMeta:   metav1.TypeMeta{APIVersion: "apps/v1", Kind: "DaemonSet"},
 		ObjectMeta: Meta(cfg, name, component),
 		Spec: appsv1.DaemonSetSpec{
-			Selector: &metav1.LabelSelector{MatchLabels: Labels(component)},
+			Selector: &metav1.LabelSelector{MatchLabels: meta.Selector(name)},
 			UpdateStrategy: appsv1.DaemonSetUpdateStrategy{
 				Type:          appsv1.RollingUpdateDaemonSetStrategyType,
 				RollingUpdate: &appsv1.RollingUpdateDaemonSet{MaxUnavailable: &maxUnavailable},
 			},
 			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: Labels(component)},
+				ObjectMeta: metav1.ObjectMeta{Labels: meta.Labels(name, component)},
 				Spec:       pod,
 			},
 		},

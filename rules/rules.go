@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/winobs/winobs/config"
+	"github.com/winobs/winobs/meta"
 	"github.com/winobs/winobs/render"
 )
 
@@ -113,10 +114,7 @@ func encodeGroup(g rulefmt.RuleGroup, p parser.Parser) ([]byte, error) {
 }
 
 func prometheusRule(cfg *config.Config, g rulefmt.RuleGroup) *monitoringv1.PrometheusRule {
-	labels := map[string]string{"app.kubernetes.io/name": "winobs", "app.kubernetes.io/component": "rules"}
-	for k, v := range cfg.Prometheus.RuleLabels {
-		labels[k] = v
-	}
+	om := meta.Object(cfg.Namespace, g.Name, meta.ComponentRules, cfg.Prometheus.RuleLabels)
 	spec := monitoringv1.RuleGroup{Name: g.Name}
 	for _, r := range g.Rules {
 		rule := monitoringv1.Rule{
@@ -134,7 +132,7 @@ func prometheusRule(cfg *config.Config, g rulefmt.RuleGroup) *monitoringv1.Prome
 	}
 	return &monitoringv1.PrometheusRule{
 		TypeMeta:   metav1.TypeMeta{APIVersion: monitoringv1.SchemeGroupVersion.String(), Kind: monitoringv1.PrometheusRuleKind},
-		ObjectMeta: metav1.ObjectMeta{Name: g.Name, Namespace: cfg.Namespace, Labels: labels},
+		ObjectMeta: om,
 		Spec:       monitoringv1.PrometheusRuleSpec{Groups: []monitoringv1.RuleGroup{spec}},
 	}
 }

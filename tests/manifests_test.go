@@ -236,3 +236,32 @@ func TestLogAgentsSplitTheNodes(t *testing.T) {
 		t.Errorf("agent affinities %v", ops)
 	}
 }
+
+// Every object, and every pod template, carries the Kubernetes recommended
+// labels, from one helper (package meta).
+func TestRecommendedLabels(t *testing.T) {
+	keys := []string{"app.kubernetes.io/name", "app.kubernetes.io/instance", "app.kubernetes.io/component",
+		"app.kubernetes.io/part-of", "app.kubernetes.io/version", "app.kubernetes.io/managed-by"}
+	for name, cfg := range configs(t) {
+		for _, o := range objects(t, renderAll(t, cfg)) {
+			m, ok := o.(interface {
+				GetName() string
+				GetLabels() map[string]string
+			})
+			if !ok {
+				t.Fatalf("%T has no metadata", o)
+			}
+			labelSets := map[string]map[string]string{m.GetName(): m.GetLabels()}
+			if ds, ok := o.(*appsv1.DaemonSet); ok {
+				labelSets[m.GetName()+" pod template"] = ds.Spec.Template.Labels
+			}
+			for what, labels := range labelSets {
+				for _, k := range keys {
+					if labels[k] == "" {
+						t.Errorf("%s: %s lacks %s", name, what, k)
+					}
+				}
+			}
+		}
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/winobs/winobs/meta"
 	"github.com/winobs/winobs/shipper/shipconfig"
 
 	"go.yaml.in/yaml/v3"
@@ -30,7 +31,7 @@ func Files(cfg *config.Config) ([]render.File, error) {
 	}
 	cm := &corev1.ConfigMap{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
-		ObjectMeta: hostprocess.Meta(cfg, Name, Name),
+		ObjectMeta: hostprocess.Meta(cfg, Name, meta.ComponentLogAgent),
 		Data:       map[string]string{"shipper.yaml": string(conf)},
 	}
 	return []render.File{{Path: "shipper/eventlog-shipper.yaml", Objects: []any{cm, daemonSet(cfg)}}}, nil
