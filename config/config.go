@@ -7,6 +7,7 @@ import (
 	"bytes"
 	_ "embed"
 	"fmt"
+	"regexp"
 	"strconv"
 	"strings"
 
@@ -82,7 +83,7 @@ type WindowsExporter struct {
 	Monitor        string    `yaml:"monitor"`
 	MonitorLabels  Labels    `yaml:"monitorLabels"`
 	ScrapeInterval Duration  `yaml:"scrapeInterval"`
-	Services       []string  `yaml:"services"`
+	Services       Services  `yaml:"services"`
 	Firewall       Firewall  `yaml:"firewall"`
 	Resources      Resources `yaml:"resources"`
 }
@@ -239,7 +240,7 @@ type NodeOvercommit struct {
 
 // NodeServices lists Windows services that must be running on every node.
 type NodeServices struct {
-	Services []string `yaml:"services"`
+	Services Services `yaml:"services"`
 	For      Duration `yaml:"for"`
 }
 
@@ -322,4 +323,20 @@ func decodeStrict(file string, src []byte, out *Config) error {
 		return fmt.Errorf("%s: %w", file, err)
 	}
 	return nil
+}
+
+// Services are Windows service key names (validated against the SCM's
+// grammar).
+type Services []string
+
+// Regex matches any of the services, case-insensitively (services report
+// the case they were registered with): one pattern for the exporter's
+// service filter, the rules and the dashboards. PromQL and the exporter
+// anchor it.
+func (s Services) Regex() string {
+	quoted := make([]string, len(s))
+	for i, name := range s {
+		quoted[i] = regexp.QuoteMeta(name)
+	}
+	return "(?i)(" + strings.Join(quoted, "|") + ")"
 }

@@ -27,7 +27,7 @@ func newQueries(cfg *config.Config) queries {
 		ksm:      "job=" + strconv.Quote(cfg.KubeStateMetrics.Job),
 		events:   "job=" + strconv.Quote(cfg.Logs.EventsJob),
 		podLogs:  "job=" + strconv.Quote(cfg.Logs.PodLogsJob),
-		services: "(?i)(" + strings.Join(cfg.Alerts.NodeServices.Services, "|") + ")",
+		services: cfg.Alerts.NodeServices.Services.Regex(),
 	}
 	if multiCluster(cfg) {
 		q.cluster = fmt.Sprintf(`, %s="$cluster"`, cfg.Cluster.Label)
@@ -105,7 +105,7 @@ func (q queries) netBits(direction string) string {
 }
 
 func (q queries) serviceStates() string {
-	return fmt.Sprintf(`windows_service_state{%s, name=~"%s"} == 1`, q.node(), q.services)
+	return fmt.Sprintf(`windows_service_state{%s, name=~%s} == 1`, q.node(), strconv.Quote(q.services))
 }
 
 func (q queries) collectorSuccess() string {
@@ -158,12 +158,13 @@ func (q queries) eventRate() string {
 }
 
 // scmEventIDs are the Service Control Manager events that explain a node
-// service failing (7000, 7009, 7031, 7034) or changing state (7036).
-const scmEventIDs = "7000|7009|7031|7034|7036"
+// service failing or changing state: the ones the Loki rules alert on, and
+// state changes.
+var scmEventIDs = strings.Join([]string{rules.SCMStartFailed, rules.SCMStartTimeout, rules.SCMTerminated, rules.SCMTerminatedOnce, rules.SCMStateChange}, "|")
 
 func (q queries) scmTable() string {
-	return fmt.Sprintf(`sum by (node, event_id) (count_over_time({%s, node=~"$node", channel="System"} | json | source="Service Control Manager" | event_id=~"%s" [$__range]))`,
-		q.events, scmEventIDs)
+	return fmt.Sprintf(`sum by (node, event_id) (count_over_time(%s | event_id=~"%s" [$__range]))`,
+		rules.SCMStream(q.events+`, node=~"$node"`), scmEventIDs)
 }
 
 func (q queries) eventLogs() string {

@@ -5,7 +5,6 @@ package exporters
 
 import (
 	"fmt"
-	"regexp"
 	"strconv"
 	"strings"
 
@@ -65,12 +64,8 @@ func Objects(cfg *config.Config) []any {
 // plus container, and the service collector limited to the node's
 // Kubernetes services (it reports every service otherwise).
 func ExporterConfig(cfg *config.Config) string {
-	quoted := make([]string, len(cfg.WindowsExporter.Services))
-	for i, s := range cfg.WindowsExporter.Services {
-		quoted[i] = regexp.QuoteMeta(s)
-	}
 	// The exporter anchors the regex and matches case-sensitively.
-	include := "(?i)" + strings.Join(quoted, "|")
+	include := cfg.WindowsExporter.Services.Regex()
 	// textfile serves the eventlog-shipper's metrics (it listens on loopback).
 	return fmt.Sprintf(`collectors:
   enabled: "[defaults],container,textfile"

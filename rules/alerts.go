@@ -1,7 +1,6 @@
 package rules
 
 import (
-	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -94,7 +93,7 @@ func alertDefs(a *config.Alerts) []alertDef {
 			name: AlertNodeServiceNotRunning, severity: "critical",
 			expr: `
 				max by ($[cluster], instance, node, name) (
-				  windows_service_state{$[exporter], name=~` + serviceRegex(a.NodeServices.Services) + `, state="running"}
+				  windows_service_state{$[exporter], name=~` + strconv.Quote(a.NodeServices.Services.Regex()) + `, state="running"}
 				) == 0`,
 			hold:    a.NodeServices.For,
 			summary: "Service {{ $labels.name }} is not running on Windows node " + nodeRef + ".",
@@ -155,16 +154,6 @@ func alertDefs(a *config.Alerts) []alertDef {
 			description: "windows-exporter on " + nodeRef + " reports committed memory but no windows_memory_commit_limit, so the commit charge alert cannot fire for this node.",
 		},
 	}
-}
-
-// serviceRegex matches the service key names case-insensitively: the exporter
-// reports them with the case the service was registered with.
-func serviceRegex(services []string) string {
-	quoted := make([]string, len(services))
-	for i, s := range services {
-		quoted[i] = regexp.QuoteMeta(s)
-	}
-	return strconv.Quote("(?i)(" + strings.Join(quoted, "|") + ")")
 }
 
 func num(f float64) string { return strconv.FormatFloat(f, 'g', -1, 64) }

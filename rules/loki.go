@@ -22,13 +22,22 @@ const (
 	AlertServiceStartFailed    = "WindowsServiceStartFailed"
 )
 
-// Service Control Manager event ids.
+// Service Control Manager event ids, for these rules and the event log
+// dashboard.
 const (
-	scmStartFailed    = "7000" // the service failed to start
-	scmStartTimeout   = "7009" // timed out waiting for the service to connect
-	scmTerminated     = "7031" // terminated unexpectedly, recovery action follows
-	scmTerminatedOnce = "7034" // terminated unexpectedly, no recovery action
+	SCMStartFailed    = "7000" // the service failed to start
+	SCMStartTimeout   = "7009" // timed out waiting for the service to connect
+	SCMTerminated     = "7031" // terminated unexpectedly, recovery action follows
+	SCMTerminatedOnce = "7034" // terminated unexpectedly, no recovery action
+	SCMStateChange    = "7036" // entered the running or stopped state
 )
+
+// SCMStream selects the Service Control Manager's events in the System
+// channel's streams chosen by matchers (such as job="windows-events"), as
+// Alloy's line names their source.
+func SCMStream(matchers string) string {
+	return fmt.Sprintf(`{%s, channel="System"} | json | source="Service Control Manager"`, matchers)
+}
 
 // BinaryServiceKey is how a service key name appears in an SCM event's
 // <Binary> payload: UTF-16LE, upper-case hex. Matching it, unlike the
@@ -46,13 +55,13 @@ func BinaryServiceKey(name string) string {
 // node service that terminated unexpectedly, and one for any service that
 // failed to start or timed out (at boot, often a slow disk).
 func LokiGroups(cfg *config.Config) rulefmt.RuleGroups {
-	scm := fmt.Sprintf(`{job=%s, channel="System"} | json | source="Service Control Manager"`, strconv.Quote(cfg.Logs.EventsJob))
+	scm := SCMStream("job=" + strconv.Quote(cfg.Logs.EventsJob))
 	g := rulefmt.RuleGroup{Name: LokiGroup}
 	for _, svc := range cfg.WindowsExporter.Services {
 		g.Rules = append(g.Rules, rulefmt.Rule{
 			Alert: AlertNodeServiceTerminated,
 			Expr: fmt.Sprintf(`sum by (node) (count_over_time(%s | event_id=~"%s|%s" | event_data=~".*<Binary>%s0000.*" [10m])) > 0`,
-				scm, scmTerminated, scmTerminatedOnce, BinaryServiceKey(svc)),
+				scm, SCMTerminated, SCMTerminatedOnce, BinaryServiceKey(svc)),
 			Labels: map[string]string{"severity": "critical", "service": svc},
 			Annotations: map[string]string{
 				"summary": "Service " + svc + " terminated unexpectedly on Windows node {{ $labels.node }}.",
@@ -64,7 +73,7 @@ func LokiGroups(cfg *config.Config) rulefmt.RuleGroups {
 	g.Rules = append(g.Rules, rulefmt.Rule{
 		Alert: AlertServiceStartFailed,
 		Expr: fmt.Sprintf(`sum by (node) (count_over_time(%s | event_id=~"%s|%s" [15m])) > 0`,
-			scm, scmStartFailed, scmStartTimeout),
+			scm, SCMStartFailed, SCMStartTimeout),
 		Labels: map[string]string{"severity": "warning"},
 		Annotations: map[string]string{
 			"summary": "A service failed to start on Windows node {{ $labels.node }}.",

@@ -31,6 +31,9 @@ func dashboardQueries(t *testing.T) []dashboardQuery {
 			t.Fatal(err)
 		}
 		cfg.Cluster.Name = cluster
+		if cluster != "" { // service names with regex metacharacters reach PromQL quoted
+			cfg.Alerts.NodeServices.Services = config.Services{"kubelet", "containerd", "Hyper-V.Service_1"}
+		}
 		ds, err := dashboards.Build(cfg)
 		if err != nil {
 			t.Fatal(err)
