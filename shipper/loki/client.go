@@ -9,13 +9,14 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
-	"os"
 	"regexp"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
 	"unicode/utf8"
+
+	"github.com/winobs/winobs/conffile"
 
 	"github.com/winobs/winobs/shipper/backoff"
 )
@@ -175,24 +176,14 @@ func (c *Client) Push(ctx context.Context, streams []Stream) Result {
 // maxSecret bounds a token or password file: a real one is far smaller.
 const maxSecret = 64 << 10
 
-// readSecret reads a regular file of at most max bytes, so a secret path
-// pointing at a device or a huge file cannot exhaust memory.
+// readSecret reads a secret file bounded (conffile.ReadFile: regular files
+// only), so a path pointing at a device or a huge file cannot exhaust memory.
 func readSecret(path string, max int64) ([]byte, error) {
-	f, err := os.Open(path)
+	b, err := conffile.ReadFile(path, max)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("%s: %w", path, err)
 	}
-	defer f.Close()
-	if st, err := f.Stat(); err != nil {
-		return nil, err
-	} else if !st.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s is not a regular file", path)
-	}
-	b, err := io.ReadAll(io.LimitReader(f, max+1))
-	if err == nil && int64(len(b)) > max {
-		err = fmt.Errorf("%s is larger than %d bytes", path, max)
-	}
-	return b, err
+	return b, nil
 }
 
 func (c *Client) authorize(req *http.Request) error {
