@@ -64,8 +64,8 @@ check-generated: ## fail if manifests/ differs from a fresh render
 
 ci: fmt-check test race vet lint windows check-generated ## what CI runs
 
-bench: $(BIN)/victoria-logs ## benchmarks: rule evaluation (50 nodes x 60 containers); shipper events/s, allocs/event, peak RSS, Windows binary size
-	$(GO) test -run '^$$' -bench . -benchmem -benchtime 20x ./tests/
+bench: $(BIN)/victoria-logs ## benchmarks: rule evaluation and cost against kube-prometheus-stack (50 nodes x 60 containers); shipper events/s, allocs/event, peak RSS, Windows binary size
+	$(GO) test -run '^$$' -bench . -benchmem -benchtime 20x -v ./tests/
 	$(GO) test -run '^$$' -bench ShipperBinary -benchtime 5x ./shipper/
 	$(GO) test -run '^$$' -bench 'FormatBatchEncode|ParseLine' -benchmem -cpu 1 ./shipper/ ./shipper/eventxml/
 

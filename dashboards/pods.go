@@ -26,21 +26,21 @@ func pods(cfg *config.Config, q queries) *dashboard.DashboardBuilder {
 			})).
 		WithPanel(graph("Private working set (kubectl top)",
 			"What kubectl top and the HPA see. It is often less than half of the committed memory, so it understates how close a container is to its limit.",
-			units.BytesIEC, []query{prom(q.podRecord(rules.ContainerWorkingSetBytes), "{{pod}}/{{container}}")})).
+			units.BytesIEC, []query{prom(q.podWorkingSet(), "{{pod}}/{{container}}")})).
 		WithPanel(graph("Committed memory / limit", "The alert fires at the dashed line.",
 			units.PercentUnit, []query{prom(q.podRecord(rules.ContainerCommitToLimit), "{{pod}}/{{container}}")}, warn).Span(24)).
 		WithRow(dashboard.NewRowBuilder("CPU, restarts and network")).
 		WithPanel(graph("CPU and limit", "CPU used, in cores, against the CPU limit.",
 			unitCores, []query{
-				prom(q.podRecord(rules.ContainerCPUCores), "{{pod}}/{{container}} used"),
-				prom(q.podRecord(rules.ContainerCPULimitCores), "{{pod}}/{{container}} limit"),
+				prom(q.podCPUCores(), "{{pod}}/{{container}} used"),
+				prom(q.podResource("kube_pod_container_resource_limits", "cpu"), "{{pod}}/{{container}} limit"),
 			})).
 		WithPanel(graph("Restarts", "Container restarts. A restart with reason Error after commit neared the limit is a failed allocation.",
 			units.Short, []query{prom(q.podRestarts(), "{{pod}}/{{container}}")})).
 		WithPanel(graph("Network received", "Per pod, the HNS endpoint counted once.",
-			units.BitsPerSecondSI, []query{prom(q.podNetworkBits(rules.PodNetworkReceiveBytes), "{{pod}}")})).
+			units.BitsPerSecondSI, []query{prom(q.podNetworkBits("receive"), "{{pod}}")})).
 		WithPanel(graph("Network sent", "Per pod, the HNS endpoint counted once.",
-			units.BitsPerSecondSI, []query{prom(q.podNetworkBits(rules.PodNetworkTransmitBytes), "{{pod}}")})).
+			units.BitsPerSecondSI, []query{prom(q.podNetworkBits("transmit"), "{{pod}}")})).
 		WithRow(dashboard.NewRowBuilder("All Windows containers")).
 		WithPanel(grid("Closest to their memory limit", "Every Windows container, highest committed memory / limit first.",
 			units.PercentUnit, nil, []column{

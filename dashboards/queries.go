@@ -13,21 +13,23 @@ import (
 // queries holds every query the dashboards show, built from the config's
 // selectors and the record names of package rules, apart from the layout.
 type queries struct {
-	cluster  string // ", cluster=\"$cluster\"" or "" for a single cluster
-	exporter string // windows_exporter selector matchers
-	ksm      string // kube-state-metrics selector matchers
-	events   string // event log stream selector matchers
-	podLogs  string // pod log stream selector matchers
-	services string // regex of the node services that must run
+	clusterLabel string // the label that names the cluster, kept by every aggregation
+	cluster      string // ", cluster=\"$cluster\"" or "" for a single cluster
+	exporter     string // windows_exporter selector matchers
+	ksm          string // kube-state-metrics selector matchers
+	events       string // event log stream selector matchers
+	podLogs      string // pod log stream selector matchers
+	services     string // regex of the node services that must run
 }
 
 func newQueries(cfg *config.Config) queries {
 	q := queries{
-		exporter: "job=" + strconv.Quote(cfg.WindowsExporter.Job),
-		ksm:      "job=" + strconv.Quote(cfg.KubeStateMetrics.Job),
-		events:   "job=" + strconv.Quote(cfg.Logs.EventsJob),
-		podLogs:  "job=" + strconv.Quote(cfg.Logs.PodLogsJob),
-		services: cfg.Alerts.NodeServices.Services.Regex(),
+		clusterLabel: cfg.Cluster.Label,
+		exporter:     "job=" + strconv.Quote(cfg.WindowsExporter.Job),
+		ksm:          "job=" + strconv.Quote(cfg.KubeStateMetrics.Job),
+		events:       "job=" + strconv.Quote(cfg.Logs.EventsJob),
+		podLogs:      "job=" + strconv.Quote(cfg.Logs.PodLogsJob),
+		services:     cfg.Alerts.NodeServices.Services.Regex(),
 	}
 	if multiCluster(cfg) {
 		q.cluster = fmt.Sprintf(`, %s="$cluster"`, cfg.Cluster.Label)
@@ -120,9 +122,35 @@ func (q queries) collectorDuration() string {
 
 func (q queries) podRecord(record string) string { return fmt.Sprintf("%s{%s}", record, q.pod()) }
 
+// podInfo is the ContainerInfo record narrowed to the pods shown: the joins
+// below run at query time over those pods only (see rules.ContainerView).
+func (q queries) podInfo() string { return fmt.Sprintf("%s{%s}", rules.ContainerInfo, q.pod()) }
+
+// podContainer gives a windows-exporter per-container series its
+// container's labels.
+func (q queries) podContainer(series string) string {
+	return rules.ContainerView(fmt.Sprintf("%s{%s%s}", series, q.exporter, q.cluster), q.podInfo(), q.clusterLabel)
+}
+
+func (q queries) podWorkingSet() string {
+	return q.podContainer("windows_container_memory_usage_private_working_set_bytes")
+}
+
+func (q queries) podCPUCores() string {
+	return rules.ContainerView(fmt.Sprintf("rate(windows_container_cpu_usage_seconds_total{%s%s}[$__rate_interval])", q.exporter, q.cluster),
+		q.podInfo(), q.clusterLabel)
+}
+
+// podResource is a kube-state-metrics limit or request of the containers
+// shown.
+func (q queries) podResource(metric, resource string) string {
+	return rules.ContainerResourceView(metric, resource, q.ksm+", "+q.pod(), q.podInfo(), q.clusterLabel)
+}
+
 // podNetworkBits shows a pod's traffic in bits per second.
-func (q queries) podNetworkBits(record string) string {
-	return fmt.Sprintf("%s{%s} * 8", record, q.pod())
+func (q queries) podNetworkBits(direction string) string {
+	return fmt.Sprintf("%s\n* 8", rules.PodNetworkView("windows_container_network_"+direction+"_bytes_total",
+		q.exporter+q.cluster, "$__rate_interval", q.podInfo(), q.clusterLabel))
 }
 
 func (q queries) podRestarts() string {
@@ -135,9 +163,7 @@ func (q queries) commitToLimitTable() string {
 }
 
 func (q queries) noMemoryLimit() string {
-	return fmt.Sprintf(`max by (namespace, pod, container) (%[1]s%[3]s and on (namespace, pod, container) kube_pod_container_info{%[2]s%[4]s})
-unless on (namespace, pod, container) kube_pod_container_resource_limits{%[2]s%[4]s, resource="memory"}`,
-		rules.ContainerInfo, q.ksm, q.clusterOnly(), q.cluster)
+	return rules.NoMemoryLimitView(rules.ContainerInfo+q.clusterOnly(), q.ksm+q.cluster, q.clusterLabel)
 }
 
 func (q queries) clusterOnly() string {

@@ -65,14 +65,7 @@ func alertDefs(a *config.Alerts) []alertDef {
 		},
 		{
 			name: AlertContainerNoMemoryLimit, severity: "warning",
-			expr: `
-				max by ($[cluster], namespace, pod, container) (
-				  $[ContainerInfo]
-				  and on ($[cluster], namespace, pod, container)
-				  kube_pod_container_info{$[ksm]}
-				)
-				unless on ($[cluster], namespace, pod, container)
-				kube_pod_container_resource_limits{$[ksm], resource="memory"}`,
+			expr:    NoMemoryLimitView("$[ContainerInfo]", "$[ksm]", "$[cluster]"),
 			hold:    a.ContainerNoMemoryLimit.For,
 			summary: "Windows container " + containerRef + " has no memory limit.",
 			description: "Without a limit the container can commit memory until the node reaches its commit limit, and then allocations fail in every container on the node. " +
@@ -160,4 +153,17 @@ func num(f float64) string { return strconv.FormatFloat(f, 'g', -1, 64) }
 
 func seconds(d config.Duration) string {
 	return num(time.Duration(d.Model()).Seconds())
+}
+
+// NoMemoryLimitView is the Windows containers in info (a selector of
+// ContainerInfo) that kube-state-metrics reports without a memory limit. The
+// alert and the pod dashboard's table both show it.
+func NoMemoryLimitView(info, ksm, cluster string) string {
+	return `max by (` + cluster + `, namespace, pod, container) (
+  ` + info + `
+  and on (` + cluster + `, namespace, pod, container)
+  kube_pod_container_info{` + ksm + `}
+)
+unless on (` + cluster + `, namespace, pod, container)
+kube_pod_container_resource_limits{` + ksm + `, resource="memory"}`
 }

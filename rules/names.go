@@ -21,27 +21,14 @@ const (
 
 	// ContainerCommitBytes is committed memory: what the job object limits.
 	ContainerCommitBytes = "namespace_pod_container:winobs_windows_container_memory_commit_bytes:max"
-	// ContainerWorkingSetBytes is the private working set: what kubectl top shows.
-	ContainerWorkingSetBytes = "namespace_pod_container:winobs_windows_container_memory_private_working_set_bytes:max"
-	// ContainerCPUCores is CPU use in cores over 5m.
-	ContainerCPUCores = "namespace_pod_container:winobs_windows_container_cpu_usage_seconds:rate5m"
 
-	// ContainerMemoryLimitBytes and the three below come from kube-state-metrics,
-	// restricted to containers windows-exporter reports.
-	ContainerMemoryLimitBytes   = "namespace_pod_container:winobs_windows_container_memory_limit_bytes:max"
-	ContainerMemoryRequestBytes = "namespace_pod_container:winobs_windows_container_memory_request_bytes:max"
-	ContainerCPULimitCores      = "namespace_pod_container:winobs_windows_container_cpu_limit_cores:max"
-	ContainerCPURequestCores    = "namespace_pod_container:winobs_windows_container_cpu_request_cores:max"
+	// ContainerMemoryLimitBytes comes from kube-state-metrics, restricted to
+	// containers windows-exporter reports.
+	ContainerMemoryLimitBytes = "namespace_pod_container:winobs_windows_container_memory_limit_bytes:max"
 
 	// ContainerCommitToLimit is committed memory over the memory limit: at 1,
 	// VirtualAlloc fails with ERROR_COMMITMENT_LIMIT (1455).
 	ContainerCommitToLimit = "namespace_pod_container:winobs_windows_container_memory_commit_to_limit:ratio"
-
-	// PodNetworkReceiveBytes and PodNetworkTransmitBytes are bytes per second
-	// per pod. The exporter repeats an HNS endpoint's counters on every
-	// container of the pod, so they are deduplicated, not summed.
-	PodNetworkReceiveBytes  = "namespace_pod:winobs_windows_pod_network_receive_bytes:rate5m"
-	PodNetworkTransmitBytes = "namespace_pod:winobs_windows_pod_network_transmit_bytes:rate5m"
 )
 
 // Node-level records carry cluster and instance, plus node when the scrape

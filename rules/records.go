@@ -4,13 +4,23 @@ package rules
 // same timestamp. $[name] placeholders are expanded by expand (selectors and
 // the cluster label from the config, record names from names.go).
 //
-// Two rules hold throughout:
+// A ruler pays for every record every interval, for every container of every
+// cluster, whether anyone looks or not. So winobs records what the alerts and
+// the fleet-wide panels read, and the joins everything else builds on
+// (ContainerInfo, NodeInfo). Per-pod views (working set, CPU, network,
+// requests) are the same joins run by the pod dashboard at query time, narrowed
+// to the pods on screen (ContainerView and friends), which costs the ruler
+// nothing. BenchmarkRecordsVsKubePrometheusStack measures the difference.
+//
+// Three rules hold throughout:
 //   - Scrape labels (instance, pod, endpoint, service, exported_*, ...) are
 //     aggregated away before labels are renamed or joined, so two overlapping
 //     exporter pods or two kube-state-metrics replicas cannot produce a
 //     duplicate label set.
 //   - Every right-hand side of an on(...) join is itself aggregated to one
 //     series per join key, so no join can fail as many-to-many.
+//   - Every aggregation and join keeps the cluster label, so one ruler can
+//     evaluate the rules over many clusters (tests/cluster_test.go walks them).
 var records = []struct{ record, expr string }{
 	// The container's own labels from the first source that has them:
 	//  1. exported_* : windows-exporter 0.31+ scraped without honorLabels (the
@@ -41,19 +51,11 @@ var records = []struct{ record, expr string }{
 		max by ($[cluster], container_id, namespace, pod, container) (
 		  kube_pod_container_info{$[ksm], container_id!=""}
 		  and on ($[cluster], container_id)
-		  windows_container_available{$[exporter]}
+		  windows_container_available{$[exporter], exported_pod=""}
 		)`},
 
-	{ContainerCommitBytes, containerGauge("windows_container_memory_usage_commit_bytes{$[exporter]}")},
-	{ContainerWorkingSetBytes, containerGauge("windows_container_memory_usage_private_working_set_bytes{$[exporter]}")},
-	{ContainerCPUCores, containerGauge("rate(windows_container_cpu_usage_seconds_total{$[exporter]}[5m])")},
-	{PodNetworkReceiveBytes, podNetwork("windows_container_network_receive_bytes_total")},
-	{PodNetworkTransmitBytes, podNetwork("windows_container_network_transmit_bytes_total")},
-
-	{ContainerMemoryLimitBytes, windowsContainerResource("kube_pod_container_resource_limits", "memory")},
-	{ContainerMemoryRequestBytes, windowsContainerResource("kube_pod_container_resource_requests", "memory")},
-	{ContainerCPULimitCores, windowsContainerResource("kube_pod_container_resource_limits", "cpu")},
-	{ContainerCPURequestCores, windowsContainerResource("kube_pod_container_resource_requests", "cpu")},
+	{ContainerCommitBytes, ContainerView("windows_container_memory_usage_commit_bytes{$[exporter]}", "$[ContainerInfo]", "$[cluster]")},
+	{ContainerMemoryLimitBytes, ContainerResourceView("kube_pod_container_resource_limits", "memory", "$[ksm]", "$[ContainerInfo]", "$[cluster]")},
 	{ContainerCommitToLimit, `
 		$[ContainerCommitBytes]
 		/ on ($[cluster], namespace, pod, container)
@@ -92,35 +94,38 @@ var records = []struct{ record, expr string }{
 		max by ($[cluster], instance, node) (rate(windows_memory_swap_page_operations_total{$[exporter]}[5m]))`},
 }
 
-// containerGauge gives a per-container series (or a function of one, such as
-// a rate) the container's real labels, one series per container.
-func containerGauge(series string) string {
-	return `
-		max by ($[cluster], namespace, pod, container) (
-		  max by ($[cluster], container_id) (` + series + `)
-		  * on ($[cluster], container_id) group_left (namespace, pod, container)
-		  $[ContainerInfo]
-		)`
+// ContainerView gives a per-container series of windows-exporter (or a
+// function of one, such as a rate) its container's real labels, one series
+// per container, by joining it on container_id to info (a selector of
+// ContainerInfo). The records use it for what the alerts read; the pod
+// dashboard uses it at query time, with info narrowed to the pods shown, for
+// what only people look at (see the comment on records).
+func ContainerView(series, info, cluster string) string {
+	return `max by (` + cluster + `, namespace, pod, container) (
+  max by (` + cluster + `, container_id) (` + series + `)
+  * on (` + cluster + `, container_id) group_left (namespace, pod, container)
+  ` + info + `
+)`
 }
 
-// podNetwork takes one value per pod and HNS endpoint (max over the pod's
-// containers, which all repeat it), then sums the pod's endpoints.
-func podNetwork(counter string) string {
-	return `
-		sum by ($[cluster], namespace, pod) (
-		  max by ($[cluster], namespace, pod, interface) (
-		    max by ($[cluster], container_id, interface) (rate(` + counter + `{$[exporter]}[5m]))
-		    * on ($[cluster], container_id) group_left (namespace, pod)
-		    $[ContainerInfo]
-		  )
-		)`
+// PodNetworkView is a pod's bytes per second on its HNS endpoints from one
+// of windows-exporter's per-container network counters. The exporter repeats
+// an endpoint's counters on every container of the pod, so they are
+// deduplicated (max per endpoint), not summed.
+func PodNetworkView(counter, exporter, window, info, cluster string) string {
+	return `sum by (` + cluster + `, namespace, pod) (
+  max by (` + cluster + `, namespace, pod, interface) (
+    max by (` + cluster + `, container_id, interface) (rate(` + counter + `{` + exporter + `}[` + window + `]))
+    * on (` + cluster + `, container_id) group_left (namespace, pod)
+    ` + info + `
+  )
+)`
 }
 
-// windowsContainerResource restricts a kube-state-metrics resource series to
-// the containers windows-exporter reports.
-func windowsContainerResource(metric, resource string) string {
-	return `
-		max by ($[cluster], namespace, pod, container) (` + metric + `{$[ksm], resource="` + resource + `"})
-		and on ($[cluster], namespace, pod, container)
-		$[ContainerInfo]`
+// ContainerResourceView is a kube-state-metrics resource series (limits or
+// requests of memory or cpu) restricted to the containers in info.
+func ContainerResourceView(metric, resource, ksm, info, cluster string) string {
+	return `max by (` + cluster + `, namespace, pod, container) (` + metric + `{` + ksm + `, resource="` + resource + `"})
+and on (` + cluster + `, namespace, pod, container)
+` + info
 }

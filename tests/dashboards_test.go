@@ -210,3 +210,34 @@ func checkLogQL(t *testing.T, where, expr string) {
 		}
 	}
 }
+
+// TestPodDashboardQueriesAreTested: the pod dashboard's query-time joins
+// (working set, CPU, limits, network) are not records, so their exact values
+// are tested as expressions in records.yaml. This keeps those expressions
+// equal to what the dashboard runs, with $namespace=shop, $pod=.* and
+// $__rate_interval=5m.
+func TestPodDashboardQueriesAreTested(t *testing.T) {
+	tested := map[string]bool{}
+	for _, tg := range loadTestFile(t, "records.yaml").Tests {
+		for _, et := range tg.PromqlExprTests {
+			if len(et.ExpSamples) > 0 {
+				tested[et.Expr] = true
+			}
+		}
+	}
+	fill := strings.NewReplacer("$namespace", "shop", "$pod", ".*", "$__rate_interval", "5m")
+	joins := 0
+	for _, q := range dashboardQueries(t) {
+		if !strings.HasPrefix(q.where, dashboards.PodsUID+"/") || strings.HasPrefix(q.expr, "label_values(") || strings.Contains(q.expr, `cluster="$cluster"`) ||
+			!strings.Contains(q.expr, rules.ContainerInfo+`{namespace="$namespace"`) {
+			continue
+		}
+		joins++
+		if e := fill.Replace(q.expr); !tested[e] {
+			t.Errorf("%s: no exact-value case in records.yaml for\n%s", q.where, e)
+		}
+	}
+	if joins < 5 {
+		t.Errorf("found %d query-time joins in the pod dashboard, want at least 5", joins)
+	}
+}
