@@ -8,6 +8,7 @@ package dashboards
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 
 	"github.com/grafana/grafana-foundation-sdk/go/cog"
 	"github.com/grafana/grafana-foundation-sdk/go/common"
@@ -100,8 +101,11 @@ func newDashboard(cfg *config.Config, q queries, uid, desc string, datasources .
 		b.WithVariable(dashboard.NewDatasourceVariableBuilder(ds).Label(map[string]string{promVar: "Prometheus", lokiVar: "Loki"}[ds]).Type(ds))
 	}
 	if multiCluster(cfg) {
-		b.WithVariable(queryVar("cluster", promDS, q.clusterValues(cfg.Cluster.Label), false).
-			Current(dashboard.VariableOption{Text: str(cfg.Cluster.Name), Value: str(cfg.Cluster.Name)}))
+		v := queryVar("cluster", promDS, q.clusterValues(), false)
+		if !slices.Contains(datasources, promVar) {
+			v = queryVar("cluster", lokiDS, q.clusterLogValues(), false)
+		}
+		b.WithVariable(v.Current(dashboard.VariableOption{Text: str(cfg.Cluster.Name), Value: str(cfg.Cluster.Name)}))
 	}
 	for _, other := range order {
 		if other != uid {

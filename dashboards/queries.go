@@ -17,8 +17,9 @@ type queries struct {
 	cluster      string // ", cluster=\"$cluster\"" or "" for a single cluster
 	exporter     string // windows_exporter selector matchers
 	ksm          string // kube-state-metrics selector matchers
-	events       string // event log stream selector matchers
-	podLogs      string // pod log stream selector matchers
+	eventsJob    string // event log streams of every cluster
+	events       string // event log stream selector matchers, with the cluster's
+	podLogs      string // pod log stream selector matchers, with the cluster's
 	services     string // regex of the node services that must run
 }
 
@@ -27,13 +28,16 @@ func newQueries(cfg *config.Config) queries {
 		clusterLabel: cfg.Cluster.Label,
 		exporter:     "job=" + strconv.Quote(cfg.WindowsExporter.Job),
 		ksm:          "job=" + strconv.Quote(cfg.KubeStateMetrics.Job),
-		events:       "job=" + strconv.Quote(cfg.Logs.EventsJob),
-		podLogs:      "job=" + strconv.Quote(cfg.Logs.PodLogsJob),
+		eventsJob:    "job=" + strconv.Quote(cfg.Logs.EventsJob),
 		services:     cfg.Alerts.NodeServices.Services.Regex(),
 	}
 	if multiCluster(cfg) {
 		q.cluster = fmt.Sprintf(`, %s="$cluster"`, cfg.Cluster.Label)
 	}
+	// The agents add the cluster label to every stream (Alloy's external
+	// label, the shipper's labels), so log queries select on it too.
+	q.events = q.eventsJob + q.cluster
+	q.podLogs = "job=" + strconv.Quote(cfg.Logs.PodLogsJob) + q.cluster
 	return q
 }
 
@@ -56,9 +60,12 @@ func (q queries) podValues() string {
 	return fmt.Sprintf(`label_values(%s{namespace="$namespace"%s}, pod)`, rules.ContainerInfo, q.cluster)
 }
 
-func (q queries) clusterValues(label string) string {
-	return fmt.Sprintf("label_values(windows_exporter_build_info{%s}, %s)", q.exporter, label)
+func (q queries) clusterValues() string {
+	return fmt.Sprintf("label_values(windows_exporter_build_info{%s}, %s)", q.exporter, q.clusterLabel)
 }
+
+// clusterLogValues lists the clusters of a dashboard that reads only Loki.
+func (q queries) clusterLogValues() string { return lokiValues(q.eventsJob, q.clusterLabel) }
 
 // Windows nodes: fleet table columns (instant, one row per instance).
 
@@ -154,8 +161,8 @@ func (q queries) podNetworkBits(direction string) string {
 }
 
 func (q queries) podRestarts() string {
-	return fmt.Sprintf(`max by (namespace, pod, container) (increase(kube_pod_container_status_restarts_total{%s, %s}[$__rate_interval]))
-and on (namespace, pod, container) %s`, q.ksm, q.pod(), rules.ContainerInfo)
+	return fmt.Sprintf(`max by (%[1]s, namespace, pod, container) (increase(kube_pod_container_status_restarts_total{%[2]s, %[3]s}[$__rate_interval]))
+and on (%[1]s, namespace, pod, container) %[4]s`, q.clusterLabel, q.ksm, q.pod(), q.podInfo())
 }
 
 func (q queries) commitToLimitTable() string {

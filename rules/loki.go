@@ -60,8 +60,8 @@ func LokiGroups(cfg *config.Config) rulefmt.RuleGroups {
 	for _, svc := range cfg.WindowsExporter.Services {
 		g.Rules = append(g.Rules, rulefmt.Rule{
 			Alert: AlertNodeServiceTerminated,
-			Expr: fmt.Sprintf(`sum by (node) (count_over_time(%s | event_id=~"%s|%s" | event_data=~".*<Binary>%s0000.*" [10m])) > 0`,
-				scm, SCMTerminated, SCMTerminatedOnce, BinaryServiceKey(svc)),
+			Expr: fmt.Sprintf(`sum by (%s, node) (count_over_time(%s | event_id=~"%s|%s" | event_data=~".*<Binary>%s0000.*" [10m])) > 0`,
+				cfg.Cluster.Label, scm, SCMTerminated, SCMTerminatedOnce, BinaryServiceKey(svc)),
 			Labels: map[string]string{"severity": "critical", "service": svc},
 			Annotations: map[string]string{
 				"summary": "Service " + svc + " terminated unexpectedly on Windows node {{ $labels.node }}.",
@@ -72,8 +72,8 @@ func LokiGroups(cfg *config.Config) rulefmt.RuleGroups {
 	}
 	g.Rules = append(g.Rules, rulefmt.Rule{
 		Alert: AlertServiceStartFailed,
-		Expr: fmt.Sprintf(`sum by (node) (count_over_time(%s | event_id=~"%s|%s" [15m])) > 0`,
-			scm, SCMStartFailed, SCMStartTimeout),
+		Expr: fmt.Sprintf(`sum by (%s, node) (count_over_time(%s | event_id=~"%s|%s" [15m])) > 0`,
+			cfg.Cluster.Label, scm, SCMStartFailed, SCMStartTimeout),
 		Labels: map[string]string{"severity": "warning"},
 		Annotations: map[string]string{
 			"summary": "A service failed to start on Windows node {{ $labels.node }}.",
