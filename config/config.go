@@ -32,6 +32,7 @@ type Config struct {
 	CreateNamespace  bool             `yaml:"createNamespace"`
 	Cluster          Cluster          `yaml:"cluster"`
 	Prometheus       Prometheus       `yaml:"prometheus"`
+	Ruler            Ruler            `yaml:"ruler"`
 	WindowsExporter  WindowsExporter  `yaml:"windowsExporter"`
 	KubeStateMetrics KubeStateMetrics `yaml:"kubeStateMetrics"`
 	Nodes            Nodes            `yaml:"nodes"`
@@ -72,6 +73,14 @@ type Cluster struct {
 type Prometheus struct {
 	// RuleLabels go on every PrometheusRule (the ruleSelector of kps).
 	RuleLabels Labels `yaml:"ruleLabels"`
+}
+
+// Ruler names the rules loaded into a horizontally scaled ruler (Mimir,
+// Cortex, Loki) with mimirtool, cortextool or lokitool.
+type Ruler struct {
+	// NamespacePrefix starts every ruler namespace winobs renders, so
+	// `rules sync --namespaces-regex '^<prefix>-'` touches only winobs's rules.
+	NamespacePrefix string `yaml:"namespacePrefix"`
 }
 
 // WindowsExporter describes how windows_exporter is scraped and, with

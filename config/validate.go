@@ -16,6 +16,10 @@ import (
 	"github.com/winobs/winobs/conffile"
 )
 
+// rulerNamespace is what a ruler namespace prefix may be: it becomes a URL
+// path segment of the ruler API and a directory name in the ruler's storage.
+var rulerNamespace = regexp.MustCompile(`^[a-z0-9]([a-z0-9_.-]{0,46}[a-z0-9])?$`)
+
 // Service key names as the Service Control Manager accepts them.
 var serviceName = regexp.MustCompile(`^[A-Za-z0-9_.\-]{1,256}$`)
 
@@ -39,6 +43,8 @@ func Validate(c *Config) Problems {
 	v.clusterLabel("cluster.label", c.Cluster.Label)
 	v.text("cluster.name", c.Cluster.Name)
 	v.labels("prometheus.ruleLabels", c.Prometheus.RuleLabels)
+	v.check("ruler.namespacePrefix", rulerNamespace.MatchString(c.Ruler.NamespacePrefix),
+		"must be 1-48 lower-case letters, digits, '-', '_' or '.', starting and ending with a letter or digit, got %q", c.Ruler.NamespacePrefix)
 	for path, job := range map[string]string{"windowsExporter.job": c.WindowsExporter.Job, "kubeStateMetrics.job": c.KubeStateMetrics.Job,
 		"logs.eventsJob": c.Logs.EventsJob, "logs.podLogsJob": c.Logs.PodLogsJob} {
 		v.nonEmpty(path, job)

@@ -83,8 +83,9 @@ func RunbookURL(base, alert string) string {
 }
 
 // Files renders the groups as plain rule files (rules/) and as PrometheusRule
-// objects (prometheus/), one file per group in each, and the event log alerts
-// for the Loki ruler (loki-rules/).
+// objects (prometheus/), one file per group in each; the event log alerts
+// for the Loki ruler (loki-rules/); and both as ruler namespaces for
+// mimirtool/cortextool and lokitool (ruler/mimir/, ruler/loki/).
 func Files(cfg *config.Config) ([]render.File, error) {
 	groups, raws, err := build(cfg)
 	if err != nil {
@@ -98,8 +99,38 @@ func Files(cfg *config.Config) ([]render.File, error) {
 		)
 	}
 	loki, err := lokiFile(cfg)
-	return append(files, loki), err
+	if err != nil {
+		return nil, err
+	}
+	files = append(files, loki)
+	for _, f := range []struct {
+		dir string
+		ns  RulerNamespace
+	}{
+		{"ruler/mimir/", RulerNamespace{Namespace: MetricsNamespace(cfg), Groups: groups.Groups}},
+		{"ruler/loki/", RulerNamespace{Namespace: LogsNamespace(cfg), Groups: LokiGroups(cfg).Groups}},
+	} {
+		raw, err := render.EncodeYAML(f.ns)
+		if err != nil {
+			return nil, err
+		}
+		files = append(files, render.File{Path: f.dir + f.ns.Namespace + ".yaml", Raw: raw})
+	}
+	return files, nil
 }
+
+// RulerNamespace is a rule file as mimirtool, cortextool and lokitool load,
+// diff and sync it: one ruler namespace and its groups.
+type RulerNamespace struct {
+	Namespace string              `yaml:"namespace"`
+	Groups    []rulefmt.RuleGroup `yaml:"groups"`
+}
+
+// MetricsNamespace is the ruler namespace of the Prometheus rules.
+func MetricsNamespace(cfg *config.Config) string { return cfg.Ruler.NamespacePrefix + "-windows" }
+
+// LogsNamespace is the ruler namespace of the Loki event log alerts.
+func LogsNamespace(cfg *config.Config) string { return cfg.Ruler.NamespacePrefix + "-windows-events" }
 
 // encodeGroup encodes one group as a rule file and checks it as promtool does.
 func encodeGroup(g rulefmt.RuleGroup, p parser.Parser) ([]byte, error) {

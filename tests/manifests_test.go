@@ -99,7 +99,7 @@ func objects(t *testing.T, files map[string][]byte) []any {
 	}
 	for path := range files {
 		if strings.HasSuffix(path, ".yaml") && !slices.Contains(kust.Resources, path) && path != render.KustomizationFile &&
-			!strings.HasPrefix(path, "rules/") && !strings.HasPrefix(path, "loki-rules/") {
+			!strings.HasPrefix(path, "rules/") && !strings.HasPrefix(path, "loki-rules/") && !strings.HasPrefix(path, "ruler/") {
 			t.Errorf("%s holds objects but is not in kustomization.yaml", path)
 		}
 	}

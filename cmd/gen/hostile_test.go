@@ -186,6 +186,7 @@ func TestHostileStringsPerTarget(t *testing.T) {
 		}, nil},
 		{"namespace", func(v string) string { return "namespace: " + quote(v) + "\n" }, nil},
 		{"prometheus.ruleLabels.team", func(v string) string { return "prometheus:\n  ruleLabels: {team: " + quote(v) + "}\n" }, nil},
+		{"ruler.namespacePrefix", func(v string) string { return "ruler:\n  namespacePrefix: " + quote(v) + "\n" }, nil},
 	}
 	var accepted, refused atomic.Int32
 	defer func() {
@@ -239,7 +240,7 @@ func artifactsParse(t *testing.T, checker *kubecheck.Checker, out string) {
 			if !json.Valid(b) {
 				t.Errorf("%s is not JSON", rel)
 			}
-		case strings.HasPrefix(rel, "rules/"):
+		case strings.HasPrefix(rel, "rules/") || strings.HasPrefix(rel, "ruler/mimir/"):
 			var g struct {
 				Groups []struct{ Rules []struct{ Expr string } }
 			}
@@ -253,7 +254,7 @@ func artifactsParse(t *testing.T, checker *kubecheck.Checker, out string) {
 					}
 				}
 			}
-		case strings.HasSuffix(p, ".yaml") && !strings.HasPrefix(rel, "loki-rules/") && rel != "kustomization.yaml":
+		case strings.HasSuffix(p, ".yaml") && !strings.HasPrefix(rel, "loki-rules/") && !strings.HasPrefix(rel, "ruler/loki/") && rel != "kustomization.yaml":
 			for _, doc := range kubecheck.Split(b) {
 				for _, e := range checker.Document(doc) {
 					t.Errorf("%s: %s", rel, e)

@@ -14,12 +14,12 @@ func TestGenWritesBundle(t *testing.T) {
 	if code := run([]string{"--out", out}, &stdout, &stderr); code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr.String())
 	}
-	for _, f := range []string{"kustomization.yaml", "rules/winobs-windows-alerts.yaml", "prometheus/winobs-windows-records.yaml"} {
+	for _, f := range []string{"kustomization.yaml", "rules/winobs-windows-alerts.yaml", "prometheus/winobs-windows-records.yaml", "ruler/mimir/winobs-windows.yaml", "ruler/loki/winobs-windows-events.yaml"} {
 		if _, err := os.Stat(filepath.Join(out, f)); err != nil {
 			t.Error(err)
 		}
 	}
-	if !strings.Contains(stdout.String(), "wrote 18 files, 16 Kubernetes objects") {
+	if !strings.Contains(stdout.String(), "wrote 20 files, 16 Kubernetes objects") {
 		t.Errorf("summary:\n%s", stdout.String())
 	}
 	if code := run([]string{"--out", out, "--check"}, &stdout, &stderr); code != 0 {
