@@ -61,6 +61,9 @@ type Dashboards struct {
 	SidecarLabel      string   `yaml:"sidecarLabel"`
 	SidecarLabelValue string   `yaml:"sidecarLabelValue"`
 	FolderAnnotation  string   `yaml:"folderAnnotation"`
+	// V2 also renders the dashboards as Grafana 13 dashboard.grafana.app/v2
+	// resources (dashboards-v2/).
+	V2 bool `yaml:"v2"`
 }
 
 // Cluster names the label that separates clusters in a shared backend.

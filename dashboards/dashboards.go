@@ -62,7 +62,9 @@ func Build(cfg *config.Config) ([]dashboard.Dashboard, error) {
 
 // Files renders every dashboard as JSON (dashboards/<uid>.json, for import or
 // provisioning) and as a ConfigMap that the Grafana sidecar of
-// kube-prometheus-stack loads into the configured folder.
+// kube-prometheus-stack loads into the configured folder; with
+// dashboards.v2, also as a dashboard.grafana.app/v2 resource
+// (dashboards-v2/<uid>.json).
 func Files(cfg *config.Config) ([]render.File, error) {
 	ds, err := Build(cfg)
 	if err != nil {
@@ -87,6 +89,17 @@ func Files(cfg *config.Config) ([]render.File, error) {
 			render.File{Path: "dashboards/" + uid + ".json", Raw: raw},
 			render.File{Path: "dashboards/" + uid + ".yaml", Objects: []any{cm}},
 		)
+		if cfg.Dashboards.V2 {
+			m, err := V2(d)
+			if err != nil {
+				return nil, err
+			}
+			raw, err := json.MarshalIndent(m, "", "  ")
+			if err != nil {
+				return nil, err
+			}
+			files = append(files, render.File{Path: "dashboards-v2/" + uid + ".json", Raw: append(raw, '\n')})
+		}
 	}
 	return files, nil
 }
