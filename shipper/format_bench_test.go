@@ -33,7 +33,7 @@ func BenchmarkFormatBatchEncode(b *testing.B) {
 	b.ReportAllocs()
 	b.SetBytes(int64(len(raw)))
 	for b.Loop() {
-		s.add(bt, record{channel: "System", xml: raw, size: int64(len(raw))})
+		s.format.add(bt, record{channel: "System", xml: raw, size: int64(len(raw))})
 		if n++; n == 1000 {
 			_ = loki.Body(bt.streams)
 			bt, n = newBatch(), 0

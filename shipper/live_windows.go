@@ -9,8 +9,8 @@ import (
 )
 
 func init() {
-	newLiveSource = func(s *Shipper, ch shipconfig.Channel) (source, error) {
-		s.lookups = eventxml.Lookups{ProcessName: wineventlog.ProcessName, UserName: wineventlog.UserName}
-		return &liveSource{ch: ch, s: s, api: wineventlog.New(uint32(s.cfg.Locale))}, nil
+	newLiveSource = func(cfg *shipconfig.Config, ch shipconfig.Channel) (source, eventxml.Lookups, error) {
+		return &liveSource{ch: ch, startAt: cfg.StartAt, api: wineventlog.New(uint32(cfg.Locale))},
+			eventxml.Lookups{ProcessName: wineventlog.ProcessName, UserName: wineventlog.UserName}, nil
 	}
 }

@@ -17,8 +17,8 @@ import (
 // its checkpoint. Dumps carry RenderingInfo, so no publisher metadata (and
 // no Windows) is needed.
 type dumpSource struct {
-	d shipconfig.Dump
-	s *Shipper
+	d             shipconfig.Dump
+	maxEventBytes int
 }
 
 func (ds *dumpSource) channel() string { return ds.d.Channel }
@@ -26,12 +26,12 @@ func (ds *dumpSource) channel() string { return ds.d.Channel }
 // followPoll is how often a followed dump is checked for growth.
 const followPoll = time.Second
 
-func (ds *dumpSource) run(ctx context.Context, out chan<- record) error {
-	offset, err := ds.start()
+func (ds *dumpSource) run(ctx context.Context, env sourceEnv) error {
+	offset, err := ds.start(env.positions)
 	if err != nil {
 		return err
 	}
-	r, err := dump.Open(ds.d.Path, offset, ds.s.cfg.MaxEventBytes)
+	r, err := dump.Open(ds.d.Path, offset, ds.maxEventBytes)
 	if err != nil {
 		return err
 	}
@@ -51,15 +51,15 @@ func (ds *dumpSource) run(ctx context.Context, out chan<- record) error {
 			}
 			continue
 		case errors.Is(err, dump.ErrTooLarge):
-			ds.s.log.Warn("skipping an event larger than maxEventBytes", "channel", ds.d.Channel, "offset", rec.Offset)
-			if err := ds.s.emit(ctx, out, record{channel: ds.d.Channel, cp: cp, drop: "too_large"}); err != nil {
+			env.log.Warn("skipping an event larger than maxEventBytes", "channel", ds.d.Channel, "offset", rec.Offset)
+			if err := env.emit(ctx, record{channel: ds.d.Channel, cp: cp, drop: "too_large"}); err != nil {
 				return err
 			}
 			continue
 		case err != nil:
 			return err
 		}
-		if err := ds.s.emit(ctx, out, record{channel: ds.d.Channel, xml: rec.XML, cp: cp, size: int64(len(rec.XML))}); err != nil {
+		if err := env.emit(ctx, record{channel: ds.d.Channel, xml: rec.XML, cp: cp, size: int64(len(rec.XML))}); err != nil {
 			return err
 		}
 	}
@@ -67,8 +67,8 @@ func (ds *dumpSource) run(ctx context.Context, out chan<- record) error {
 
 // start returns the offset to resume from: the checkpoint's, the start of a
 // dump never shipped, or what the corrupt-checkpoint policy says.
-func (ds *dumpSource) start() (int64, error) {
-	cp, found, policy, err := ds.s.loadCheckpoint(ds.d.Channel)
+func (ds *dumpSource) start(pos positions) (int64, error) {
+	cp, found, policy, err := pos.start(ds.d.Channel)
 	switch {
 	case err != nil:
 		return 0, err

@@ -12,20 +12,20 @@ import (
 
 // liveSource follows an event log channel through package subscribe.
 type liveSource struct {
-	ch  shipconfig.Channel
-	s   *Shipper
-	api subscribe.API
+	ch      shipconfig.Channel
+	startAt string // shipconfig's startAt, for a channel never shipped
+	api     subscribe.API
 }
 
 func (ls *liveSource) channel() string { return ls.ch.Name }
 
-func (ls *liveSource) run(ctx context.Context, out chan<- record) error {
+func (ls *liveSource) run(ctx context.Context, env sourceEnv) error {
 	name := ls.ch.Name
 	query := ls.ch.Query
 	if query == "" {
 		query = "*"
 	}
-	cp, found, policy, err := ls.s.loadCheckpoint(name)
+	cp, found, policy, err := env.positions.start(name)
 	if err != nil {
 		return err
 	}
@@ -35,7 +35,7 @@ func (ls *liveSource) run(ctx context.Context, out chan<- record) error {
 		bookmark, start = "", subscribe.Future
 	case policy == shipconfig.Oldest:
 		bookmark = ""
-	case !found && ls.s.cfg.StartAt == shipconfig.Newest:
+	case !found && ls.startAt == shipconfig.Newest:
 		// Take a bookmark at the newest record and save it at once, so events
 		// logged while the shipper is down later are not lost either.
 		bm, ok, err := ls.api.Newest(name, query)
@@ -44,32 +44,31 @@ func (ls *liveSource) run(ctx context.Context, out chan<- record) error {
 		}
 		if ok {
 			bookmark = bm
-			if err := ls.s.store.Save(checkpoint.Checkpoint{Channel: name, Bookmark: bm}); err != nil {
+			if err := env.positions.mark(checkpoint.Checkpoint{Channel: name, Bookmark: bm}); err != nil {
 				return err
 			}
 		}
 	}
 	hooks := subscribe.Hooks{
 		Resubscribe: func(err error) {
-			ls.s.m.resubscribes.WithLabelValues(name).Inc()
-			ls.s.log.Warn("resubscribing", "channel", name, "error", err)
+			env.m.resubscribes.WithLabelValues(name).Inc()
+			env.log.Warn("resubscribing", "channel", name, "error", err)
 		},
 		Restarted: func() {
-			ls.s.m.dropped.WithLabelValues(name, "bookmark_lost").Add(0)
-			ls.s.log.Error("bookmarked record no longer in the log (cleared or overwritten): reading from the oldest record", "channel", name)
+			env.m.dropped.WithLabelValues(name, "bookmark_lost").Add(0)
+			env.log.Error("bookmarked record no longer in the log (cleared or overwritten): reading from the oldest record", "channel", name)
 		},
 	}
 	if n, ok := ls.api.(subscribe.Newest); ok {
-		go ls.reportLag(ctx, n)
+		go ls.reportLag(ctx, n, env)
 	}
 	return subscribe.Run(ctx, ls.api, name, query, bookmark, start, subscribe.Options{}, hooks, func(e subscribe.Event) error {
 		r := record{channel: name, xml: e.XML, texts: e.Texts, cp: checkpoint.Checkpoint{Channel: name, Bookmark: e.Bookmark}, size: int64(len(e.XML))}
 		if e.RenderErr != nil {
-			ls.s.m.renderErrors.WithLabelValues(name).Inc()
-			ls.s.log.Warn("skipping an event that could not be rendered", "channel", name, "error", e.RenderErr)
+			env.log.Warn("skipping an event that could not be rendered", "channel", name, "error", e.RenderErr)
 			r.xml, r.drop = nil, "render_error"
 		}
-		return ls.s.emit(ctx, out, r)
+		return env.emit(ctx, r)
 	})
 }
 
@@ -79,7 +78,7 @@ var lagInterval = 15 * time.Second
 // reportLag sets the record lag: records between the newest in the channel
 // and the last delivered. With an XPath filter it counts filtered-out
 // records too, so it is an upper bound.
-func (ls *liveSource) reportLag(ctx context.Context, api subscribe.Newest) {
+func (ls *liveSource) reportLag(ctx context.Context, api subscribe.Newest, env sourceEnv) {
 	t := time.NewTicker(lagInterval)
 	defer t.Stop()
 	for {
@@ -92,8 +91,8 @@ func (ls *liveSource) reportLag(ctx context.Context, api subscribe.Newest) {
 		if err != nil {
 			continue
 		}
-		if cp, ok := ls.s.store.Peek(ls.ch.Name); ok && cp.RecordID > 0 && newest >= cp.RecordID {
-			ls.s.m.lag.WithLabelValues(ls.ch.Name).Set(float64(newest - cp.RecordID))
+		if cp, ok := env.positions.acked(ls.ch.Name); ok && cp.RecordID > 0 && newest >= cp.RecordID {
+			env.m.lag.WithLabelValues(ls.ch.Name).Set(float64(newest - cp.RecordID))
 		}
 	}
 }

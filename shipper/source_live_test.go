@@ -98,14 +98,14 @@ func TestLiveSourceShipsAndCheckpoints(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s.lookups = eventxml.Lookups{ProcessName: func(uint32) string { return "services.exe" }}
-	s.sources = []source{&liveSource{ch: shipconfig.Channel{Name: "System"}, s: s, api: api}}
+	s.format.lookups = eventxml.Lookups{ProcessName: func(uint32) string { return "services.exe" }}
+	s.sources = []source{&liveSource{ch: shipconfig.Channel{Name: "System"}, api: api}}
 	lagInterval = 10 * time.Millisecond
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error)
 	go func() { done <- s.Run(ctx) }()
 	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		if cp, found, _, _ := s.store.Load("System"); found && strings.Contains(cp.Bookmark, "3563") {
+		if cp, found, _, _ := s.acker.store.Load("System"); found && strings.Contains(cp.Bookmark, "3563") {
 			break
 		}
 	}
@@ -125,7 +125,7 @@ func TestLiveSourceShipsAndCheckpoints(t *testing.T) {
 		t.Errorf("pushed %q", lines)
 	}
 	// The unrenderable event was skipped and counted; the bookmark moved past it.
-	cp, _, _, _ := s.store.Load("System")
+	cp, _, _, _ := s.acker.store.Load("System")
 	if !strings.Contains(cp.Bookmark, "RecordId='3563'") {
 		t.Errorf("checkpoint %q", cp.Bookmark)
 	}

@@ -1,28 +1,11 @@
 package eventxml
 
 import (
-	"regexp"
 	"strings"
 	"testing"
 
 	"github.com/winobs/winobs/internal/fixture"
 )
-
-// expectedLines reads the derived Alloy line of every sample from the
-// testdata README: the "## file.xml" heading, then the fenced line.
-func expectedLines(t testing.TB) map[string]string {
-	t.Helper()
-	readme := fixture.Read(t, fixture.EventLog, "README.md")
-	re := regexp.MustCompile("(?s)## (\\S+\\.xml)\n.*?```\n(\\{.*?\\})\n```")
-	out := map[string]string{}
-	for _, m := range re.FindAllStringSubmatch(string(readme), -1) {
-		out[m[1]] = m[2]
-	}
-	if len(out) != 6 {
-		t.Fatalf("found %d expected lines in the testdata README, want 6", len(out))
-	}
-	return out
-}
 
 // What EvtFormatMessage returns for the samples without RenderingInfo, in
 // en-US (services.exe's message table; the 7000 text has the CRLF of %n).
@@ -43,7 +26,7 @@ var formatted = map[string]Texts{
 var lookups = Lookups{ProcessName: func(uint32) string { return "services.exe" }}
 
 func TestLinesMatchAlloy(t *testing.T) {
-	for file, want := range expectedLines(t) {
+	for file, want := range fixture.ExpectedLines(t) {
 		e, err := Parse(fixture.Read(t, fixture.EventLog, file))
 		if err != nil {
 			t.Fatalf("%s: %v", file, err)

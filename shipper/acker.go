@@ -1,0 +1,87 @@
+package shipper
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/winobs/winobs/shipper/checkpoint"
+	"github.com/winobs/winobs/shipper/shipconfig"
+)
+
+// positions is what a source sees of the checkpoints: where to resume, a
+// start position to record before anything is delivered, and how far
+// delivery has got.
+type positions interface {
+	start(channel string) (cp checkpoint.Checkpoint, found bool, policy string, err error)
+	mark(cp checkpoint.Checkpoint) error
+	acked(channel string) (checkpoint.Checkpoint, bool)
+}
+
+// acker owns the checkpoints. Only a delivered batch moves them, and only
+// after every earlier batch was delivered (one batch is in flight at a
+// time), so a saved position never skips an undelivered event.
+type acker struct {
+	store     *checkpoint.Store
+	onCorrupt string // shipconfig's onCorruptCheckpoint
+	budget    *budget
+	m         *metrics
+	log       *slog.Logger
+	now       func() time.Time
+}
+
+var _ positions = (*acker)(nil)
+
+// start loads a channel's checkpoint and reports problems loudly. For a
+// corrupt checkpoint without a valid previous copy, policy is the configured
+// one (oldest or newest); with "fail" it is an error.
+func (a *acker) start(channel string) (cp checkpoint.Checkpoint, found bool, policy string, err error) {
+	cp, found, note, err := a.store.Load(channel)
+	if note != "" {
+		a.log.Error("CHECKPOINT PROBLEM: "+note, "channel", channel)
+	}
+	if err == nil {
+		return cp, found, "", nil
+	}
+	if !errors.Is(err, checkpoint.ErrCorrupt) {
+		// Unreadable, not corrupt: an operator must look; guessing could
+		// re-ship or skip a whole channel.
+		return cp, false, "", fmt.Errorf("checkpoint: %w", err)
+	}
+	a.log.Error("CHECKPOINT CORRUPT: applying onCorruptCheckpoint", "channel", channel, "error", err, "policy", a.onCorrupt)
+	a.m.dropped.WithLabelValues(channel, "corrupt_checkpoint").Add(0) // make the series visible
+	if a.onCorrupt == shipconfig.Fail {
+		return cp, false, "", fmt.Errorf("%w (onCorruptCheckpoint: fail)", err)
+	}
+	return cp, false, a.onCorrupt, nil
+}
+
+// mark saves a position that needs no delivery: a bookmark taken at start.
+func (a *acker) mark(cp checkpoint.Checkpoint) error { return a.store.Save(cp) }
+
+// acked is the last delivered position of a channel.
+func (a *acker) acked(channel string) (checkpoint.Checkpoint, bool) { return a.store.Peek(channel) }
+
+// ack records a delivered batch, of whose entries Loki refused dropped[channel].
+func (a *acker) ack(b *batch, dropped map[string]int) error {
+	for ch, cp := range b.positions {
+		if err := a.store.Save(cp); err != nil {
+			// Delivered but not recorded: a restart resends, Loki deduplicates.
+			return fmt.Errorf("saving checkpoint of %s: %w", ch, err)
+		}
+		a.m.cpTime.WithLabelValues(ch).Set(float64(a.now().Unix()))
+		if cp.RecordID != 0 {
+			a.m.cpRecord.WithLabelValues(ch).Set(float64(cp.RecordID))
+		}
+	}
+	// Every event ends in one counter: sent, or dropped with its reason.
+	for ch, n := range b.counts {
+		a.m.sent.WithLabelValues(ch).Add(float64(n - dropped[ch]))
+		a.m.pending.WithLabelValues(ch).Sub(float64(n))
+	}
+	a.m.bytesSent.Add(float64(b.bytes))
+	a.budget.release(b.charge)
+	a.m.inFlight.Set(float64(a.budget.inUse()))
+	return nil
+}

@@ -1,0 +1,84 @@
+package shipper
+
+import (
+	"log/slog"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/winobs/winobs/shipper/checkpoint"
+	"github.com/winobs/winobs/shipper/shipconfig"
+)
+
+// The acker alone, on a real checkpoint directory.
+
+func testAcker(t *testing.T, dir, onCorrupt string) *acker {
+	t.Helper()
+	store, err := checkpoint.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &acker{store: store, onCorrupt: onCorrupt, budget: newBudget(1 << 20), m: newMetrics([]string{"System"}),
+		log: slog.New(slog.DiscardHandler), now: time.Now}
+}
+
+func TestAckerSavesOnlyDeliveredPositions(t *testing.T) {
+	dir := t.TempDir()
+	a := testAcker(t, dir, shipconfig.Oldest)
+	if _, found, _, err := a.start("System"); found || err != nil {
+		t.Fatalf("fresh directory: found %v, err %v", found, err)
+	}
+	if err := a.budget.acquire(t.Context(), 500); err != nil {
+		t.Fatal(err)
+	}
+	a.m.pending.WithLabelValues("System").Add(3)
+	b := newBatch()
+	b.positions["System"] = checkpoint.Checkpoint{Channel: "System", Source: "dump.xml", Offset: 900, RecordID: 3562}
+	b.counts["System"], b.events, b.bytes, b.charge = 3, 3, 120, 500
+	if err := a.ack(b, map[string]int{"System": 1}); err != nil {
+		t.Fatal(err)
+	}
+	for name, tc := range map[string]struct{ got, want float64 }{
+		"sent":      {testutil.ToFloat64(a.m.sent.WithLabelValues("System")), 2},
+		"pending":   {testutil.ToFloat64(a.m.pending.WithLabelValues("System")), 0},
+		"bytes":     {testutil.ToFloat64(a.m.bytesSent), 120},
+		"record id": {testutil.ToFloat64(a.m.cpRecord.WithLabelValues("System")), 3562},
+		"in flight": {float64(a.budget.inUse()), 0},
+	} {
+		if tc.got != tc.want {
+			t.Errorf("%s = %v, want %v", name, tc.got, tc.want)
+		}
+	}
+	// A restart resumes where delivery got.
+	cp, found, _, err := testAcker(t, dir, shipconfig.Oldest).start("System")
+	if err != nil || !found || cp.Offset != 900 || cp.RecordID != 3562 {
+		t.Errorf("after restart: %+v found %v err %v", cp, found, err)
+	}
+	if cp, ok := a.acked("System"); !ok || cp.Offset != 900 {
+		t.Errorf("acked %+v %v", cp, ok)
+	}
+}
+
+func TestAckerAppliesTheCorruptCheckpointPolicy(t *testing.T) {
+	for _, tc := range []struct {
+		policy  string
+		wantErr bool
+	}{{shipconfig.Fail, true}, {shipconfig.Oldest, false}, {shipconfig.Newest, false}} {
+		t.Run(tc.policy, func(t *testing.T) {
+			dir := t.TempDir()
+			a := testAcker(t, dir, tc.policy)
+			if err := os.WriteFile(a.store.Path("System"), []byte("{not json"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			_, found, policy, err := a.start("System")
+			if (err != nil) != tc.wantErr || found {
+				t.Fatalf("err %v, found %v", err, found)
+			}
+			if !tc.wantErr && policy != tc.policy {
+				t.Errorf("policy %q, want %q", policy, tc.policy)
+			}
+		})
+	}
+}

@@ -1,0 +1,175 @@
+package shipper
+
+import (
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/winobs/winobs/internal/fixture"
+	"github.com/winobs/winobs/shipper/checkpoint"
+	"github.com/winobs/winobs/shipper/eventxml"
+	"github.com/winobs/winobs/shipper/shipconfig"
+)
+
+// The formatter alone, on the real sample events.
+
+const renderedSample = "scm-7036-appxsvc-renderinginfo.xml" // carries its texts, like a dump
+
+func testFormatter(t *testing.T, edit func(*shipconfig.Config)) *formatter {
+	t.Helper()
+	cfg, err := shipconfig.Default()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Labels = map[string]string{"job": "windows-events", "node": "k8s-lab-win-1"}
+	if edit != nil {
+		edit(cfg)
+	}
+	return newFormatter(cfg, newMetrics([]string{"System"}), slog.New(slog.DiscardHandler))
+}
+
+func sampleTime(t *testing.T, xml []byte) time.Time {
+	t.Helper()
+	_, after, _ := strings.Cut(string(xml), "SystemTime='")
+	ts, err := time.Parse(time.RFC3339Nano, after[:strings.IndexByte(after, '\'')])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ts
+}
+
+func TestFormatterWritesAlloysLineAndLabels(t *testing.T) {
+	xml := fixture.Read(t, fixture.EventLog, renderedSample)
+	f := testFormatter(t, nil)
+	// The golden lines name services.exe, as looked up on the shipping host.
+	f.lookups = eventxml.Lookups{ProcessName: func(uint32) string { return "services.exe" }}
+	b := newBatch()
+	f.add(b, record{channel: "System", xml: xml, cp: checkpoint.Checkpoint{Channel: "System", Offset: 42}, size: int64(len(xml))})
+
+	if len(b.streams) != 1 || len(b.streams[0].Entries) != 1 {
+		t.Fatalf("streams %+v", b.streams)
+	}
+	st := b.streams[0]
+	if want := `{channel="System", computer="EC2AMAZ-25GMQOK", job="windows-events", node="k8s-lab-win-1"}`; st.Labels != want {
+		t.Errorf("labels %s, want %s", st.Labels, want)
+	}
+	if got, want := string(st.Entries[0].Line), fixture.ExpectedLines(t)[renderedSample]; got != want {
+		t.Errorf("line\n got  %s\n want %s", got, want)
+	}
+	cp := b.positions["System"]
+	if cp.Offset != 42 || cp.RecordID == 0 || cp.TimeCreated == "" {
+		t.Errorf("position %+v: want the record's offset and the event's id and time", cp)
+	}
+	if b.counts["System"] != 1 || b.charge != int64(len(xml)) || b.bytes != len(st.Entries[0].Line) {
+		t.Errorf("counts %v, charge %d, bytes %d", b.counts, b.charge, b.bytes)
+	}
+	if got := testutil.ToFloat64(f.m.read.WithLabelValues("System")); got != 1 {
+		t.Errorf("read %v", got)
+	}
+}
+
+// Every skipped record is counted under its reason and still moves the
+// position, which keeps naming the last event actually formatted.
+func TestFormatterCountsEverySkip(t *testing.T) {
+	xml := fixture.Read(t, fixture.EventLog, renderedSample)
+	f := testFormatter(t, nil)
+	b := newBatch()
+	f.add(b, record{channel: "System", xml: xml, cp: checkpoint.Checkpoint{Channel: "System", Offset: 1}})
+	first := b.positions["System"]
+	for i, r := range []record{
+		{channel: "System", xml: []byte("<Event><System>"), cp: checkpoint.Checkpoint{Channel: "System", Offset: 2}},
+		{channel: "System", drop: "render_error", cp: checkpoint.Checkpoint{Channel: "System", Offset: 3}},
+		{channel: "System", drop: "too_large", cp: checkpoint.Checkpoint{Channel: "System", Offset: 4}},
+	} {
+		f.add(b, r)
+		cp := b.positions["System"]
+		if cp.Offset != int64(i+2) || cp.RecordID != first.RecordID || cp.TimeCreated != first.TimeCreated {
+			t.Errorf("after skip %d: position %+v, want offset %d and the last event %d", i, cp, i+2, first.RecordID)
+		}
+	}
+	for reason, want := range map[string]float64{"malformed_xml": 1, "render_error": 1, "too_large": 1} {
+		if got := testutil.ToFloat64(f.m.dropped.WithLabelValues("System", reason)); got != want {
+			t.Errorf("dropped{%s} = %v, want %v", reason, got, want)
+		}
+	}
+	if got := testutil.ToFloat64(f.m.renderErrors.WithLabelValues("System")); got != 2 {
+		t.Errorf("render errors %v, want 2 (malformed XML and a render error)", got)
+	}
+	if b.events != 1 {
+		t.Errorf("%d entries, want only the good event", b.events)
+	}
+}
+
+// Loki refuses entries older than its reject_old_samples_max_age and entries
+// further behind their stream than its window (reference/loki-push.md): the
+// formatter moves them inside, or drops them with tooOld: drop, and counts.
+func TestFormatterKeepsEntriesInsideLokisWindows(t *testing.T) {
+	xml := fixture.Read(t, fixture.EventLog, renderedSample)
+	created := sampleTime(t, xml)
+	now := created.Add(8 * 24 * time.Hour)
+	for _, tc := range []struct {
+		name    string
+		tooOld  string
+		entries int
+		ts      time.Time
+		counter string
+	}{
+		{"restamp", shipconfig.Restamp, 1, now.Add(-6 * 24 * time.Hour), "restamped"},
+		{"drop", shipconfig.Drop, 0, time.Time{}, "dropped"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := testFormatter(t, func(c *shipconfig.Config) { c.Timestamp = shipconfig.EventTime; c.Limits.TooOld = tc.tooOld })
+			f.now = func() time.Time { return now }
+			b := newBatch()
+			f.add(b, record{channel: "System", xml: xml})
+			if b.events != tc.entries {
+				t.Fatalf("%d entries, want %d", b.events, tc.entries)
+			}
+			if tc.entries == 1 && !b.streams[0].Entries[0].Time.Equal(tc.ts) {
+				t.Errorf("timestamp %v, want %v", b.streams[0].Entries[0].Time, tc.ts)
+			}
+			vec := map[string]float64{
+				"restamped": testutil.ToFloat64(f.m.restamped.WithLabelValues("System", "too_old")),
+				"dropped":   testutil.ToFloat64(f.m.dropped.WithLabelValues("System", "too_old")),
+			}
+			if vec[tc.counter] != 1 {
+				t.Errorf("counters %v, want %s{too_old} = 1", vec, tc.counter)
+			}
+			if b.positions["System"].RecordID != 0 && tc.entries == 0 {
+				t.Errorf("a dropped event named as the last delivered")
+			}
+		})
+	}
+
+	t.Run("too far behind its stream", func(t *testing.T) {
+		f := testFormatter(t, func(c *shipconfig.Config) { c.Timestamp = shipconfig.EventTime })
+		f.now = func() time.Time { return created.Add(time.Hour) }
+		late := strings.Replace(string(xml), created.Format("2006-01-02T15"), created.Add(-2*time.Hour).Format("2006-01-02T15"), 1)
+		b := newBatch()
+		f.add(b, record{channel: "System", xml: xml})
+		f.add(b, record{channel: "System", xml: []byte(late)})
+		lag := time.Duration(f.cfg.Limits.MaxStreamLag.Model())
+		if got := b.streams[0].Entries[1].Time; !got.Equal(created.Add(-lag)) {
+			t.Errorf("late entry at %v, want %v (the stream's newest minus maxStreamLag)", got, created.Add(-lag))
+		}
+		if got := testutil.ToFloat64(f.m.restamped.WithLabelValues("System", "too_far_behind")); got != 1 {
+			t.Errorf("restamped{too_far_behind} = %v", got)
+		}
+	})
+}
+
+func TestFormatterTruncatesLongLines(t *testing.T) {
+	xml := fixture.Read(t, fixture.EventLog, renderedSample)
+	f := testFormatter(t, func(c *shipconfig.Config) { c.Limits.MaxLineBytes = 200 })
+	b := newBatch()
+	f.add(b, record{channel: "System", xml: xml})
+	if n := len(b.streams[0].Entries[0].Line); n > 200 {
+		t.Errorf("line of %d bytes, limit 200", n)
+	}
+	if got := testutil.ToFloat64(f.m.truncated.WithLabelValues("System")); got != 1 {
+		t.Errorf("truncated %v", got)
+	}
+}
