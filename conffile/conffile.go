@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"reflect"
 	"regexp"
@@ -190,12 +191,17 @@ func unknownFields(file string, n *yaml.Node, out any) Problems {
 	return probs
 }
 
+// yamlFields maps the yaml keys of a struct type to their field types; an
+// inlined struct's keys are the outer struct's, as for the yaml decoder.
 func yamlFields(t reflect.Type) map[string]reflect.Type {
 	fields := map[string]reflect.Type{}
 	for i := 0; i < t.NumField(); i++ {
 		f := t.Field(i)
-		name, _, _ := strings.Cut(f.Tag.Get("yaml"), ",")
-		if name != "" && name != "-" {
+		name, opts, _ := strings.Cut(f.Tag.Get("yaml"), ",")
+		switch {
+		case opts == "inline" && f.Type.Kind() == reflect.Struct:
+			maps.Copy(fields, yamlFields(f.Type))
+		case name != "" && name != "-":
 			fields[name] = f.Type
 		}
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/winobs/winobs"
 	"github.com/winobs/winobs/conffile"
+	"github.com/winobs/winobs/endpoint"
 )
 
 //go:embed default.yaml
@@ -138,20 +139,12 @@ type APIServer struct {
 	Port int    `yaml:"port"`
 }
 
-// Loki is the push endpoint of the node agents.
-type Loki struct {
-	URL             string    `yaml:"url"`
-	Tenant          string    `yaml:"tenant"`
-	BasicAuth       BasicAuth `yaml:"basicAuth"`
-	BearerTokenFile string    `yaml:"bearerTokenFile"`
-	CAFile          string    `yaml:"caFile"`
-}
+// Loki is the push endpoint both log agents write to: the one type gen, the
+// shipper's config and its client share.
+type Loki = endpoint.Loki
 
 // BasicAuth reads its password from a file on the node.
-type BasicAuth struct {
-	Username     string `yaml:"username"`
-	PasswordFile string `yaml:"passwordFile"`
-}
+type BasicAuth = endpoint.BasicAuth
 
 // EventLog lists the event log channels to forward.
 type EventLog struct {

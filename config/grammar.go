@@ -3,17 +3,15 @@ package config
 import (
 	"math"
 	"net/netip"
-	"net/url"
 	"regexp"
 	"strings"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/distribution/reference"
 	"github.com/prometheus/common/model"
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/winobs/winobs/conffile"
+	"github.com/winobs/winobs/endpoint"
 )
 
 // Every config string that reaches another language is checked here against
@@ -22,22 +20,13 @@ import (
 // UTF-8 text without control characters, so what a user reads in the config
 // is what the artifact carries.
 
-// maxText bounds free-text values (names, label values, paths).
-const maxText = 253
-
 // text checks a value that is escaped wherever it lands.
 func (v *validator) text(path, s string) bool {
-	switch {
-	case !utf8.ValidString(s):
-		v.add(path, "must be valid UTF-8 text")
-	case strings.IndexFunc(s, unicode.IsControl) >= 0:
-		v.add(path, "must not contain control characters (newlines, tabs, NUL), got %q", s)
-	case len(s) > maxText:
-		v.add(path, "must be at most %d bytes, got %d", maxText, len(s))
-	default:
-		return true
+	if msg := endpoint.CheckText(s); msg != "" {
+		v.add(path, "%s", msg)
+		return false
 	}
-	return false
+	return true
 }
 
 // labels checks a Kubernetes label map with apimachinery's rules (what the
@@ -86,13 +75,11 @@ var reservedLabels = map[string]bool{
 	"resource": true, "unit": true, "version": true,
 }
 
-var promLabelName = regexp.MustCompile(`^[a-zA-Z_][a-zA-Z0-9_]*$`)
-
 // clusterLabel checks the label that separates clusters: a Prometheus and
 // Loki label name that no rule, stream or scrape already uses.
 func (v *validator) clusterLabel(path, s string) {
 	switch {
-	case !promLabelName.MatchString(s):
+	case !endpoint.IsLabelName(s):
 		v.add(path, "must be a label name ([a-zA-Z_][a-zA-Z0-9_]*), got %q", s)
 	case strings.HasPrefix(s, "__") || strings.HasPrefix(s, "exported_") || reservedLabels[s]:
 		v.add(path, "%q is a label winobs's rules, streams or scrapes already use (reserved: __*, exported_*, job, instance, node, namespace, pod, container, channel, computer, ...): choose another, such as cluster", s)
@@ -105,7 +92,7 @@ func (v *validator) clusterLabel(path, s string) {
 var safeWindowsPath = regexp.MustCompile(`^[A-Za-z]:(\\[A-Za-z0-9_.\-]+)+\\?$`)
 
 func (v *validator) windowsPath(path, s string) {
-	ok := safeWindowsPath.MatchString(s) && len(s) <= maxText
+	ok := safeWindowsPath.MatchString(s) && len(s) <= endpoint.MaxText
 	for _, seg := range strings.Split(s, `\`) {
 		ok = ok && seg != ".." && seg != "."
 	}
@@ -120,34 +107,11 @@ func (v *validator) secretFile(path, s string) {
 }
 
 // httpURL checks an http(s) URL that is written into agent configs and
-// annotations: no credentials (they belong in files), no fragment, no
-// characters a Go template or a shell would read.
-func (v *validator) httpURL(path, raw string) (*url.URL, bool) {
-	u, err := url.Parse(raw)
-	switch {
-	case err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.Opaque != "":
-		v.add(path, "must be an absolute http(s) URL, got %q", redact(raw))
-	case u.User != nil:
-		v.add(path, "must not carry credentials (user:password@): they would be written in plain text into ConfigMaps; use basicAuth.passwordFile or bearerTokenFile, got %q", redact(raw))
-	case u.Fragment != "" || strings.Contains(raw, "#"):
-		v.add(path, "must not have a #fragment, got %q", raw)
-	case strings.ContainsAny(raw, "{}\"'` \\<>|^") || strings.IndexFunc(raw, unicode.IsControl) >= 0 || !utf8.ValidString(raw):
-		v.add(path, "must not contain spaces, quotes, braces or control characters (percent-encode them), got %q", raw)
-	default:
-		return u, true
+// annotations (endpoint.CheckURL).
+func (v *validator) httpURL(path, raw string) {
+	if msg := endpoint.CheckURL(raw); msg != "" {
+		v.add(path, "%s", msg)
 	}
-	return nil, false
-}
-
-// redact hides the password of a URL that carries one, for messages.
-func redact(raw string) string {
-	if u, err := url.Parse(raw); err == nil && u.User != nil {
-		return u.Redacted()
-	}
-	if i := strings.Index(raw, "@"); i >= 0 {
-		return "…" + raw[i:]
-	}
-	return raw
 }
 
 // scraperAddress checks an allowFrom entry: an IP address or CIDR without an

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"net/url"
 	"regexp"
 	"strings"
 	"time"
@@ -14,6 +15,7 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/winobs/winobs/conffile"
+	"github.com/winobs/winobs/endpoint"
 )
 
 // rulerNamespace is what a ruler namespace prefix may be: it becomes a URL
@@ -143,23 +145,19 @@ func validateAgents(v *validator, c *Config) {
 	reachable("apiServer.host", c.APIServer.Host)
 	v.check("apiServer.port", c.APIServer.Port > 0 && c.APIServer.Port < 65536, "must be a TCP port, got %d", c.APIServer.Port)
 
-	if u, ok := v.httpURL("loki.url", c.Loki.URL); ok {
+	// The endpoint's own checks, shared with the shipper; then what gen adds:
+	// the push path, a host the nodes can reach, Windows paths for secrets.
+	v.probs = append(v.probs, c.Loki.Check("loki")...)
+	if u, err := url.Parse(c.Loki.URL); err == nil && endpoint.CheckURL(c.Loki.URL) == "" {
 		if !strings.HasSuffix(u.Path, "/loki/api/v1/push") {
 			v.add("loki.url", "must be the push endpoint, ending in /loki/api/v1/push, got %q", c.Loki.URL)
 		} else {
 			reachable("loki.url", u.Hostname())
 		}
 	}
-	v.text("loki.tenant", c.Loki.Tenant)
-	v.text("loki.basicAuth.username", c.Loki.BasicAuth.Username)
 	v.secretFile("loki.basicAuth.passwordFile", c.Loki.BasicAuth.PasswordFile)
 	v.secretFile("loki.bearerTokenFile", c.Loki.BearerTokenFile)
 	v.secretFile("loki.caFile", c.Loki.CAFile)
-	v.check("loki.basicAuth.passwordFile", (c.Loki.BasicAuth.Username == "") == (c.Loki.BasicAuth.PasswordFile == ""),
-		"basicAuth needs both username and passwordFile")
-	v.check("loki.bearerTokenFile", c.Loki.BearerTokenFile == "" || c.Loki.BasicAuth.Username == "",
-		"use either basicAuth or bearerTokenFile, not both")
-	v.check("loki.caFile", c.Loki.CAFile == "" || strings.HasPrefix(c.Loki.URL, "https://"), "a CA file needs an https URL")
 
 	v.check("eventLog.channels", len(c.EventLog.Channels) > 0, "must list at least one channel")
 	seen, labels := map[string]bool{}, map[string]string{}

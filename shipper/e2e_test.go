@@ -286,9 +286,9 @@ func TestShipperBadConfig(t *testing.T) {
 		}
 	}
 	// Credentials: never in the URL (and never echoed), token and basic auth exclusive.
-	os.WriteFile(p, []byte("loki: {url: \"https://bob:hunter2@loki.example/loki/api/v1/push\", username: u, passwordFile: /p, bearerTokenFile: /t}\ndumps: [{path: x, channel: S}]\n"), 0o644)
+	os.WriteFile(p, []byte("loki: {url: \"https://bob:hunter2@loki.example/loki/api/v1/push\", basicAuth: {username: u, passwordFile: /p}, bearerTokenFile: /t}\ndumps: [{path: x, channel: S}]\n"), 0o644)
 	out, _ = exec.Command(bin, "--config", p).CombinedOutput()
-	if !strings.Contains(string(out), "loki.url: must be an http(s) push URL without credentials") || strings.Contains(string(out), "hunter2") ||
+	if !strings.Contains(string(out), "loki.url: must not carry credentials") || strings.Contains(string(out), "hunter2") ||
 		!strings.Contains(string(out), "loki.bearerTokenFile: use either") {
 		t.Errorf("credential checks:\n%s", out)
 	}

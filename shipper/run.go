@@ -50,9 +50,7 @@ func New(cfg *shipconfig.Config, log *slog.Logger) (*Shipper, error) {
 		return nil, fmt.Errorf("state directory: %w", err)
 	}
 	client, err := loki.NewClient(loki.Config{
-		URL: cfg.Loki.URL, Tenant: cfg.Loki.Tenant, Username: cfg.Loki.Username, PasswordFile: cfg.Loki.PasswordFile,
-		BearerTokenFile: cfg.Loki.BearerTokenFile, CAFile: cfg.Loki.CAFile,
-		Timeout: time.Duration(cfg.Loki.Timeout.Model()), UserAgent: "winobs-eventlog-shipper",
+		Loki: cfg.Loki.Loki, Timeout: time.Duration(cfg.Loki.Timeout.Model()), UserAgent: "winobs-eventlog-shipper",
 		MinBackoff: time.Duration(cfg.Loki.MinBackoff.Model()), MaxBackoff: time.Duration(cfg.Loki.MaxBackoff.Model()),
 		Log: log,
 	})

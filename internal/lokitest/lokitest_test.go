@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/winobs/winobs/endpoint"
 	"github.com/winobs/winobs/internal/fixture"
 	"github.com/winobs/winobs/shipper/loki"
 )
@@ -141,7 +142,7 @@ func TestFaults(t *testing.T) {
 	defer r.Stop()
 	seq := []Fault{RateLimited, Unavailable, InternalError, Blocked, Reset, StoreThenReset, Accept}
 	r.Set(Behaviour{Decide: func(n int) Fault { return seq[min(n, len(seq)-1)] }})
-	c, _ := loki.NewClient(loki.Config{URL: r.URL(), MinBackoff: time.Millisecond, MaxBackoff: time.Millisecond})
+	c, _ := loki.NewClient(loki.Config{Loki: endpoint.Loki{URL: r.URL()}, MinBackoff: time.Millisecond, MaxBackoff: time.Millisecond})
 	now := time.Now()
 	if err := c.Send(context.Background(), []loki.Stream{{Labels: `{job="a"}`, Entries: []loki.Entry{{Time: now, Line: []byte("x")}}}}); err != nil {
 		t.Fatal(err)

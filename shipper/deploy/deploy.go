@@ -56,9 +56,7 @@ func Shipper(cfg *config.Config) (*shipconfig.Config, error) {
 	if err != nil {
 		return nil, err
 	}
-	l := cfg.Loki
-	sc.Loki.URL, sc.Loki.Tenant, sc.Loki.CAFile = l.URL, l.Tenant, l.CAFile
-	sc.Loki.Username, sc.Loki.PasswordFile, sc.Loki.BearerTokenFile = l.BasicAuth.Username, l.BasicAuth.PasswordFile, l.BearerTokenFile
+	sc.Loki.Loki = cfg.Loki
 	sc.Labels = map[string]string{"job": cfg.Logs.EventsJob}
 	if cfg.Cluster.Name != "" {
 		sc.Labels[cfg.Cluster.Label] = cfg.Cluster.Name // Alloy's external label

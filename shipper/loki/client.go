@@ -17,6 +17,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/winobs/winobs/conffile"
+	"github.com/winobs/winobs/endpoint"
 
 	"github.com/winobs/winobs/shipper/backoff"
 )
@@ -24,14 +25,10 @@ import (
 // Config configures a Client. Secrets are file paths, read on every request
 // so a rotated Secret takes effect without a restart.
 type Config struct {
-	URL             string
-	Tenant          string
-	Username        string
-	PasswordFile    string
-	BearerTokenFile string
-	CAFile          string
-	Timeout         time.Duration
-	UserAgent       string
+	// The endpoint, as the shipper's config describes it.
+	endpoint.Loki
+	Timeout   time.Duration
+	UserAgent string
 	// MinBackoff and MaxBackoff bound the jittered exponential backoff.
 	MinBackoff, MaxBackoff time.Duration
 	// Log receives the first failure of a streak, a summary at most every
@@ -166,7 +163,7 @@ func (c *Client) Push(ctx context.Context, streams []Stream) Result {
 	case r.Status/100 == 3:
 		r.Err = fmt.Errorf("loki answered a redirect (%d to %q), which is never followed: set loki.url to the final address", r.Status, resp.Header.Get("Location"))
 	case r.Status == http.StatusUnauthorized || r.Status == http.StatusForbidden:
-		r.Err = fmt.Errorf("loki rejected the credentials (%d): check the tenant, username/passwordFile or bearerTokenFile: %s", r.Status, firstLine(r.Body))
+		r.Err = fmt.Errorf("loki rejected the credentials (%d): check the tenant, basicAuth or bearerTokenFile: %s", r.Status, firstLine(r.Body))
 	default:
 		r.Err = fmt.Errorf("loki answered %d: %s", resp.StatusCode, firstLine(r.Body))
 	}
@@ -194,12 +191,12 @@ func (c *Client) authorize(req *http.Request) error {
 			return fmt.Errorf("reading bearer token: %w", err)
 		}
 		req.Header.Set("Authorization", "Bearer "+strings.TrimSpace(string(tok)))
-	case c.cfg.Username != "":
-		pw, err := readSecret(c.cfg.PasswordFile, maxSecret)
+	case c.cfg.BasicAuth.Username != "":
+		pw, err := readSecret(c.cfg.BasicAuth.PasswordFile, maxSecret)
 		if err != nil {
 			return fmt.Errorf("reading password: %w", err)
 		}
-		req.SetBasicAuth(c.cfg.Username, strings.TrimRight(string(pw), "\r\n"))
+		req.SetBasicAuth(c.cfg.BasicAuth.Username, strings.TrimRight(string(pw), "\r\n"))
 	}
 	return nil
 }

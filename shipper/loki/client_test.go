@@ -19,6 +19,7 @@ import (
 	"github.com/golang/snappy"
 	"github.com/grafana/loki/pkg/push"
 
+	"github.com/winobs/winobs/endpoint"
 	"github.com/winobs/winobs/internal/fixture"
 )
 
@@ -85,7 +86,7 @@ func batch(ts ...int64) []Stream {
 }
 
 func TestRetriesUntilDelivered(t *testing.T) {
-	c, rec, dropped := setup(t, Config{Tenant: "7"},
+	c, rec, dropped := setup(t, Config{Loki: endpoint.Loki{Tenant: "7"}},
 		status(503, "ingester unavailable"), status(429, "rate limited"), status(260, ""), nil)
 	rec.answers[3] = status(204, "")
 	var statuses []int
@@ -236,7 +237,7 @@ func TestRedirectsAreNeverFollowed(t *testing.T) {
 		pw := filepath.Join(dir, "pw")
 		os.WriteFile(pw, []byte("s3cret"), 0o600)
 		redirect := func(*push.PushRequest) (int, string) { return code, "" }
-		c, rec, dropped := setup(t, Config{Username: "u", PasswordFile: pw}, redirect, redirect, status(204, ""))
+		c, rec, dropped := setup(t, Config{Loki: endpoint.Loki{BasicAuth: endpoint.BasicAuth{Username: "u", PasswordFile: pw}}}, redirect, redirect, status(204, ""))
 		var logs bytes.Buffer
 		c.cfg.Log = slog.New(slog.NewTextHandler(&logs, nil))
 		if err := c.Send(context.Background(), batch(1)); err != nil {
@@ -292,14 +293,14 @@ func TestCredentialsFromFiles(t *testing.T) {
 	dir := t.TempDir()
 	pw := filepath.Join(dir, "password")
 	os.WriteFile(pw, []byte("s3cret\n"), 0o600)
-	c, rec, _ := setup(t, Config{Username: "winobs", PasswordFile: pw})
+	c, rec, _ := setup(t, Config{Loki: endpoint.Loki{BasicAuth: endpoint.BasicAuth{Username: "winobs", PasswordFile: pw}}})
 	c.Send(context.Background(), batch(1))
 	if u, p, ok := (&http.Request{Header: rec.headers[0]}).BasicAuth(); !ok || u != "winobs" || p != "s3cret" {
 		t.Errorf("basic auth %q %q %v", u, p, ok)
 	}
 	tok := filepath.Join(dir, "token")
 	os.WriteFile(tok, []byte("abc\n"), 0o600)
-	c, rec, _ = setup(t, Config{BearerTokenFile: tok})
+	c, rec, _ = setup(t, Config{Loki: endpoint.Loki{BearerTokenFile: tok}})
 	c.Send(context.Background(), batch(1))
 	if got := rec.headers[0].Get("Authorization"); got != "Bearer abc" {
 		t.Errorf("authorization %q", got)

@@ -8,7 +8,6 @@ import (
 	_ "embed"
 	"fmt"
 	"net/netip"
-	"net/url"
 	"os"
 	"regexp"
 	"strings"
@@ -17,6 +16,7 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/winobs/winobs/conffile"
+	"github.com/winobs/winobs/endpoint"
 )
 
 //go:embed default.yaml
@@ -90,13 +90,9 @@ const (
 
 // Loki is the push endpoint; secrets are files.
 type Loki struct {
-	URL             string            `yaml:"url"`
-	Tenant          string            `yaml:"tenant"`
-	Username        string            `yaml:"username"`
-	PasswordFile    string            `yaml:"passwordFile"`
-	BearerTokenFile string            `yaml:"bearerTokenFile"`
-	CAFile          string            `yaml:"caFile"`
-	Timeout         conffile.Duration `yaml:"timeout"`
+	// The endpoint, as gen's config describes it (same fields and checks).
+	endpoint.Loki `yaml:",inline"`
+	Timeout       conffile.Duration `yaml:"timeout"`
 	// MinBackoff and MaxBackoff bound the jittered exponential wait between
 	// tries; retries never stop.
 	MinBackoff conffile.Duration `yaml:"minBackoff"`
@@ -194,18 +190,7 @@ func Default() (*Config, error) {
 // code (gen's); every problem names its field.
 func (c *Config) Validate() conffile.Problems { return c.validate() }
 
-var (
-	labelName = regexp.MustCompile(`^[a-zA-Z_][a-zA-Z0-9_]*$`)
-	envName   = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
-)
-
-// redactURL hides a password in a URL quoted in a message.
-func redactURL(raw string) string {
-	if u, err := url.Parse(raw); err == nil && u.User != nil {
-		return u.Redacted()
-	}
-	return raw
-}
+var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
 func (c *Config) validate() conffile.Problems {
 	var probs conffile.Problems
@@ -218,27 +203,23 @@ func (c *Config) validate() conffile.Problems {
 		v, err := model.ParseDuration(string(d))
 		check(path, err == nil && (!positive || v > 0), "must be a duration such as 1s or 5m, got %q", string(d))
 	}
-	u, err := url.Parse(c.Loki.URL)
-	check("loki.url", err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != "" && u.User == nil,
-		"must be an http(s) push URL without credentials (use passwordFile or bearerTokenFile), got %q", redactURL(c.Loki.URL))
-	check("loki.passwordFile", (c.Loki.Username == "") == (c.Loki.PasswordFile == ""), "username and passwordFile go together")
-	check("loki.bearerTokenFile", c.Loki.BearerTokenFile == "" || c.Loki.Username == "", "use either username/passwordFile or bearerTokenFile, not both")
-	check("loki.caFile", c.Loki.CAFile == "" || strings.HasPrefix(c.Loki.URL, "https://"), "a CA file needs an https URL")
+	probs = append(probs, c.Loki.Check("loki")...)
 	duration("loki.timeout", c.Loki.Timeout, true)
 	duration("loki.minBackoff", c.Loki.MinBackoff, true)
 	duration("loki.maxBackoff", c.Loki.MaxBackoff, true)
 	check("loki.maxBackoff", c.Loki.MaxBackoff.Model() >= c.Loki.MinBackoff.Model(), "must not be below loki.minBackoff")
 	for k, v := range c.Labels {
-		check("labels."+k, labelName.MatchString(k) && k != "channel" && k != "computer",
+		check("labels."+k, endpoint.IsLabelName(k) && k != "channel" && k != "computer",
 			"must be a label name other than channel and computer (set per event)")
 		check("labels."+k, v != "" && utf8.ValidString(v), "must be a non-empty UTF-8 value")
 	}
 	for k, env := range c.LabelsFromEnv {
-		check("labelsFromEnv."+k, labelName.MatchString(k) && k != "channel" && k != "computer" && c.Labels[k] == "",
+		check("labelsFromEnv."+k, endpoint.IsLabelName(k) && k != "channel" && k != "computer" && c.Labels[k] == "",
 			"must be a label name other than channel and computer, and not also in labels")
 		check("labelsFromEnv."+k, envName.MatchString(env), "must name an environment variable, got %q", env)
 	}
-	check("labels", len(c.Labels)+len(c.LabelsFromEnv) <= 13, "at most 13 static labels: Loki allows 15 per stream, channel and computer are added")
+	check("labels", len(c.Labels)+len(c.LabelsFromEnv) <= endpoint.MaxLabels-2,
+		"at most %d static labels: Loki allows %d per stream, channel and computer are added", endpoint.MaxLabels-2, endpoint.MaxLabels)
 	check("channels", len(c.Channels)+len(c.Dumps) > 0, "configure at least one channel or dump")
 	seen := map[string]bool{}
 	for i, ch := range c.Channels {

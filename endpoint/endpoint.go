@@ -1,0 +1,120 @@
+// Package endpoint describes the Loki push endpoint that gen's config, the
+// shipper's config and the shipper's Loki client all talk about, and the
+// checks every description of it needs. It is a leaf: both binaries import
+// it, it imports only conffile.
+package endpoint
+
+import (
+	"fmt"
+	"net/url"
+	"regexp"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/winobs/winobs/conffile"
+)
+
+// Loki is a Loki push endpoint. Secrets are never values: they are files on
+// the node, read at each request, so no credential is ever written into a
+// ConfigMap or a flag.
+type Loki struct {
+	URL             string    `yaml:"url"`
+	Tenant          string    `yaml:"tenant"`
+	BasicAuth       BasicAuth `yaml:"basicAuth"`
+	BearerTokenFile string    `yaml:"bearerTokenFile"`
+	CAFile          string    `yaml:"caFile"`
+}
+
+// BasicAuth is a user name and the file that holds the password.
+type BasicAuth struct {
+	Username     string `yaml:"username"`
+	PasswordFile string `yaml:"passwordFile"`
+}
+
+// Check returns every problem of e, each under prefix (such as "loki") and
+// the field's path: the URL is an absolute http(s) URL without credentials,
+// fragment or characters a template or shell would read; tenant and user name
+// are printable text; basic auth is complete; basic auth and a bearer token
+// exclude each other; a CA file needs https. Paths of the secret files are
+// left to the caller, which knows the platform they live on.
+func (e Loki) Check(prefix string) []conffile.Problem {
+	var out []conffile.Problem
+	add := func(field, format string, args ...any) {
+		out = append(out, conffile.Problem{Path: prefix + "." + field, Msg: fmt.Sprintf(format, args...)})
+	}
+	if msg := CheckURL(e.URL); msg != "" {
+		add("url", "%s", msg)
+	}
+	for field, s := range map[string]string{"tenant": e.Tenant, "basicAuth.username": e.BasicAuth.Username} {
+		if msg := CheckText(s); msg != "" {
+			add(field, "%s", msg)
+		}
+	}
+	if (e.BasicAuth.Username == "") != (e.BasicAuth.PasswordFile == "") {
+		add("basicAuth.passwordFile", "basicAuth needs both username and passwordFile")
+	}
+	if e.BearerTokenFile != "" && e.BasicAuth.Username != "" {
+		add("bearerTokenFile", "use either basicAuth or bearerTokenFile, not both")
+	}
+	if e.CAFile != "" && !strings.HasPrefix(e.URL, "https://") {
+		add("caFile", "a CA file needs an https URL")
+	}
+	return out
+}
+
+// CheckURL returns what is wrong with an http(s) URL that is written into
+// agent configs and annotations, or "" when nothing is.
+func CheckURL(raw string) string {
+	u, err := url.Parse(raw)
+	shown := conffile.Excerpt(Redact(raw))
+	switch {
+	case err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.Opaque != "":
+		return fmt.Sprintf("must be an absolute http(s) URL, got %q", shown)
+	case u.User != nil:
+		return fmt.Sprintf("must not carry credentials (user:password@): they would be written in plain text into configs; use basicAuth.passwordFile or bearerTokenFile, got %q", shown)
+	case u.Fragment != "" || strings.Contains(raw, "#"):
+		return fmt.Sprintf("must not have a #fragment, got %q", shown)
+	case strings.ContainsAny(raw, "{}\"'` \\<>|^") || strings.IndexFunc(raw, unicode.IsControl) >= 0 || !utf8.ValidString(raw):
+		return fmt.Sprintf("must not contain spaces, quotes, braces or control characters (percent-encode them), got %q", shown)
+	}
+	return ""
+}
+
+// MaxText bounds free-text values (names, tenants, label values, paths).
+const MaxText = 253
+
+// CheckText returns what is wrong with a free-text value written into
+// configs and headers, or "" when nothing is.
+func CheckText(s string) string {
+	switch {
+	case !utf8.ValidString(s):
+		return "must be valid UTF-8 text"
+	case strings.IndexFunc(s, unicode.IsControl) >= 0:
+		return fmt.Sprintf("must not contain control characters (newlines, tabs, NUL), got %q", conffile.Excerpt(s))
+	case len(s) > MaxText:
+		return fmt.Sprintf("must be at most %d bytes, got %d", MaxText, len(s))
+	}
+	return ""
+}
+
+// Redact hides the password of a URL that carries one, for messages.
+func Redact(raw string) string {
+	if u, err := url.Parse(raw); err == nil && u.User != nil {
+		return u.Redacted()
+	}
+	if i := strings.Index(raw, "@"); i >= 0 {
+		return "…" + raw[i:]
+	}
+	return raw
+}
+
+// labelName is the grammar of Prometheus and Loki label names.
+var labelName = regexp.MustCompile(`^[a-zA-Z_][a-zA-Z0-9_]*$`)
+
+// IsLabelName reports whether s is a Prometheus and Loki label name.
+func IsLabelName(s string) bool { return labelName.MatchString(s) }
+
+// MaxLabels is how many labels Loki accepts on a stream by default
+// (limits_config.max_label_names_per_series).
+const MaxLabels = 15

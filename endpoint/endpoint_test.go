@@ -1,0 +1,51 @@
+package endpoint
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestCheck(t *testing.T) {
+	ok := Loki{URL: "https://loki.example/loki/api/v1/push", Tenant: "team-a"}
+	for _, tc := range []struct {
+		name string
+		edit func(*Loki)
+		want []string // "path: start of message"
+	}{
+		{"valid", func(*Loki) {}, nil},
+		{"basic auth", func(l *Loki) { l.BasicAuth = BasicAuth{"winobs", `C:\secrets\loki`} }, nil},
+		{"credentials in the URL, not echoed", func(l *Loki) { l.URL = "https://bob:hunter2@loki.example/loki/api/v1/push" },
+			[]string{"loki.url: must not carry credentials"}},
+		{"not http", func(l *Loki) { l.URL = "ftp://loki.example/" }, []string{"loki.url: must be an absolute http(s) URL"}},
+		{"template braces", func(l *Loki) { l.URL = "https://loki.example/{{.x}}" }, []string{"loki.url: must not contain spaces, quotes, braces"}},
+		{"fragment", func(l *Loki) { l.URL = "https://loki.example/push#x" }, []string{"loki.url: must not have a #fragment"}},
+		{"header injection in the tenant", func(l *Loki) { l.Tenant = "a\r\nX-Evil: 1" }, []string{"loki.tenant: must not contain control characters"}},
+		{"half basic auth", func(l *Loki) { l.BasicAuth.Username = "u" }, []string{"loki.basicAuth.passwordFile: basicAuth needs both"}},
+		{"two kinds of auth", func(l *Loki) { l.BasicAuth = BasicAuth{"u", "/p"}; l.BearerTokenFile = "/t" },
+			[]string{"loki.bearerTokenFile: use either basicAuth or bearerTokenFile"}},
+		{"CA without TLS", func(l *Loki) { l.URL = "http://loki.example/loki/api/v1/push"; l.CAFile = "/ca.pem" },
+			[]string{"loki.caFile: a CA file needs an https URL"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			l := ok
+			tc.edit(&l)
+			probs := l.Check("loki")
+			if len(probs) != len(tc.want) {
+				t.Fatalf("problems %v, want %v", probs, tc.want)
+			}
+			for i, p := range probs {
+				if got := p.Path + ": " + p.Msg; !strings.HasPrefix(got, tc.want[i]) || strings.Contains(got, "hunter2") {
+					t.Errorf("problem %q, want %q (and no password)", got, tc.want[i])
+				}
+			}
+		})
+	}
+}
+
+func TestIsLabelName(t *testing.T) {
+	for s, want := range map[string]bool{"cluster": true, "_x1": true, "1x": false, "a-b": false, "": false, "k8s_cluster": true} {
+		if IsLabelName(s) != want {
+			t.Errorf("IsLabelName(%q) = %v", s, !want)
+		}
+	}
+}
