@@ -17,7 +17,7 @@ func TestBinariesLinkOnlyWhatTheyNeed(t *testing.T) {
 		}
 		return strings.Fields(string(out))
 	}
-	allowedShipper := map[string]bool{"github.com/winobs/winobs/shipper/shipconfig": true, "github.com/winobs/winobs/shipper/deploy": true}
+	allowedShipper := map[string]bool{"github.com/winobs/winobs/shipper/shipconfig": true}
 	for _, d := range deps("./cmd/gen") {
 		if strings.HasPrefix(d, "github.com/winobs/winobs/shipper") && !allowedShipper[d] || d == "github.com/golang/snappy" {
 			t.Errorf("cmd/gen links %s", d)

@@ -8,11 +8,11 @@ import (
 	"github.com/winobs/winobs/alloy"
 	"github.com/winobs/winobs/config"
 	"github.com/winobs/winobs/dashboards"
+	"github.com/winobs/winobs/eventlogshipper"
 	"github.com/winobs/winobs/exporters"
 	"github.com/winobs/winobs/hostprocess"
 	"github.com/winobs/winobs/render"
 	"github.com/winobs/winobs/rules"
-	"github.com/winobs/winobs/shipper/deploy"
 )
 
 // Builder renders one artifact family; each is a pure function of the config.
@@ -28,7 +28,7 @@ var Builders = []Builder{
 	{"dashboards", dashboards.Files},
 	{"alloy", alloy.Files},
 	{"exporters", exporters.Files},
-	{"eventlog-shipper", deploy.Files},
+	{"eventlog-shipper", eventlogshipper.Files},
 }
 
 // Build runs every builder.

@@ -23,6 +23,12 @@ const (
 	ShipperRestamped      = "winobs_shipper_events_restamped_total"
 )
 
+// ShipperMetrics are all the eventlog-shipper's metrics (package shipper's
+// tests hold its registry to this list).
+var ShipperMetrics = []string{ShipperEventsRead, ShipperEventsSent, ShipperEventsDropped, ShipperBytesSent, ShipperPushDuration,
+	ShipperPushErrors, ShipperPushRetries, ShipperCheckpointTime, ShipperCheckpointID, ShipperPending, ShipperRecordLag,
+	ShipperResubscribes, ShipperRenderErrors, ShipperInFlightBytes, ShipperTruncated, ShipperRestamped}
+
 // ShipperDropReasons are the reasons the eventlog-shipper gives up on an
 // event; each is exported from start (at 0) for every channel.
 var ShipperDropReasons = []string{"too_large", "too_old", "older_than_max_age", "malformed_xml", "corrupt_checkpoint",

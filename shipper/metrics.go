@@ -62,8 +62,7 @@ func newMetrics(channels []string) *metrics {
 		restamped: prometheus.NewCounterVec(prometheus.CounterOpts{Name: catalog.ShipperRestamped,
 			Help: "Events sent with a timestamp other than TimeCreated, by reason (too_old, too_far_behind)."}, []string{"channel", "reason"}),
 	}
-	m.reg.MustRegister(m.read, m.sent, m.dropped, m.bytesSent, m.pushDuration, m.pushErrors, m.retries,
-		m.cpTime, m.cpRecord, m.pending, m.lag, m.resubscribes, m.renderErrors, m.inFlight, m.truncated, m.restamped)
+	m.reg.MustRegister(m.collectors()...)
 	for _, c := range channels {
 		for _, v := range []*prometheus.CounterVec{m.read, m.sent, m.truncated, m.renderErrors} {
 			v.WithLabelValues(c)
@@ -82,4 +81,10 @@ func newMetrics(channels []string) *metrics {
 	m.runtime = prometheus.NewRegistry()
 	m.runtime.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
+}
+
+// collectors are the shipper's own metrics, as registered.
+func (m *metrics) collectors() []prometheus.Collector {
+	return []prometheus.Collector{m.read, m.sent, m.dropped, m.bytesSent, m.pushDuration, m.pushErrors, m.retries,
+		m.cpTime, m.cpRecord, m.pending, m.lag, m.resubscribes, m.renderErrors, m.inFlight, m.truncated, m.restamped}
 }

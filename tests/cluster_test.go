@@ -9,13 +9,14 @@ import (
 	"github.com/prometheus/prometheus/promql/parser"
 
 	"github.com/winobs/winobs/config"
+	"github.com/winobs/winobs/internal/logqlcheck"
 	"github.com/winobs/winobs/rules"
 )
 
 // Many clusters share one ruler and one Grafana: Mimir, Thanos Ruler or a
 // central Prometheus evaluate the rules over every cluster's series at once.
-// A rule that aggregates the cluster label away mixes clusters; a dashboard
-// query that does not select on the cluster variable shows them all.
+// A rule that aggregates the cluster label away mixes clusters. (That every
+// dashboard query selects the cluster is tested in package dashboards.)
 
 // multiClusterConfig is a two-cluster setup with a cluster label other than
 // the default, so the tests prove the label is read from the config.
@@ -163,6 +164,7 @@ func TestClusterCheckCatchesMutations(t *testing.T) {
 			}
 		}
 	}
+	t.Logf("%d mutants, each caught", mutants)
 	if mutants < 40 {
 		t.Errorf("made %d mutants, want one per by()/on() clause of the bundle", mutants)
 	}
@@ -173,7 +175,7 @@ func TestClusterCheckCatchesMutations(t *testing.T) {
 func TestLokiRulesKeepTheClusterLabel(t *testing.T) {
 	cfg := multiClusterConfig(t)
 	for _, r := range rules.LokiGroups(cfg).Groups[0].Rules {
-		gs := grouping.FindAllStringSubmatch(r.Expr, -1)
+		gs := logqlcheck.Grouping.FindAllStringSubmatch(r.Expr, -1)
 		if len(gs) == 0 {
 			t.Errorf("%s: no by() clause in %s", r.Alert, r.Expr)
 		}
@@ -182,49 +184,6 @@ func TestLokiRulesKeepTheClusterLabel(t *testing.T) {
 				t.Errorf("%s: by (%s) loses %s", r.Alert, m[1], cfg.Cluster.Label)
 			}
 		}
-	}
-}
-
-// TestDashboardQueriesSelectTheCluster: with cluster.name set, every
-// PromQL selector and every LogQL stream selector of every dashboard query
-// selects the cluster variable (except the cluster variable's own query).
-func TestDashboardQueriesSelectTheCluster(t *testing.T) {
-	cfg := multiClusterConfig(t)
-	label := cfg.Cluster.Label
-	const sentinel = "__cluster__"
-	for _, q := range dashboardQueriesFor(t, cfg) {
-		expr := strings.ReplaceAll(q.expr, "$cluster", sentinel)
-		if m := labelValues.FindStringSubmatch(expr); m != nil {
-			if m[2] == label {
-				continue // the cluster variable lists the clusters
-			}
-			expr = m[1]
-		}
-		if q.datasource == "loki" {
-			for _, sel := range streamSelector.FindAllStringSubmatch(expr, -1) {
-				if !strings.Contains(sel[1], label+`="`+sentinel+`"`) {
-					t.Errorf("%s: stream selector {%s} does not select %s=\"$cluster\"", q.where, sel[1], label)
-				}
-			}
-			continue
-		}
-		e, err := promqlParser.ParseExpr(substituteVariables(expr))
-		if err != nil {
-			t.Fatalf("%s: %v", q.where, err)
-		}
-		parser.Inspect(e, func(n parser.Node, _ []parser.Node) error {
-			vs, ok := n.(*parser.VectorSelector)
-			if !ok {
-				return nil
-			}
-			for _, m := range vs.LabelMatchers {
-				if m.Name == label && m.Value == sentinel {
-					return nil
-				}
-			}
-			t.Errorf("%s: %s does not select %s=\"$cluster\"", q.where, vs, label)
-			return nil
-		})
 	}
 }
 

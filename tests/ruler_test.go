@@ -13,6 +13,8 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/winobs/winobs/config"
+	"github.com/winobs/winobs/internal/logqlcheck"
+	"github.com/winobs/winobs/render"
 	"github.com/winobs/winobs/rules"
 )
 
@@ -50,7 +52,14 @@ func TestRulerFilesLoad(t *testing.T) {
 			t.Fatal(err)
 		}
 		cfg.Cluster.Name, cfg.Ruler.NamespacePrefix = cluster, "team-a.winobs"
-		files := renderAll(t, cfg)
+		built, err := rules.Files(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		files, _, err := render.Encode(built)
+		if err != nil {
+			t.Fatal(err)
+		}
 		rendered = append(rendered, files)
 
 		plain := map[string]rulefmt.RuleGroup{}
@@ -104,7 +113,7 @@ func TestRulerFilesLoad(t *testing.T) {
 				loki++
 				for _, g := range f.Groups {
 					for _, r := range g.Rules {
-						checkLogQL(t, name+"/"+r.Alert, r.Expr)
+						logqlcheck.Check(t, cfg, name+"/"+r.Alert, r.Expr)
 					}
 				}
 			default:
@@ -138,5 +147,14 @@ func TestRulerNamespacePrefixIsChecked(t *testing.T) {
 		if len(probs) != 1 || probs[0].Path != "ruler.namespacePrefix" {
 			t.Errorf("prefix %q: problems %v, want one for ruler.namespacePrefix", bad, probs)
 		}
+	}
+}
+
+// TestLokiRulesUseEventLineFields applies the same check to the Loki ruler's
+// event log alerts.
+func TestLokiRulesUseEventLineFields(t *testing.T) {
+	cfg := config.Default()
+	for _, r := range rules.LokiGroups(cfg).Groups[0].Rules {
+		logqlcheck.Check(t, cfg, r.Alert+"/"+r.Labels["service"], r.Expr)
 	}
 }

@@ -1,6 +1,6 @@
-// Package deploy builds the eventlog-shipper's Kubernetes objects for gen:
+// Package eventlogshipper builds the eventlog-shipper's Kubernetes objects for gen:
 // its config and a HostProcess DaemonSet on the Windows nodes assigned to it.
-package deploy
+package eventlogshipper
 
 import (
 	"fmt"

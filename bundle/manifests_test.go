@@ -1,4 +1,4 @@
-package tests
+package bundle_test
 
 import (
 	"bytes"
@@ -16,8 +16,8 @@ import (
 	"github.com/winobs/winobs/alloy"
 	"github.com/winobs/winobs/bundle"
 	"github.com/winobs/winobs/config"
+	"github.com/winobs/winobs/eventlogshipper"
 	"github.com/winobs/winobs/render"
-	"github.com/winobs/winobs/shipper/deploy"
 )
 
 // renderAll encodes everything gen renders for cfg, as gen would write it.
@@ -232,7 +232,7 @@ func TestLogAgentsSplitTheNodes(t *testing.T) {
 			ops[ds.Name] = fmt.Sprint(req.Operator, req.Values)
 		}
 	}
-	if ops[alloy.Name] != "NotIn[shipper]" || ops[deploy.Name] != "In[shipper]" {
+	if ops[alloy.Name] != "NotIn[shipper]" || ops[eventlogshipper.Name] != "In[shipper]" {
 		t.Errorf("agent affinities %v", ops)
 	}
 }

@@ -1,4 +1,4 @@
-package tests
+package bundle_test
 
 import (
 	"fmt"

@@ -1,9 +1,10 @@
-package tests
+package dashboards_test
+
+//lint:file-ignore SA1019 The classic dashboards are what these tests read, as Grafana does.
 
 import (
 	"encoding/json"
 	"regexp"
-	"slices"
 	"strings"
 	"testing"
 
@@ -12,8 +13,16 @@ import (
 
 	"github.com/winobs/winobs/config"
 	"github.com/winobs/winobs/dashboards"
+	"github.com/winobs/winobs/internal/fixture"
+	"github.com/winobs/winobs/internal/logqlcheck"
 	"github.com/winobs/winobs/rules"
 )
+
+// The queries of every dashboard, classic and v2, read from their JSON as
+// Grafana reads them, checked against what the exporters, the rules and the
+// agents produce.
+
+var promqlParser = parser.NewParser(parser.Options{})
 
 // dashboardQuery is one query found in a dashboard: a panel target or a
 // variable's definition.
@@ -174,7 +183,18 @@ func substituteVariables(expr string) string {
 // windows_exporter 0.31.8, kube-state-metrics or our rules produce. A misspelt
 // or renamed metric fails here instead of leaving a panel empty.
 func TestDashboardPromQLSelectsKnownMetrics(t *testing.T) {
-	known := knownMetrics(t, loadRenderedGroups(t))
+	known := fixture.KnownMetrics(t)
+	groups, err := rules.Build(config.Default())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, g := range groups.Groups {
+		for _, r := range g.Rules {
+			if r.Record != "" {
+				known[r.Record] = "winobs record"
+			}
+		}
+	}
 	for _, q := range dashboardQueries(t) {
 		if q.datasource != "prometheus" {
 			continue
@@ -198,120 +218,59 @@ func TestDashboardPromQLSelectsKnownMetrics(t *testing.T) {
 	}
 }
 
-var (
-	streamSelector = regexp.MustCompile(`\{([^{}]*)\}`)
-	streamMatcher  = regexp.MustCompile(`([A-Za-z_]\w*)\s*(?:=~|!~|!=|=)\s*"([^"]*)"`)
-	labelFilter    = regexp.MustCompile(`\|\s*([A-Za-z_]\w*)\s*(?:=~|!~|!=|==|>=|<=|=|>|<)`)
-	grouping       = regexp.MustCompile(`\bby\s*\(([^)]*)\)`)
-	unsupported    = regexp.MustCompile(`\|\s*(?:logfmt|pattern|regexp|unpack|line_format|label_format|unwrap)\b`)
-)
-
 // TestDashboardLogQLUsesEventLineFields: every LogQL query selects streams by
 // labels the agents set, keeps to simple standard LogQL, and filters or
 // groups only by stream labels or fields the Alloy event line has.
 func TestDashboardLogQLUsesEventLineFields(t *testing.T) {
+	cfg := config.Default()
 	for _, q := range dashboardQueries(t) {
 		if q.datasource == "loki" {
-			checkLogQL(t, q.where, q.expr)
+			logqlcheck.Check(t, cfg, q.where, q.expr)
 		}
 	}
 }
 
-// TestLokiRulesUseEventLineFields applies the same check to the Loki ruler's
-// event log alerts.
-func TestLokiRulesUseEventLineFields(t *testing.T) {
-	cfg, _ := config.Load("")
-	for _, r := range rules.LokiGroups(cfg).Groups[0].Rules {
-		checkLogQL(t, r.Alert+"/"+r.Labels["service"], r.Expr)
-	}
-}
-
-func checkLogQL(t *testing.T, where, expr string) {
-	t.Helper()
-	cfg, _ := config.Load("")
-	q := dashboardQuery{where: where, expr: expr}
-	if m := labelValues.FindStringSubmatch(expr); m != nil {
-		expr = m[1] + " by (" + m[2] + ")" // the variable's label must be a stream label
-	}
-	sel := streamSelector.FindStringSubmatch(expr)
-	if sel == nil {
-		t.Errorf("%s: no stream selector in %q", q.where, q.expr)
-		return
-	}
-	var stream, fields []string
-	for _, m := range streamMatcher.FindAllStringSubmatch(sel[1], -1) {
-		if m[1] == "job" {
-			switch m[2] {
-			case cfg.Logs.EventsJob:
-				stream, fields = eventStreamLabels, eventLineFields
-			case cfg.Logs.PodLogsJob:
-				stream = podLogStreamLabels
+// TestDashboardQueriesSelectTheCluster: with cluster.name set, every
+// PromQL selector and every LogQL stream selector of every dashboard query
+// selects the cluster variable (except the cluster variable's own query).
+func TestDashboardQueriesSelectTheCluster(t *testing.T) {
+	cfg := config.Default()
+	// A cluster label other than the default proves it is read from the config.
+	cfg.Cluster.Name, cfg.Cluster.Label = "lab", "k8s_cluster"
+	label := cfg.Cluster.Label
+	const sentinel = "__cluster__"
+	for _, q := range dashboardQueriesFor(t, cfg) {
+		expr := strings.ReplaceAll(q.expr, "$cluster", sentinel)
+		if m := labelValues.FindStringSubmatch(expr); m != nil {
+			if m[2] == label {
+				continue // the cluster variable lists the clusters
 			}
+			expr = m[1]
 		}
-	}
-	// With cluster.name set, Alloy (external_labels) and the shipper (its
-	// labels) add the cluster label to every stream.
-	stream = append(slices.Clone(stream), cfg.Cluster.Label)
-	if stream == nil {
-		t.Errorf("%s: %q selects no winobs stream by job", q.where, q.expr)
-		return
-	}
-	for _, m := range streamMatcher.FindAllStringSubmatch(sel[1], -1) {
-		if !slices.Contains(stream, m[1]) {
-			t.Errorf("%s: stream label %q is not set by the agents", q.where, m[1])
-		}
-	}
-	if unsupported.MatchString(expr) {
-		t.Errorf("%s: %q uses more than stream selectors, line filters, | json and label filters", q.where, q.expr)
-	}
-	usable := stream
-	if strings.Contains(expr, "| json") {
-		usable = append(slices.Clone(stream), fields...)
-	}
-	var names []string
-	for _, m := range labelFilter.FindAllStringSubmatch(expr, -1) {
-		names = append(names, m[1])
-	}
-	for _, m := range grouping.FindAllStringSubmatch(expr, -1) {
-		for _, l := range strings.Split(m[1], ",") {
-			names = append(names, strings.TrimSpace(l))
-		}
-	}
-	for _, n := range names {
-		if !slices.Contains(usable, n) {
-			t.Errorf("%s: %q uses %q, which is neither a stream label nor an event line field", q.where, q.expr, n)
-		}
-	}
-}
-
-// TestPodDashboardQueriesAreTested: the pod dashboard's query-time joins
-// (working set, CPU, limits, network) are not records, so their exact values
-// are tested as expressions in records.yaml. This keeps those expressions
-// equal to what the dashboard runs, with $namespace=shop, $pod=.* and
-// $__rate_interval=5m.
-func TestPodDashboardQueriesAreTested(t *testing.T) {
-	tested := map[string]bool{}
-	for _, tg := range loadTestFile(t, "records.yaml").Tests {
-		for _, et := range tg.PromqlExprTests {
-			if len(et.ExpSamples) > 0 {
-				tested[et.Expr] = true
+		if q.datasource == "loki" {
+			for _, sel := range logqlcheck.StreamSelector.FindAllStringSubmatch(expr, -1) {
+				if !strings.Contains(sel[1], label+`="`+sentinel+`"`) {
+					t.Errorf("%s: stream selector {%s} does not select %s=\"$cluster\"", q.where, sel[1], label)
+				}
 			}
-		}
-	}
-	fill := strings.NewReplacer("$namespace", "shop", "$pod", ".*", "$__rate_interval", "5m")
-	joins := 0
-	for _, q := range dashboardQueries(t) {
-		if !strings.HasPrefix(q.where, dashboards.PodsUID+"/") || strings.HasPrefix(q.expr, "label_values(") || strings.Contains(q.expr, `cluster="$cluster"`) ||
-			!strings.Contains(q.expr, rules.ContainerInfo+`{namespace="$namespace"`) ||
-			!strings.Contains(q.expr, "group_left") && !strings.Contains(q.expr, "_resource_") {
 			continue
 		}
-		joins++
-		if e := fill.Replace(q.expr); !tested[e] {
-			t.Errorf("%s: no exact-value case in records.yaml for\n%s", q.where, e)
+		e, err := promqlParser.ParseExpr(substituteVariables(expr))
+		if err != nil {
+			t.Fatalf("%s: %v", q.where, err)
 		}
-	}
-	if joins < 5 {
-		t.Errorf("found %d query-time joins in the pod dashboard, want at least 5", joins)
+		parser.Inspect(e, func(n parser.Node, _ []parser.Node) error {
+			vs, ok := n.(*parser.VectorSelector)
+			if !ok {
+				return nil
+			}
+			for _, m := range vs.LabelMatchers {
+				if m.Name == label && m.Value == sentinel {
+					return nil
+				}
+			}
+			t.Errorf("%s: %s does not select %s=\"$cluster\"", q.where, vs, label)
+			return nil
+		})
 	}
 }

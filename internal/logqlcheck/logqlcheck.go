@@ -1,0 +1,102 @@
+// Package logqlcheck checks winobs's LogQL (dashboard queries and Loki ruler
+// rules) against what the agents write: stream labels they set and fields of
+// the Alloy event line. Loki's own parser is AGPL and not a dependency; the
+// queries keep to a small, standard subset this package can read.
+package logqlcheck
+
+import (
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/winobs/winobs/config"
+)
+
+// EventLineFields are the keys of the Alloy event line (nested objects as
+// LogQL's json parser flattens them), as the team's reference
+// (eventlog-and-shippers.md, section 2) lists them.
+var EventLineFields = []string{
+	"source", "channel", "computer", "event_id", "version", "level", "task", "opCode", "levelText", "taskText",
+	"opCodeText", "keywords", "timeCreated", "eventRecordID", "correlation_activityID", "correlation_relatedActivityID",
+	"execution_processId", "execution_threadId", "execution_processName", "security_userId", "security_userName",
+	"user_data", "event_data", "message",
+}
+
+// Stream labels the agents set: event logs get channel and computer from the
+// event plus job and node; pod logs get the pod's labels. With cluster.name
+// set, both agents add the cluster label too.
+var (
+	EventStreamLabels  = []string{"job", "node", "channel", "computer"}
+	PodLogStreamLabels = []string{"job", "node", "namespace", "pod", "container", "app"}
+)
+
+var (
+	// StreamSelector matches a stream selector; group 1 is its matchers.
+	StreamSelector = regexp.MustCompile(`\{([^{}]*)\}`)
+	// Grouping matches a by (...) clause; group 1 is its labels.
+	Grouping      = regexp.MustCompile(`\bby\s*\(([^)]*)\)`)
+	streamMatcher = regexp.MustCompile(`([A-Za-z_]\w*)\s*(?:=~|!~|!=|=)\s*"([^"]*)"`)
+	labelFilter   = regexp.MustCompile(`\|\s*([A-Za-z_]\w*)\s*(?:=~|!~|!=|==|>=|<=|=|>|<)`)
+	unsupported   = regexp.MustCompile(`\|\s*(?:logfmt|pattern|regexp|unpack|line_format|label_format|unwrap)\b`)
+	labelValues   = regexp.MustCompile(`^label_values\((.*), *(\w+)\)$`)
+)
+
+// Check fails t unless expr selects a winobs stream by its job, uses only
+// stream selectors, line filters, | json and label filters, and filters or
+// groups only by stream labels or (after | json) event line fields. A
+// Grafana label_values(selector, label) query must name a stream label.
+func Check(t *testing.T, cfg *config.Config, where, expr string) {
+	t.Helper()
+	orig := expr
+	if m := labelValues.FindStringSubmatch(expr); m != nil {
+		expr = m[1] + " by (" + m[2] + ")"
+	}
+	sel := StreamSelector.FindStringSubmatch(expr)
+	if sel == nil {
+		t.Errorf("%s: no stream selector in %q", where, orig)
+		return
+	}
+	var stream, fields []string
+	for _, m := range streamMatcher.FindAllStringSubmatch(sel[1], -1) {
+		if m[1] == "job" {
+			switch m[2] {
+			case cfg.Logs.EventsJob:
+				stream, fields = EventStreamLabels, EventLineFields
+			case cfg.Logs.PodLogsJob:
+				stream = PodLogStreamLabels
+			}
+		}
+	}
+	if stream == nil {
+		t.Errorf("%s: %q selects no winobs stream by job", where, orig)
+		return
+	}
+	stream = append(slices.Clone(stream), cfg.Cluster.Label)
+	for _, m := range streamMatcher.FindAllStringSubmatch(sel[1], -1) {
+		if !slices.Contains(stream, m[1]) {
+			t.Errorf("%s: stream label %q is not set by the agents", where, m[1])
+		}
+	}
+	if unsupported.MatchString(expr) {
+		t.Errorf("%s: %q uses more than stream selectors, line filters, | json and label filters", where, orig)
+	}
+	usable := stream
+	if strings.Contains(expr, "| json") {
+		usable = append(slices.Clone(stream), fields...)
+	}
+	var names []string
+	for _, m := range labelFilter.FindAllStringSubmatch(expr, -1) {
+		names = append(names, m[1])
+	}
+	for _, m := range Grouping.FindAllStringSubmatch(expr, -1) {
+		for _, l := range strings.Split(m[1], ",") {
+			names = append(names, strings.TrimSpace(l))
+		}
+	}
+	for _, n := range names {
+		if !slices.Contains(usable, n) {
+			t.Errorf("%s: %q uses %q, which is neither a stream label nor an event line field", where, orig, n)
+		}
+	}
+}
