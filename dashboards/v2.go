@@ -163,36 +163,63 @@ func panelV2(p *dashboard.Panel) (string, dashboardv2.Element, error) {
 // queryV2 moves a classic target's datasource, refId and hide flag out of
 // the query body, where v2 keeps them. The body keeps its SDK type, as the
 // SDK decodes it back.
-func queryV2(target any, panelDS *common.DataSourceRef) (dashboardv2.PanelQueryKind, error) {
-	var body any
-	var ref *string
-	var ds *common.DataSourceRef
-	var hide *bool
-	switch q := target.(type) {
+func queryV2(classic any, panelDS *common.DataSourceRef) (dashboardv2.PanelQueryKind, error) {
+	var q target
+	var err error
+	switch t := classic.(type) {
 	case prometheus.Dataquery:
-		ref, ds, hide = q.RefId, q.Datasource, q.Hide
-		q.RefId, q.Datasource, q.Hide = nil, nil, nil
-		body = &q
+		q, err = splitQuery(t)
 	case *prometheus.Dataquery:
-		return queryV2(*q, panelDS)
+		q, err = splitQuery(*t)
 	case loki.Dataquery:
-		ref, ds, hide = q.RefId, q.Datasource, q.Hide
-		q.RefId, q.Datasource, q.Hide = nil, nil, nil
-		body = &q
+		q, err = splitQuery(t)
 	case *loki.Dataquery:
-		return queryV2(*q, panelDS)
+		q, err = splitQuery(*t)
 	default:
-		return dashboardv2.PanelQueryKind{}, fmt.Errorf("query of type %T has no v2 conversion", target)
+		err = fmt.Errorf("query of type %T has no v2 conversion", classic)
 	}
-	if ds == nil {
-		ds = panelDS
+	if err != nil {
+		return dashboardv2.PanelQueryKind{}, err
 	}
-	if ds == nil || ds.Type == nil || ds.Uid == nil {
+	if q.Datasource == nil {
+		q.Datasource = panelDS
+	}
+	if q.Datasource == nil || q.Datasource.Type == nil || q.Datasource.Uid == nil {
 		return dashboardv2.PanelQueryKind{}, fmt.Errorf("query without a datasource")
 	}
 	return dashboardv2.PanelQueryKind{Kind: "PanelQuery", Spec: dashboardv2.PanelQuerySpec{
-		RefId: deref(ref), Hidden: derefBool(hide), Query: dataQuery(*ds, body),
+		RefId: q.RefId, Hidden: q.Hide, Query: dataQuery(*q.Datasource, q.body),
 	}}, nil
+}
+
+// target is a classic target taken apart: what v2 keeps beside the query,
+// and the rest.
+type target struct {
+	RefId      string                `json:"refId"`
+	Datasource *common.DataSourceRef `json:"datasource"`
+	Hide       bool                  `json:"hide"`
+	body       any
+}
+
+// splitQuery takes a target apart; its body is a T without those fields.
+func splitQuery[T any](t T) (target, error) {
+	var q target
+	var fields map[string]json.RawMessage
+	if err := recast(t, &q); err != nil {
+		return q, err
+	}
+	if err := recast(t, &fields); err != nil {
+		return q, err
+	}
+	delete(fields, "refId")
+	delete(fields, "datasource")
+	delete(fields, "hide")
+	body := new(T)
+	if err := recast(fields, body); err != nil {
+		return q, err
+	}
+	q.body = body
+	return q, nil
 }
 
 func dataQuery(ds common.DataSourceRef, spec any) dashboardv2.DataQueryKind {

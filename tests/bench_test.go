@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -14,11 +13,9 @@ import (
 
 	"github.com/prometheus/common/promslog"
 	"github.com/prometheus/prometheus/model/labels"
-	"github.com/prometheus/prometheus/model/rulefmt"
 	"github.com/prometheus/prometheus/promql"
 	"github.com/prometheus/prometheus/promql/promqltest"
 	"github.com/prometheus/prometheus/rules"
-	"go.yaml.in/yaml/v3"
 
 	rulespkg "github.com/winobs/winobs/rules"
 )
@@ -158,18 +155,8 @@ func (rb *ruleBench) load(b *testing.B, files ...string) []*rules.Group {
 		b.Fatal(errs)
 	}
 	var order []string
-	for _, f := range files {
-		raw, err := os.ReadFile(f)
-		if err != nil {
-			b.Fatal(err)
-		}
-		var rg rulefmt.RuleGroups
-		if err := yaml.Unmarshal(raw, &rg); err != nil {
-			b.Fatal(err)
-		}
-		for _, g := range rg.Groups {
-			order = append(order, g.Name)
-		}
+	for _, g := range ruleFileGroups(b, files...) {
+		order = append(order, g.Name)
 	}
 	return orderGroups(m, order)
 }

@@ -28,6 +28,13 @@ func loadRenderedGroups(t *testing.T) []rulefmt.RuleGroup {
 	if len(files) == 0 {
 		t.Fatal("no rendered rule files; run make generate")
 	}
+	return ruleFileGroups(t, files...)
+}
+
+// ruleFileGroups parses rule files as promtool would and returns their
+// groups in file order.
+func ruleFileGroups(t testing.TB, files ...string) []rulefmt.RuleGroup {
+	t.Helper()
 	var groups []rulefmt.RuleGroup
 	for _, f := range files {
 		rgs, errs := rulefmt.ParseFile(f, false, model.LegacyValidation, promqlParser, slog.New(slog.DiscardHandler))
@@ -136,16 +143,8 @@ func TestRulesSelectOnlyKnownMetrics(t *testing.T) {
 // Managed Prometheus for Windows. Prometheus does not refuse two groups
 // recording one name; the series would collide.
 func kpsNames(t *testing.T) []string {
-	raw, err := os.ReadFile(kpsRules)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var rg rulefmt.RuleGroups
-	if err := yaml.Unmarshal(raw, &rg); err != nil {
-		t.Fatal(err)
-	}
 	names := []string{":windows_node_cpu_utilisation:avg5m", "node:windows_node_cpu_utilisation:avg5m"} // Azure's
-	for _, g := range rg.Groups {
+	for _, g := range ruleFileGroups(t, kpsRules) {
 		for _, r := range g.Rules {
 			names = append(names, r.Record)
 		}
