@@ -43,6 +43,9 @@ func nodes(cfg *config.Config, q queries) *dashboard.DashboardBuilder {
 				prom(q.nodeGauge("windows_memory_commit_limit"), "{{instance}} commit limit"),
 				prom(q.nodeGauge("windows_memory_physical_total_bytes"), "{{instance}} physical"),
 			})).
+		WithPanel(graph("Commit / physical memory",
+			"Committed bytes over installed RAM. Above the dashed line while paging is high, the node is overcommitted: every container slows down.",
+			units.PercentUnit, []query{prom(q.nodeRecord(rules.NodeCommitToPhysical), "{{instance}}")}, a.NodeOvercommit.CommitToPhysical)).
 		WithPanel(graph("Physical memory in use", "1 - available / installed RAM. Available includes the standby cache.",
 			units.PercentUnit, []query{prom(q.nodeRecord(rules.NodeMemoryUtilisation), "{{instance}}")})).
 		WithPanel(graph("Paging", "Hard-fault paging to and from disk.",

@@ -274,3 +274,99 @@ func TestDashboardQueriesSelectTheCluster(t *testing.T) {
 		})
 	}
 }
+
+// TestAlertThresholdsAreOnTheirPanels: every alert that compares a record
+// with a threshold has a panel that shows that record with that threshold,
+// both read from the one alert config. Read from the built rules and the
+// built dashboards, so an alert added without its panel fails here.
+func TestAlertThresholdsAreOnTheirPanels(t *testing.T) {
+	cfg := config.Default()
+	groups, err := rules.Build(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type shown struct {
+		record string
+		value  float64
+	}
+	var want []shown
+	for _, g := range groups.Groups {
+		for _, r := range g.Rules {
+			if r.Alert == "" {
+				continue
+			}
+			e, err := promqlParser.ParseExpr(r.Expr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			parser.Inspect(e, func(n parser.Node, _ []parser.Node) error {
+				b, ok := n.(*parser.BinaryExpr)
+				if !ok || !b.Op.IsComparisonOperator() {
+					return nil
+				}
+				vs, lhs := b.LHS.(*parser.VectorSelector)
+				num, rhs := b.RHS.(*parser.NumberLiteral)
+				if lhs && rhs && strings.Contains(vs.Name, ":winobs_") {
+					want = append(want, shown{vs.Name, num.Val})
+				}
+				return nil
+			})
+		}
+	}
+	if len(want) < 5 {
+		t.Fatalf("found %d record thresholds in the alerts: %v", len(want), want)
+	}
+	ds, err := dashboards.Build(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, _ := json.Marshal(ds)
+	type steps struct {
+		Steps []struct{ Value *float64 }
+	}
+	var parsed []struct {
+		Panels []struct {
+			Targets     []struct{ Expr string }
+			FieldConfig struct {
+				Defaults  struct{ Thresholds steps }
+				Overrides []struct {
+					Properties []struct {
+						ID    string `json:"id"`
+						Value any
+					}
+				}
+			}
+		}
+	}
+	if err := json.Unmarshal(raw, &parsed); err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range want {
+		found := false
+		for _, d := range parsed {
+			for _, p := range d.Panels {
+				queries := false
+				for _, tg := range p.Targets {
+					queries = queries || strings.Contains(tg.Expr, w.record)
+				}
+				all := []steps{p.FieldConfig.Defaults.Thresholds}
+				for _, o := range p.FieldConfig.Overrides {
+					for _, prop := range o.Properties {
+						var st steps
+						if b, err := json.Marshal(prop.Value); prop.ID == "thresholds" && err == nil && json.Unmarshal(b, &st) == nil {
+							all = append(all, st)
+						}
+					}
+				}
+				for _, st := range all {
+					for _, step := range st.Steps {
+						found = found || queries && step.Value != nil && *step.Value == w.value
+					}
+				}
+			}
+		}
+		if !found {
+			t.Errorf("no panel shows %s with the alert's threshold %g", w.record, w.value)
+		}
+	}
+}
