@@ -81,11 +81,18 @@ func layoutV2(panels []dashboard.PanelOrRowPanel, spec *dashboardv2.Dashboard) e
 	var rowY uint32
 	for _, pr := range panels {
 		if r := pr.RowPanel; r != nil {
-			rows.Spec.Rows = append(rows.Spec.Rows, dashboardv2.RowsLayoutRowKind{Kind: "RowsLayoutRow", Spec: dashboardv2.RowsLayoutRowSpec{
+			if len(r.Panels) > 0 {
+				return fmt.Errorf("row %q: collapsed rows holding panels have no v2 conversion", deref(r.Title))
+			}
+			rs := dashboardv2.RowsLayoutRowSpec{
 				Title: r.Title, Collapse: &r.Collapsed,
 				Layout: dashboardv2.GridLayoutKindOrAutoGridLayoutKindOrTabsLayoutKindOrRowsLayoutKind{GridLayoutKind: &dashboardv2.GridLayoutKind{Kind: "GridLayout"}},
-			}})
-			row = rows.Spec.Rows[len(rows.Spec.Rows)-1].Spec.Layout.GridLayoutKind
+			}
+			if r.Repeat != nil {
+				rs.Repeat = &dashboardv2.RowRepeatOptions{Mode: dashboardv2.RepeatModeVariable, Value: *r.Repeat}
+			}
+			rows.Spec.Rows = append(rows.Spec.Rows, dashboardv2.RowsLayoutRowKind{Kind: "RowsLayoutRow", Spec: rs})
+			row = rs.Layout.GridLayoutKind
 			if r.GridPos != nil {
 				rowY = r.GridPos.Y + 1
 			}
@@ -115,8 +122,11 @@ func layoutV2(panels []dashboard.PanelOrRowPanel, spec *dashboardv2.Dashboard) e
 
 // panelV2 converts one panel; its element name is panel-<id>.
 func panelV2(p *dashboard.Panel) (string, dashboardv2.Element, error) {
-	if p.Id == nil {
+	switch {
+	case p.Id == nil:
 		return "", dashboardv2.Element{}, fmt.Errorf("panel %q has no id", deref(p.Title))
+	case p.Repeat != nil || p.LibraryPanel != nil:
+		return "", dashboardv2.Element{}, fmt.Errorf("panel %q: repeated and library panels have no v2 conversion", deref(p.Title))
 	}
 	spec := dashboardv2.PanelSpec{
 		Id: float64(*p.Id), Title: deref(p.Title), Description: p.Description, Transparent: p.Transparent, Links: []dashboardv2.DataLink{},

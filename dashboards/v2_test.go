@@ -5,6 +5,7 @@ package dashboards
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"reflect"
 	"testing"
 
@@ -85,11 +86,31 @@ func TestV2KeepsPanelsQueriesThresholdsAndLinks(t *testing.T) {
 			t.Fatal(err)
 		}
 		v2 := m.Spec.(dashboardv2.Dashboard)
+		// Rows: the same titles, repeats and collapse state, in order; each
+		// panel placed in its row at its classic position, relative to the row.
 		placed := map[string]bool{}
+		var v2Rows, classicRows []string
 		for _, row := range v2.Layout.RowsLayoutKind.Spec.Rows {
+			repeat := ""
+			if row.Spec.Repeat != nil {
+				repeat = string(row.Spec.Repeat.Mode) + ":" + row.Spec.Repeat.Value
+			}
+			v2Rows = append(v2Rows, fmt.Sprint(*row.Spec.Title, "|", repeat, "|", *row.Spec.Collapse))
 			for _, it := range row.Spec.Layout.GridLayoutKind.Spec.Items {
 				placed[it.Spec.Element.Name] = true
 			}
+		}
+		for _, pr := range d.Panels {
+			if r := pr.RowPanel; r != nil {
+				repeat := ""
+				if r.Repeat != nil {
+					repeat = "variable:" + *r.Repeat
+				}
+				classicRows = append(classicRows, fmt.Sprint(*r.Title, "|", repeat, "|", r.Collapsed))
+			}
+		}
+		if !reflect.DeepEqual(v2Rows, classicRows) {
+			t.Errorf("%s: rows %v, want %v", *d.Uid, v2Rows, classicRows)
 		}
 		panels := 0
 		for _, pr := range d.Panels {
