@@ -46,9 +46,6 @@ func (f *formatter) add(b *batch, r record) {
 	b.charge += r.size
 	if r.xml == nil {
 		if r.drop != "" {
-			if r.drop == "render_error" {
-				f.m.renderErrors.WithLabelValues(r.channel).Inc()
-			}
 			f.m.dropped.WithLabelValues(r.channel, r.drop).Inc()
 		}
 		return

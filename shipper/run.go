@@ -12,8 +12,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/winobs/winobs/shipper/shipconfig"
-
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
@@ -21,6 +19,7 @@ import (
 	"github.com/winobs/winobs/shipper/eventxml"
 	"github.com/winobs/winobs/shipper/loki"
 	"github.com/winobs/winobs/shipper/pace"
+	"github.com/winobs/winobs/shipper/shipconfig"
 )
 
 // Shipper wires the stages, as DESIGN's pipeline has them: sources (dump
@@ -57,19 +56,32 @@ func New(cfg *shipconfig.Config, log *slog.Logger) (*Shipper, error) {
 	if err != nil {
 		return nil, err
 	}
-	var channels []string
+	var sources []source
+	var lookups eventxml.Lookups
 	for _, d := range cfg.Dumps {
-		channels = append(channels, d.Channel)
+		sources = append(sources, &dumpSource{d: d, maxEventBytes: cfg.MaxEventBytes})
 	}
 	for _, ch := range cfg.Channels {
-		channels = append(channels, ch.Name)
+		if newLiveSource == nil {
+			return nil, fmt.Errorf("channel %s: live event log subscriptions need Windows (ship wevtutil dumps with the dumps setting)", ch.Name)
+		}
+		src, lk, err := newLiveSource(cfg, ch)
+		if err != nil {
+			return nil, err
+		}
+		sources, lookups = append(sources, src), lk
+	}
+	var channels []string
+	for _, src := range sources {
+		channels = append(channels, src.channel())
 	}
 	m := newMetrics(channels)
 	bud := newBudget(int64(cfg.MaxInFlightBytes))
-	s := &Shipper{cfg: cfg, log: log, client: client, m: m, budget: bud, now: time.Now, drops: map[string]int{},
+	s := &Shipper{cfg: cfg, log: log, client: client, m: m, budget: bud, sources: sources, now: time.Now, drops: map[string]int{},
 		acker:  &acker{store: store, onCorrupt: cfg.OnCorruptCheckpoint, budget: bud, m: m, log: log, now: time.Now},
 		format: newFormatter(cfg, m, log),
 		pacer:  pace.New(cfg.Limits.StreamBytesPerSecond, cfg.Limits.BytesPerSecond)}
+	s.format.lookups = lookups
 	client.Dropped = func(stream, reason string, n int) {
 		ch := loki.ParseLabels(stream)["channel"]
 		s.drops[ch] += n
@@ -83,20 +95,6 @@ func New(cfg *shipconfig.Config, log *slog.Logger) (*Shipper, error) {
 		if retry {
 			s.m.retries.Inc()
 		}
-	}
-	for _, d := range cfg.Dumps {
-		s.sources = append(s.sources, &dumpSource{d: d, maxEventBytes: cfg.MaxEventBytes})
-	}
-	for _, ch := range cfg.Channels {
-		if newLiveSource == nil {
-			return nil, fmt.Errorf("channel %s: live event log subscriptions need Windows (ship wevtutil dumps with the dumps setting)", ch.Name)
-		}
-		src, lookups, err := newLiveSource(cfg, ch)
-		if err != nil {
-			return nil, err
-		}
-		s.sources = append(s.sources, src)
-		s.format.lookups = lookups
 	}
 	return s, nil
 }
@@ -167,12 +165,12 @@ func (s *Shipper) Run(ctx context.Context) error {
 		time.AfterFunc(time.Duration(s.cfg.ShutdownGrace.Model()), cancelSend)
 	}()
 	for b := range batches {
-		if err := s.pacer.Wait(sendCtx, b.streamBytes()); err != nil {
-			s.log.Warn("shutdown grace period over before delivery; undelivered events will be read again", "events", b.events)
-			return nil
-		}
 		clear(s.drops)
-		if err := s.client.Send(sendCtx, b.streams); err != nil {
+		err := s.pacer.Wait(sendCtx, b.streamBytes())
+		if err == nil {
+			err = s.client.Send(sendCtx, b.streams)
+		}
+		if err != nil { // only the end of the grace period stops pacing and sending
 			s.log.Warn("shutdown grace period over before delivery; undelivered events will be read again", "events", b.events)
 			return nil
 		}

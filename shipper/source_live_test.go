@@ -129,6 +129,9 @@ func TestLiveSourceShipsAndCheckpoints(t *testing.T) {
 	if !strings.Contains(cp.Bookmark, "RecordId='3563'") {
 		t.Errorf("checkpoint %q", cp.Bookmark)
 	}
+	if re, dr := testutil.ToFloat64(s.m.renderErrors.WithLabelValues("System")), testutil.ToFloat64(s.m.dropped.WithLabelValues("System", "render_error")); re != 1 || dr != 1 {
+		t.Errorf("render errors %v, dropped{render_error} %v; want 1 and 1", re, dr)
+	}
 }
 
 // /readyz reports not ready once pushes have failed for longer than
