@@ -482,55 +482,45 @@ func decode(raw []byte) (map[string][]entry, []string, error) {
 	return out, order, err
 }
 
-// fields calls fn for each length-delimited field of a message.
-func fields(b []byte, fn func(protowire.Number, []byte) error) error {
+// each calls fn with every field of a message: its number, type and
+// encoded value.
+func each(b []byte, fn func(protowire.Number, protowire.Type, []byte) error) error {
 	for len(b) > 0 {
 		num, typ, n := protowire.ConsumeTag(b)
 		if n < 0 {
 			return protowire.ParseError(n)
 		}
 		b = b[n:]
-		if typ != protowire.BytesType {
-			n = protowire.ConsumeFieldValue(num, typ, b)
-			if n < 0 {
-				return protowire.ParseError(n)
-			}
-			b = b[n:]
-			continue
+		m := protowire.ConsumeFieldValue(num, typ, b)
+		if m < 0 {
+			return protowire.ParseError(m)
 		}
-		v, n := protowire.ConsumeBytes(b)
-		if n < 0 {
-			return protowire.ParseError(n)
-		}
-		if err := fn(num, v); err != nil {
+		if err := fn(num, typ, b[:m]); err != nil {
 			return err
 		}
-		b = b[n:]
+		b = b[m:]
 	}
 	return nil
 }
 
+// fields calls fn for each length-delimited field of a message.
+func fields(b []byte, fn func(protowire.Number, []byte) error) error {
+	return each(b, func(num protowire.Number, typ protowire.Type, v []byte) error {
+		if typ != protowire.BytesType {
+			return nil
+		}
+		v, _ = protowire.ConsumeBytes(v)
+		return fn(num, v)
+	})
+}
+
 // varints calls fn for each varint field of a message.
 func varints(b []byte, fn func(protowire.Number, uint64)) error {
-	for len(b) > 0 {
-		num, typ, n := protowire.ConsumeTag(b)
-		if n < 0 {
-			return protowire.ParseError(n)
+	return each(b, func(num protowire.Number, typ protowire.Type, v []byte) error {
+		if typ == protowire.VarintType {
+			x, _ := protowire.ConsumeVarint(v)
+			fn(num, x)
 		}
-		b = b[n:]
-		if typ != protowire.VarintType {
-			n = protowire.ConsumeFieldValue(num, typ, b)
-		} else {
-			var x uint64
-			x, n = protowire.ConsumeVarint(b)
-			if n >= 0 {
-				fn(num, x)
-			}
-		}
-		if n < 0 {
-			return protowire.ParseError(n)
-		}
-		b = b[n:]
-	}
-	return nil
+		return nil
+	})
 }
