@@ -10,7 +10,6 @@ import (
 	"github.com/prometheus/prometheus/model/rulefmt"
 
 	"github.com/winobs/winobs/config"
-	"github.com/winobs/winobs/render"
 )
 
 // LokiGroup is the Loki ruler group of event log alerts.
@@ -85,9 +84,4 @@ func LokiGroups(cfg *config.Config) rulefmt.RuleGroups {
 		g.Rules[i].Annotations["runbook_url"] = RunbookURL(cfg.Alerts.RunbookURL, g.Rules[i].Alert)
 	}
 	return rulefmt.RuleGroups{Groups: []rulefmt.RuleGroup{g}}
-}
-
-func lokiFile(cfg *config.Config) (render.File, error) {
-	raw, err := render.EncodeYAML(LokiGroups(cfg))
-	return render.File{Path: "loki-rules/" + LokiGroup + ".yaml", Raw: raw}, err
 }

@@ -98,23 +98,20 @@ func Files(cfg *config.Config) ([]render.File, error) {
 			render.File{Path: "prometheus/" + g.Name + ".yaml", Objects: []any{prometheusRule(cfg, g)}},
 		)
 	}
-	loki, err := lokiFile(cfg)
-	if err != nil {
-		return nil, err
-	}
-	files = append(files, loki)
+	loki := LokiGroups(cfg)
 	for _, f := range []struct {
-		dir string
-		ns  RulerNamespace
+		path string
+		v    any
 	}{
-		{"ruler/mimir/", RulerNamespace{Namespace: MetricsNamespace(cfg), Groups: groups.Groups}},
-		{"ruler/loki/", RulerNamespace{Namespace: LogsNamespace(cfg), Groups: LokiGroups(cfg).Groups}},
+		{"loki-rules/" + LokiGroup + ".yaml", loki},
+		{"ruler/mimir/" + MetricsNamespace(cfg) + ".yaml", RulerNamespace{Namespace: MetricsNamespace(cfg), Groups: groups.Groups}},
+		{"ruler/loki/" + LogsNamespace(cfg) + ".yaml", RulerNamespace{Namespace: LogsNamespace(cfg), Groups: loki.Groups}},
 	} {
-		raw, err := render.EncodeYAML(f.ns)
+		raw, err := render.EncodeYAML(f.v)
 		if err != nil {
 			return nil, err
 		}
-		files = append(files, render.File{Path: f.dir + f.ns.Namespace + ".yaml", Raw: raw})
+		files = append(files, render.File{Path: f.path, Raw: raw})
 	}
 	return files, nil
 }
