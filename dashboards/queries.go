@@ -133,19 +133,19 @@ func (q queries) podRecord(record string) string { return fmt.Sprintf("%s{%s}", 
 // below run at query time over those pods only (see rules.ContainerView).
 func (q queries) podInfo() string { return fmt.Sprintf("%s{%s}", rules.ContainerInfo, q.pod()) }
 
-// podContainer gives a windows-exporter per-container series its
-// container's labels.
-func (q queries) podContainer(series string) string {
-	return rules.ContainerView(fmt.Sprintf("%s{%s%s}", series, q.exporter, q.cluster), q.podInfo(), q.clusterLabel)
+// exporterRate is the rate of a windows-exporter counter over Grafana's
+// rate interval.
+func (q queries) exporterRate(counter string) string {
+	return fmt.Sprintf("rate(%s{%s%s}[$__rate_interval])", counter, q.exporter, q.cluster)
 }
 
 func (q queries) podWorkingSet() string {
-	return q.podContainer("windows_container_memory_usage_private_working_set_bytes")
+	return rules.ContainerView(fmt.Sprintf("windows_container_memory_usage_private_working_set_bytes{%s%s}", q.exporter, q.cluster),
+		q.podInfo(), q.clusterLabel)
 }
 
 func (q queries) podCPUCores() string {
-	return rules.ContainerView(fmt.Sprintf("rate(windows_container_cpu_usage_seconds_total{%s%s}[$__rate_interval])", q.exporter, q.cluster),
-		q.podInfo(), q.clusterLabel)
+	return rules.ContainerView(q.exporterRate("windows_container_cpu_usage_seconds_total"), q.podInfo(), q.clusterLabel)
 }
 
 // podResource is a kube-state-metrics limit or request of the containers
@@ -156,8 +156,7 @@ func (q queries) podResource(metric, resource string) string {
 
 // podNetworkBits shows a pod's traffic in bits per second.
 func (q queries) podNetworkBits(direction string) string {
-	return fmt.Sprintf("%s\n* 8", rules.PodNetworkView("windows_container_network_"+direction+"_bytes_total",
-		q.exporter+q.cluster, "$__rate_interval", q.podInfo(), q.clusterLabel))
+	return rules.PodNetworkView(q.exporterRate("windows_container_network_"+direction+"_bytes_total"), q.podInfo(), q.clusterLabel) + "\n* 8"
 }
 
 func (q queries) podRestarts() string {

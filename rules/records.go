@@ -108,14 +108,15 @@ func ContainerView(series, info, cluster string) string {
 )`
 }
 
-// PodNetworkView is a pod's bytes per second on its HNS endpoints from one
-// of windows-exporter's per-container network counters. The exporter repeats
-// an endpoint's counters on every container of the pod, so they are
-// deduplicated (max per endpoint), not summed.
-func PodNetworkView(counter, exporter, window, info, cluster string) string {
+// PodNetworkView is a pod's bytes per second on its HNS endpoints from a
+// rate of one of windows-exporter's per-container network counters, as
+// ContainerView takes its series. The exporter repeats an endpoint's
+// counters on every container of the pod, so they are deduplicated (max per
+// endpoint), not summed.
+func PodNetworkView(rate, info, cluster string) string {
 	return `sum by (` + cluster + `, namespace, pod) (
   max by (` + cluster + `, namespace, pod, interface) (
-    max by (` + cluster + `, container_id, interface) (rate(` + counter + `{` + exporter + `}[` + window + `]))
+    max by (` + cluster + `, container_id, interface) (` + rate + `)
     * on (` + cluster + `, container_id) group_left (namespace, pod)
     ` + info + `
   )
