@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
-	"net/url"
 	"regexp"
 	"strings"
 	"time"
@@ -148,7 +147,7 @@ func validateAgents(v *validator, c *Config) {
 	// The endpoint's own checks, shared with the shipper; then what gen adds:
 	// the push path, a host the nodes can reach, Windows paths for secrets.
 	v.probs = append(v.probs, c.Loki.Check("loki")...)
-	if u, err := url.Parse(c.Loki.URL); err == nil && endpoint.CheckURL(c.Loki.URL) == "" {
+	if u, msg := endpoint.ParseURL(c.Loki.URL); msg == "" {
 		if !strings.HasSuffix(u.Path, "/loki/api/v1/push") {
 			v.add("loki.url", "must be the push endpoint, ending in /loki/api/v1/push, got %q", c.Loki.URL)
 		} else {

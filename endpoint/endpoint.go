@@ -66,19 +66,28 @@ func (e Loki) Check(prefix string) []conffile.Problem {
 // CheckURL returns what is wrong with an http(s) URL that is written into
 // agent configs and annotations, or "" when nothing is.
 func CheckURL(raw string) string {
+	_, msg := ParseURL(raw)
+	return msg
+}
+
+// ParseURL parses an http(s) URL that is written into agent configs and
+// annotations; it returns the URL, or what is wrong with it: not absolute
+// http(s), credentials, a fragment, or characters a template or shell would
+// read.
+func ParseURL(raw string) (*url.URL, string) {
 	u, err := url.Parse(raw)
 	shown := conffile.Excerpt(Redact(raw))
 	switch {
 	case err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.Opaque != "":
-		return fmt.Sprintf("must be an absolute http(s) URL, got %q", shown)
+		return nil, fmt.Sprintf("must be an absolute http(s) URL, got %q", shown)
 	case u.User != nil:
-		return fmt.Sprintf("must not carry credentials (user:password@): they would be written in plain text into configs; use basicAuth.passwordFile or bearerTokenFile, got %q", shown)
+		return nil, fmt.Sprintf("must not carry credentials (user:password@): they would be written in plain text into configs; use basicAuth.passwordFile or bearerTokenFile, got %q", shown)
 	case u.Fragment != "" || strings.Contains(raw, "#"):
-		return fmt.Sprintf("must not have a #fragment, got %q", shown)
+		return nil, fmt.Sprintf("must not have a #fragment, got %q", shown)
 	case strings.ContainsAny(raw, "{}\"'` \\<>|^") || strings.IndexFunc(raw, unicode.IsControl) >= 0 || !utf8.ValidString(raw):
-		return fmt.Sprintf("must not contain spaces, quotes, braces or control characters (percent-encode them), got %q", shown)
+		return nil, fmt.Sprintf("must not contain spaces, quotes, braces or control characters (percent-encode them), got %q", shown)
 	}
-	return ""
+	return u, ""
 }
 
 // MaxText bounds free-text values (names, tenants, label values, paths).
