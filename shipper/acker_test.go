@@ -37,6 +37,10 @@ func TestAckerSavesOnlyDeliveredPositions(t *testing.T) {
 	b := newBatch()
 	b.positions["System"] = checkpoint.Checkpoint{Channel: "System", Source: "dump.xml", Offset: 900, RecordID: 3562}
 	b.counts["System"], b.events, b.bytes, b.charge = 3, 3, 120, 500
+	// Read and batched, not yet delivered: nothing is saved.
+	if _, found, _, _ := testAcker(t, dir, shipconfig.Oldest).start("System"); found {
+		t.Fatal("a position was saved before its batch was acknowledged")
+	}
 	if err := a.ack(b, map[string]int{"System": 1}); err != nil {
 		t.Fatal(err)
 	}
