@@ -18,7 +18,7 @@ import (
 
 const renderedSample = "scm-7036-appxsvc-renderinginfo.xml" // carries its texts, like a dump
 
-func testFormatter(t *testing.T, edit func(*shipconfig.Config)) *formatter {
+func testFormatter(t testing.TB, edit func(*shipconfig.Config)) *formatter {
 	t.Helper()
 	cfg, err := shipconfig.Default()
 	if err != nil {

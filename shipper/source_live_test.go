@@ -86,18 +86,8 @@ func TestLiveSourceShipsAndCheckpoints(t *testing.T) {
 		{XML: xml, Texts: texts, Bookmark: "<BookmarkList><Bookmark Channel='System' RecordId='3562' IsCurrent='true'/></BookmarkList>"},
 		{RenderErr: io.ErrUnexpectedEOF, Bookmark: "<BookmarkList><Bookmark Channel='System' RecordId='3563' IsCurrent='true'/></BookmarkList>"},
 	}}
-	dir := t.TempDir()
-	cfgPath := filepath.Join(dir, "c.yaml")
-	os.WriteFile(cfgPath, []byte("loki: {url: "+srv.URL+"}\ndumps: [{path: unused, channel: Unused}]\nstateDir: "+dir+"\nlabels: {job: windows-events, node: k8s-lab-win-1}\nbatch: {maxWait: 50ms}\nlisten: 127.0.0.1:0\n"), 0o644)
-	cfg, err := shipconfig.Load(cfgPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.Dumps = nil
-	s, err := New(cfg, slog.New(slog.DiscardHandler))
-	if err != nil {
-		t.Fatal(err)
-	}
+	// The live source is set below; the config needs a source to be valid.
+	s := testShipper(t, "loki: {url: "+srv.URL+"}\ndumps: [{path: unused, channel: Unused}]\nlabels: {job: windows-events, node: k8s-lab-win-1}\nbatch: {maxWait: 50ms}\nlisten: 127.0.0.1:0\n")
 	s.format.lookups = eventxml.Lookups{ProcessName: func(uint32) string { return "services.exe" }}
 	s.sources = []source{&liveSource{ch: shipconfig.Channel{Name: "System"}, api: api}}
 	lagInterval = 10 * time.Millisecond
@@ -147,17 +137,7 @@ func TestReadyzFollowsDelivery(t *testing.T) {
 		w.WriteHeader(204)
 	}))
 	defer srv.Close()
-	dir := t.TempDir()
-	p := filepath.Join(dir, "c.yaml")
-	os.WriteFile(p, []byte("loki: {url: "+srv.URL+", minBackoff: 1ms, maxBackoff: 1ms}\ndumps: [{path: x, channel: System}]\nstateDir: "+dir+"\n"), 0o644)
-	cfg, err := shipconfig.Load(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := New(cfg, slog.New(slog.DiscardHandler))
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := testShipper(t, "loki: {url: "+srv.URL+", minBackoff: 1ms, maxBackoff: 1ms}\ndumps: [{path: x, channel: System}]\n")
 	s.ready.Store(true)
 	readyz := func() int {
 		rec := httptest.NewRecorder()
@@ -182,4 +162,24 @@ func TestReadyzFollowsDelivery(t *testing.T) {
 	if code := readyz(); code != 200 {
 		t.Errorf("readyz %d after a delivery, want 200", code)
 	}
+}
+
+// testShipper builds a shipper from a config file with these lines and a
+// fresh state directory, as the binary would load it.
+func testShipper(t *testing.T, config string) *Shipper {
+	t.Helper()
+	dir := t.TempDir()
+	p := filepath.Join(dir, "c.yaml")
+	if err := os.WriteFile(p, []byte(config+"stateDir: "+dir+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := shipconfig.Load(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := New(cfg, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
 }
