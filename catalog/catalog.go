@@ -32,4 +32,4 @@ var ShipperMetrics = []string{ShipperEventsRead, ShipperEventsSent, ShipperEvent
 // ShipperDropReasons are the reasons the eventlog-shipper gives up on an
 // event; each is exported from start (at 0) for every channel.
 var ShipperDropReasons = []string{"too_large", "too_old", "older_than_max_age", "malformed_xml", "corrupt_checkpoint",
-	"rejected_400", "rejected_405", "rejected_422"}
+	"too_new", "too_far_behind", "stream_refused", "rejected_400", "rejected_405", "rejected_422"}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/winobs/winobs/shipper/checkpoint"
+	"github.com/winobs/winobs/shipper/loki"
 	"github.com/winobs/winobs/shipper/shipconfig"
 )
 
@@ -63,8 +64,10 @@ func (a *acker) mark(cp checkpoint.Checkpoint) error { return a.store.Save(cp) }
 // acked is the last delivered position of a channel.
 func (a *acker) acked(channel string) (checkpoint.Checkpoint, bool) { return a.store.Peek(channel) }
 
-// ack records a delivered batch, of whose entries Loki refused dropped[channel].
-func (a *acker) ack(b *batch, dropped map[string]int) error {
+// ack records a batch the client is done with: every entry Loki stored or
+// gave up on with a reason, as its report says. Only then does the
+// checkpoint move past the batch.
+func (a *acker) ack(b *batch, rep loki.Report) error {
 	for ch, cp := range b.positions {
 		if err := a.store.Save(cp); err != nil {
 			// Delivered but not recorded: a restart resends, Loki deduplicates.
@@ -75,9 +78,27 @@ func (a *acker) ack(b *batch, dropped map[string]int) error {
 			a.m.cpRecord.WithLabelValues(ch).Set(float64(cp.RecordID))
 		}
 	}
-	// Every event ends in one counter: sent, or dropped with its reason.
+	// Every event ends in one counter: sent (stored), or dropped with its
+	// reason.
+	accounted := map[string]int{}
+	for _, st := range b.streams {
+		ch := b.channels[st.Labels]
+		n := rep.Stored[st.Labels]
+		a.m.sent.WithLabelValues(ch).Add(float64(n))
+		accounted[ch] += n
+		for reason, n := range rep.Dropped[st.Labels] {
+			a.m.dropped.WithLabelValues(ch, reason).Add(float64(n))
+			accounted[ch] += n
+		}
+		for reason, n := range rep.Restamped[st.Labels] {
+			a.m.restamped.WithLabelValues(ch, reason).Add(float64(n))
+		}
+	}
 	for ch, n := range b.counts {
-		a.m.sent.WithLabelValues(ch).Add(float64(n - dropped[ch]))
+		if accounted[ch] != n {
+			// A client bug, never Loki's doing: say so rather than miscount.
+			a.log.Error("BUG: the push report does not account for every event of the batch", "channel", ch, "events", n, "accounted", accounted[ch])
+		}
 		a.m.pending.WithLabelValues(ch).Sub(float64(n))
 	}
 	a.m.bytesSent.Add(float64(b.bytes))

@@ -9,6 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/winobs/winobs/shipper/checkpoint"
+	"github.com/winobs/winobs/shipper/loki"
 	"github.com/winobs/winobs/shipper/shipconfig"
 )
 
@@ -37,15 +38,22 @@ func TestAckerSavesOnlyDeliveredPositions(t *testing.T) {
 	b := newBatch()
 	b.positions["System"] = checkpoint.Checkpoint{Channel: "System", Source: "dump.xml", Offset: 900, RecordID: 3562}
 	b.counts["System"], b.events, b.bytes, b.charge = 3, 3, 120, 500
+	const stream = `{channel="System", job="windows-events"}`
+	b.streams, b.channels[stream] = []loki.Stream{{Labels: stream}}, "System"
+	// Loki stored two (one of them re-stamped) and refused one.
+	rep := loki.Report{Stored: map[string]int{stream: 2}, Dropped: map[string]map[string]int{stream: {"rejected_400": 1}},
+		Restamped: map[string]map[string]int{stream: {"too_far_behind": 1}}}
 	// Read and batched, not yet delivered: nothing is saved.
 	if _, found, _, _ := testAcker(t, dir, shipconfig.Oldest).start("System"); found {
 		t.Fatal("a position was saved before its batch was acknowledged")
 	}
-	if err := a.ack(b, map[string]int{"System": 1}); err != nil {
+	if err := a.ack(b, rep); err != nil {
 		t.Fatal(err)
 	}
 	for name, tc := range map[string]struct{ got, want float64 }{
 		"sent":      {testutil.ToFloat64(a.m.sent.WithLabelValues("System")), 2},
+		"dropped":   {testutil.ToFloat64(a.m.dropped.WithLabelValues("System", "rejected_400")), 1},
+		"restamped": {testutil.ToFloat64(a.m.restamped.WithLabelValues("System", "too_far_behind")), 1},
 		"pending":   {testutil.ToFloat64(a.m.pending.WithLabelValues("System")), 0},
 		"bytes":     {testutil.ToFloat64(a.m.bytesSent), 120},
 		"record id": {testutil.ToFloat64(a.m.cpRecord.WithLabelValues("System")), 3562},

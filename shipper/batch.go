@@ -23,14 +23,15 @@ type batch struct {
 	streams   []loki.Stream
 	index     map[string]int
 	positions map[string]checkpoint.Checkpoint
-	counts    map[string]int
+	counts    map[string]int    // entries per channel
+	channels  map[string]string // stream labels -> channel
 	events    int
 	bytes     int
 	charge    int64
 }
 
 func newBatch() *batch {
-	return &batch{index: map[string]int{}, positions: map[string]checkpoint.Checkpoint{}, counts: map[string]int{}}
+	return &batch{index: map[string]int{}, positions: map[string]checkpoint.Checkpoint{}, counts: map[string]int{}, channels: map[string]string{}}
 }
 
 // append adds one entry to the stream with these labels.
@@ -40,6 +41,7 @@ func (b *batch) append(channel, labels string, e loki.Entry) {
 		i = len(b.streams)
 		b.index[labels] = i
 		b.streams = append(b.streams, loki.Stream{Labels: labels})
+		b.channels[labels] = channel
 	}
 	b.streams[i].Entries = append(b.streams[i].Entries, e)
 	b.counts[channel]++

@@ -2,9 +2,11 @@ package shipper
 
 import "time"
 
-// batcher formats records into batches of at most maxBytes (of lines, or of
-// the XML they came from), flushed at the latest maxWait after their first
-// record. It hands on one batch at a time: while the pusher is busy it stops
+// batcher formats records into batches of at most maxBytes of lines (a
+// batch is flushed before the entry that would take it over, so only a
+// single entry can be larger) or of the XML they came from, flushed at the
+// latest maxWait after their first record. Loki's shard rule counts each
+// push's bytes, so the bound is what keeps a stream unsharded. It hands on one batch at a time: while the pusher is busy it stops
 // taking records, the sources then wait on the in-flight budget, and a slow
 // Loki holds reading back instead of memory growing.
 type batcher struct {
@@ -36,7 +38,12 @@ func (bt *batcher) run(records <-chan record, out chan<- *batch) {
 			if len(b.positions) == 0 {
 				timer.Reset(bt.maxWait)
 			}
-			bt.format.add(b, r)
+			p := bt.format.prepare(r)
+			if b.events > 0 && b.bytes+len(p.e.Line) > bt.maxBytes {
+				flush()
+				timer.Reset(bt.maxWait)
+			}
+			bt.format.commit(b, p)
 			if b.bytes >= bt.maxBytes || b.charge >= int64(bt.maxBytes) {
 				flush()
 			}

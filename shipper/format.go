@@ -2,13 +2,26 @@ package shipper
 
 import (
 	"log/slog"
+	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/winobs/winobs/shipper/checkpoint"
 	"github.com/winobs/winobs/shipper/eventxml"
 	"github.com/winobs/winobs/shipper/loki"
+	"github.com/winobs/winobs/shipper/ratelog"
 	"github.com/winobs/winobs/shipper/shipconfig"
 )
+
+// Loki's label limits (max_label_name_length, max_label_value_length): a
+// stream over them is refused whole, so a longer value is cut.
+const maxLabelValueBytes = 2048
+
+// maxStreams bounds what the formatter remembers per stream (labels, the
+// newest time, the oldest time Loki takes): a node writing events with ever
+// new Computer values must not grow the shipper without end. Forgetting a
+// stream only costs a lookup or an estimate.
+const maxStreams = 1024
 
 // formatter turns records into Loki entries: Alloy's event line, Alloy's
 // stream labels, and a timestamp Loki will take. Every record ends in an
@@ -17,7 +30,7 @@ type formatter struct {
 	cfg     *shipconfig.Config
 	lookups eventxml.Lookups
 	m       *metrics
-	log     *slog.Logger
+	log     *ratelog.Limiter
 	now     func() time.Time
 	labels  map[[2]string]string // (channel, computer) -> stream labels
 	// last is the last event formatted per channel, so a checkpoint after
@@ -26,43 +39,106 @@ type formatter struct {
 	// newest is the newest timestamp formatted per stream, to keep each
 	// stream within Loki's too-far-behind window.
 	newest map[string]time.Time
+	floors floorBook
 }
 
+// floorBook holds, per stream, the oldest time Loki said the stream takes:
+// learned from the pusher's reports, read by the formatter.
+type floorBook struct {
+	mu sync.Mutex
+	m  map[string]floor
+}
+
+type floor struct{ at, learned time.Time }
+
 func newFormatter(cfg *shipconfig.Config, m *metrics, log *slog.Logger) *formatter {
-	return &formatter{cfg: cfg, m: m, log: log, now: time.Now, labels: map[[2]string]string{},
-		last: map[string]checkpoint.Checkpoint{}, newest: map[string]time.Time{}}
+	return &formatter{cfg: cfg, m: m, log: ratelog.New(log, time.Minute), now: time.Now, labels: map[[2]string]string{},
+		last: map[string]checkpoint.Checkpoint{}, newest: map[string]time.Time{}, floors: floorBook{m: map[string]floor{}}}
 }
 
 // resume starts a channel from its last delivered event.
 func (f *formatter) resume(cp checkpoint.Checkpoint) { f.last[cp.Channel] = cp }
 
-// add formats one record into the batch and moves the batch's position for
-// the record's channel past it.
-func (f *formatter) add(b *batch, r record) {
-	cp := r.cp
-	prev := f.last[r.channel]
-	cp.RecordID, cp.TimeCreated = prev.RecordID, prev.TimeCreated
-	b.positions[r.channel] = cp
-	b.charge += r.size
+// learn records the oldest times Loki named in a push's answers.
+func (f *formatter) learn(floors map[string]time.Time) {
+	if len(floors) == 0 {
+		return
+	}
+	now := f.now()
+	f.floors.mu.Lock()
+	defer f.floors.mu.Unlock()
+	for stream, at := range floors {
+		if old, ok := f.floors.m[stream]; !ok || at.After(old.at) {
+			f.floors.m[stream] = floor{at: at, learned: now}
+		}
+	}
+	evict(f.floors.m)
+}
+
+// floor is the oldest time stream takes now, if Loki named one: the stream's
+// newest entry, and with it that time, may have moved on since with the
+// clock, so it is assumed to have.
+func (f *formatter) floor(stream string, now time.Time) (time.Time, bool) {
+	f.floors.mu.Lock()
+	defer f.floors.mu.Unlock()
+	fl, ok := f.floors.m[stream]
+	if !ok {
+		return time.Time{}, false
+	}
+	return fl.at.Add(behindMargin + now.Sub(fl.learned)), true
+}
+
+// behindMargin keeps a re-stamped entry this far above the oldest time Loki
+// takes for its stream, as the shipper's client does.
+const behindMargin = 5 * time.Minute
+
+// evict forgets arbitrary entries of a map over maxStreams.
+func evict[K comparable, V any](m map[K]V) {
+	for k := range m {
+		if len(m) <= maxStreams {
+			return
+		}
+		delete(m, k)
+	}
+}
+
+// entry is a formatted record, ready to be added to a batch.
+type entry struct {
+	r      record
+	labels string
+	e      loki.Entry
+	ok     bool // false: the record only moves the position (dropped or skipped)
+	id     uint64
+	tc     string // the event's TimeCreated
+}
+
+// add formats one record into the batch.
+func (f *formatter) add(b *batch, r record) { f.commit(b, f.prepare(r)) }
+
+// prepare formats one record: the line, its stream and a timestamp Loki
+// takes, or a counted drop.
+func (f *formatter) prepare(r record) entry {
+	out := entry{r: r}
 	if r.xml == nil {
 		if r.drop != "" {
 			f.m.dropped.WithLabelValues(r.channel, r.drop).Inc()
 		}
-		return
+		return out
 	}
 	f.m.read.WithLabelValues(r.channel).Inc()
 	e, err := eventxml.Parse(r.xml)
 	if err != nil {
 		f.m.renderErrors.WithLabelValues(r.channel).Inc()
 		f.m.dropped.WithLabelValues(r.channel, "malformed_xml").Inc()
-		f.log.Warn("skipping an event that is not well-formed XML", "channel", r.channel, "offset", r.cp.Offset, "error", err)
-		return
+		f.log.Warn("malformed_xml", "skipping an event that is not well-formed XML", "channel", r.channel, "offset", r.cp.Offset, "error", err)
+		return out
 	}
-	ts := f.now()
+	now := f.now()
+	ts := now
 	created, terr := e.Timestamp()
-	if maxAge := time.Duration(f.cfg.MaxAge.Model()); maxAge > 0 && terr == nil && created.Before(ts.Add(-maxAge)) {
+	if maxAge := time.Duration(f.cfg.MaxAge.Model()); maxAge > 0 && terr == nil && created.Before(now.Add(-maxAge)) {
 		f.m.dropped.WithLabelValues(r.channel, "older_than_max_age").Inc()
-		return
+		return out
 	}
 	if f.cfg.Timestamp == shipconfig.EventTime && terr == nil {
 		ts = created
@@ -73,14 +149,31 @@ func (f *formatter) add(b *batch, r record) {
 		f.m.truncated.WithLabelValues(r.channel).Inc()
 	}
 	labels := f.streamLabels(r.channel, e.Computer())
-	ts, ok := f.withinLokiWindow(r.channel, labels, ts)
+	ts, ok := f.withinLokiWindow(r.channel, labels, ts, now)
 	if !ok {
 		f.m.dropped.WithLabelValues(r.channel, "too_old").Inc()
+		return out
+	}
+	out.labels, out.e, out.ok = labels, loki.Entry{Time: ts, Line: line}, true
+	out.id, out.tc = e.RecordID(), e.System.TimeCreated.SystemTime
+	return out
+}
+
+// commit adds a prepared entry to the batch and moves the batch's position
+// for the record's channel past it.
+func (f *formatter) commit(b *batch, p entry) {
+	r := p.r
+	cp := r.cp
+	prev := f.last[r.channel]
+	cp.RecordID, cp.TimeCreated = prev.RecordID, prev.TimeCreated
+	b.positions[r.channel] = cp
+	b.charge += r.size
+	if !p.ok {
 		return
 	}
-	b.append(r.channel, labels, loki.Entry{Time: ts, Line: line})
-	if e.RecordID() != 0 {
-		cp.RecordID, cp.TimeCreated = e.RecordID(), e.System.TimeCreated.SystemTime
+	b.append(r.channel, p.labels, p.e)
+	if p.id != 0 {
+		cp.RecordID, cp.TimeCreated = p.id, p.tc
 		b.positions[r.channel] = cp
 		f.last[r.channel] = cp
 	}
@@ -88,38 +181,62 @@ func (f *formatter) add(b *batch, r record) {
 }
 
 // withinLokiWindow returns the timestamp to push an entry at so that Loki
-// takes it: one older than limits.maxEntryAge is re-stamped to that age (or
-// refused, with tooOld: drop), one further behind its stream's newest entry
-// than limits.maxStreamLag is moved up to that lag. Both are counted.
-func (f *formatter) withinLokiWindow(channel, stream string, ts time.Time) (time.Time, bool) {
+// takes it, each change counted by reason:
+//   - further ahead than limits.maxFuture (Loki refuses entries past its
+//     creation grace period): the stream's newest time, so one wrong clock
+//     neither is refused nor drags the stream's later entries up;
+//   - older than limits.maxEntryAge: that age (or refused, with tooOld: drop);
+//   - further behind its stream's newest entry than limits.maxStreamLag:
+//     moved up to that lag;
+//   - older than the oldest time Loki named for the stream (another writer
+//     holds newer entries): moved up to it.
+func (f *formatter) withinLokiWindow(channel, stream string, ts, now time.Time) (time.Time, bool) {
 	lim := f.cfg.Limits
-	if cutoff := f.now().Add(-time.Duration(lim.MaxEntryAge.Model())); ts.Before(cutoff) {
+	newest, known := f.newest[stream]
+	if !known {
+		// Loki holds at least the last event of the channel.
+		if t, err := time.Parse(time.RFC3339Nano, f.last[channel].TimeCreated); err == nil {
+			newest, known = t, true
+		}
+	}
+	if ts.After(now.Add(time.Duration(lim.MaxFuture.Model()))) {
+		ts = now
+		if known && newest.Before(now) {
+			ts = newest
+		}
+		f.m.restamped.WithLabelValues(channel, "too_new").Inc()
+	}
+	if cutoff := now.Add(-time.Duration(lim.MaxEntryAge.Model())); ts.Before(cutoff) {
 		if lim.TooOld == shipconfig.Drop {
 			return ts, false
 		}
 		ts = cutoff
 		f.m.restamped.WithLabelValues(channel, "too_old").Inc()
 	}
-	newest, ok := f.newest[stream]
-	if !ok {
-		// Loki holds at least the last acknowledged event of the channel.
-		if t, err := time.Parse(time.RFC3339Nano, f.last[channel].TimeCreated); err == nil {
-			newest = t
+	behind := false
+	if floor := newest.Add(-time.Duration(lim.MaxStreamLag.Model())); known && ts.Before(floor) {
+		ts, behind = floor, true
+	}
+	if floor, ok := f.floor(stream, now); ok && ts.Before(floor) {
+		ts, behind = floor, true
+		if ts.After(now) {
+			ts = now
 		}
 	}
-	if floor := newest.Add(-time.Duration(lim.MaxStreamLag.Model())); ts.Before(floor) {
-		ts = floor
+	if behind {
 		f.m.restamped.WithLabelValues(channel, "too_far_behind").Inc()
 	}
 	if ts.After(newest) {
 		newest = ts
 	}
 	f.newest[stream] = newest
+	evict(f.newest)
 	return ts, true
 }
 
 // streamLabels are the static labels plus the event's channel and computer,
-// as Alloy sets them (each only when not empty).
+// as Alloy sets them (each only when not empty), values cut to Loki's
+// limit.
 func (f *formatter) streamLabels(channel, computer string) string {
 	key := [2]string{channel, computer}
 	if l, ok := f.labels[key]; ok {
@@ -130,12 +247,28 @@ func (f *formatter) streamLabels(channel, computer string) string {
 		m[k] = v
 	}
 	if channel != "" {
-		m["channel"] = channel
+		m["channel"] = cutLabel(channel)
 	}
 	if computer != "" {
-		m["computer"] = computer
+		if len(computer) > maxLabelValueBytes {
+			f.log.Warn("label_cut", "an event's Computer is longer than Loki takes in a label; the label is cut (the line keeps it whole)", "channel", channel, "bytes", len(computer))
+		}
+		m["computer"] = cutLabel(computer)
 	}
 	l := loki.FormatLabels(m)
 	f.labels[key] = l
+	evict(f.labels)
 	return l
+}
+
+// cutLabel shortens a label value to Loki's limit at a UTF-8 boundary.
+func cutLabel(v string) string {
+	if len(v) <= maxLabelValueBytes {
+		return v
+	}
+	cut := maxLabelValueBytes
+	for cut > 0 && !utf8.RuneStart(v[cut]) {
+		cut--
+	}
+	return v[:cut]
 }

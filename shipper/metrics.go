@@ -11,7 +11,7 @@ import (
 var pushStatuses = []string{"0", "301", "302", "307", "308", "400", "401", "403", "404", "405", "413", "429", "500", "502", "503", "504"}
 
 // restampReasons say why an entry got another timestamp than TimeCreated.
-var restampReasons = []string{"too_old", "too_far_behind"}
+var restampReasons = []string{"too_old", "too_far_behind", "too_new"}
 
 // metrics are the shipper's own, registered on a private registry; /metrics
 // adds the Go and process collectors, which the textfile must not carry (the
@@ -44,7 +44,7 @@ func newMetrics(channels []string) *metrics {
 	m := &metrics{
 		reg:       prometheus.NewRegistry(),
 		read:      prometheus.NewCounterVec(prometheus.CounterOpts{Name: catalog.ShipperEventsRead, Help: "Events read from the event log or a dump."}, ch),
-		sent:      prometheus.NewCounterVec(prometheus.CounterOpts{Name: catalog.ShipperEventsSent, Help: "Events Loki accepted."}, ch),
+		sent:      prometheus.NewCounterVec(prometheus.CounterOpts{Name: catalog.ShipperEventsSent, Help: "Events Loki stored (a 204 answered a push holding them)."}, ch),
 		dropped:   prometheus.NewCounterVec(prometheus.CounterOpts{Name: catalog.ShipperEventsDropped, Help: "Events given up on, by reason."}, []string{"channel", "reason"}),
 		bytesSent: prometheus.NewCounter(prometheus.CounterOpts{Name: catalog.ShipperBytesSent, Help: "Bytes of log lines Loki accepted."}),
 		pushDuration: prometheus.NewHistogram(prometheus.HistogramOpts{Name: catalog.ShipperPushDuration, Help: "Duration of push requests.",
@@ -60,7 +60,7 @@ func newMetrics(channels []string) *metrics {
 		inFlight:     prometheus.NewGauge(prometheus.GaugeOpts{Name: catalog.ShipperInFlightBytes, Help: "Bytes read and not yet delivered (bounded by maxInFlightBytes)."}),
 		truncated:    prometheus.NewCounterVec(prometheus.CounterOpts{Name: catalog.ShipperTruncated, Help: "Events sent with their line truncated to limits.maxLineBytes."}, ch),
 		restamped: prometheus.NewCounterVec(prometheus.CounterOpts{Name: catalog.ShipperRestamped,
-			Help: "Events sent with a timestamp other than TimeCreated, by reason (too_old, too_far_behind)."}, []string{"channel", "reason"}),
+			Help: "Events sent with a timestamp other than TimeCreated, by reason (too_old, too_far_behind, too_new)."}, []string{"channel", "reason"}),
 	}
 	m.reg.MustRegister(m.collectors()...)
 	for _, c := range channels {

@@ -37,9 +37,6 @@ type Shipper struct {
 	pacer   *pace.Pacer
 	now     func() time.Time
 	ready   atomic.Bool
-	// drops counts, per channel, the entries of the batch in flight that
-	// Loki would not take (written by the client's Dropped hook during Send).
-	drops map[string]int
 }
 
 // New builds a shipper from a validated config.
@@ -77,16 +74,11 @@ func New(cfg *shipconfig.Config, log *slog.Logger) (*Shipper, error) {
 	}
 	m := newMetrics(channels)
 	bud := newBudget(int64(cfg.MaxInFlightBytes))
-	s := &Shipper{cfg: cfg, log: log, client: client, m: m, budget: bud, sources: sources, now: time.Now, drops: map[string]int{},
+	s := &Shipper{cfg: cfg, log: log, client: client, m: m, budget: bud, sources: sources, now: time.Now,
 		acker:  &acker{store: store, onCorrupt: cfg.OnCorruptCheckpoint, budget: bud, m: m, log: log, now: time.Now},
 		format: newFormatter(cfg, m, log),
 		pacer:  pace.New(cfg.Limits.StreamBytesPerSecond, cfg.Limits.BytesPerSecond)}
 	s.format.lookups = lookups
-	client.Dropped = func(stream, reason string, n int) {
-		ch := loki.ParseLabels(stream)["channel"]
-		s.drops[ch] += n
-		s.m.dropped.WithLabelValues(ch, reason).Add(float64(n))
-	}
 	client.Observe = func(status int, took time.Duration, retry bool) {
 		s.m.pushDuration.Observe(took.Seconds())
 		if status != 204 {
@@ -165,16 +157,17 @@ func (s *Shipper) Run(ctx context.Context) error {
 		time.AfterFunc(time.Duration(s.cfg.ShutdownGrace.Model()), cancelSend)
 	}()
 	for b := range batches {
-		clear(s.drops)
+		var rep loki.Report
 		err := s.pacer.Wait(sendCtx, b.streamBytes())
 		if err == nil {
-			err = s.client.Send(sendCtx, b.streams)
+			rep, err = s.client.Send(sendCtx, b.streams)
 		}
 		if err != nil { // only the end of the grace period stops pacing and sending
 			s.log.Warn("shutdown grace period over before delivery; undelivered events will be read again", "events", b.events)
 			return nil
 		}
-		if err := s.acker.ack(b, s.drops); err != nil {
+		s.format.learn(rep.Floors)
+		if err := s.acker.ack(b, rep); err != nil {
 			return err
 		}
 	}

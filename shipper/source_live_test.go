@@ -156,7 +156,7 @@ func TestReadyzFollowsDelivery(t *testing.T) {
 		t.Errorf("readyz %d while pushes fail, want 503", code)
 	}
 	fail.Store(false)
-	if err := s.client.Send(context.Background(), streams); err != nil {
+	if _, err := s.client.Send(context.Background(), streams); err != nil {
 		t.Fatal(err)
 	}
 	if code := readyz(); code != 200 {

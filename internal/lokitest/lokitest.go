@@ -73,9 +73,15 @@ type Limits struct {
 	MaxAge       time.Duration // reject_old_samples_max_age: 7d
 	FutureGrace  time.Duration // creation_grace_period: 10m
 	MaxLag       time.Duration // max_chunk_age/2: 1h behind the stream's newest entry
-	// ShardRate is shard_streams.desired_rate (1536KB/s): a stream pushed
-	// faster is split into shards, and dedupe works only within a shard.
+	// ShardRate is shard_streams.desired_rate (1536KB): a push is split
+	// into shards when the stream's smoothed rate plus the push's bytes
+	// (weighted by its smoothed pushes per second, at most 1) passes it, and
+	// dedupe works only within a shard.
 	ShardRate int
+	// MaxLabelNames, MaxLabelNameBytes and MaxLabelValueBytes are
+	// max_label_names_per_series (15) and max_label_name_length/
+	// max_label_value_length (1024/2048): a stream over them is refused whole.
+	MaxLabelNames, MaxLabelNameBytes, MaxLabelValueBytes int
 	// TenantRate and TenantBurst are ingestion_rate_mb/_burst_size_mb (4/6
 	// MB): above them the whole request is a 429.
 	TenantRate, TenantBurst int
@@ -86,7 +92,8 @@ type Limits struct {
 // Default is a default Loki's limits (the team's push-API reference).
 func Default() Limits {
 	return Limits{MaxLineBytes: 256 << 10, MaxAge: 7 * 24 * time.Hour, FutureGrace: 10 * time.Minute, MaxLag: time.Hour,
-		ShardRate: 1536 << 10, TenantRate: 4 << 20, TenantBurst: 6 << 20, Now: time.Now}
+		ShardRate: 1536 << 10, MaxLabelNames: 15, MaxLabelNameBytes: 1024, MaxLabelValueBytes: 2048,
+		TenantRate: 4 << 20, TenantBurst: 6 << 20, Now: time.Now}
 }
 
 // stored is one entry Loki holds, in a stream or one of its shards.
@@ -110,17 +117,45 @@ type Receiver struct {
 	received int
 	byLine   map[string]map[stored]bool // line -> where it is stored
 	streams  map[string]*streamState
-	rates    map[string][]sample // per stream, the last second of pushes
-	tokens   float64             // tenant bucket
-	refilled time.Time
-	srv      *http.Server
-	ln       net.Listener
-	addr     string
+	rates    map[string]*rate // per stream (all its shards together)
+	tokens   float64          // tenant bucket
+	// peakScore is the highest shard score seen, as a fraction of ShardRate.
+	peakScore float64
+	refilled  time.Time
+	srv       *http.Server
+	ln        net.Listener
+	addr      string
 }
 
-type sample struct {
-	at    time.Time
-	bytes int
+// rate is what Loki's rate store knows of a stream: the ingesters count its
+// bytes and pushes in tumbling one-second windows, and the distributor
+// smooths each window into an exponential moving average (factor 0.4).
+type rate struct {
+	window        time.Time // start of the current window
+	bytes, pushes int       // in the current window
+	bps, pps      float64   // smoothed bytes and pushes per second
+	known         bool      // at least one window was polled
+}
+
+// emaFactor is the weight of a new sample in Loki's smoothed rates.
+const emaFactor = 0.4
+
+// advance closes every window that ended by now.
+func (r *rate) advance(now time.Time) {
+	if r.window.IsZero() {
+		r.window = now
+		return
+	}
+	n := int(now.Sub(r.window) / time.Second)
+	if n <= 0 {
+		return
+	}
+	r.bps = emaFactor*float64(r.bytes) + (1-emaFactor)*r.bps
+	r.pps = emaFactor*float64(r.pushes) + (1-emaFactor)*r.pps
+	decay := math.Pow(1-emaFactor, float64(n-1)) // the empty windows since
+	r.bps, r.pps = r.bps*decay, r.pps*decay
+	r.bytes, r.pushes, r.known = 0, 0, true
+	r.window = r.window.Add(time.Duration(n) * time.Second)
 }
 
 // New starts a receiver with a default Loki's limits on a free loopback port.
@@ -132,7 +167,7 @@ func NewWithLimits(l Limits) (*Receiver, error) {
 		l.Now = time.Now
 	}
 	r := &Receiver{limits: l, byLine: map[string]map[stored]bool{}, streams: map[string]*streamState{},
-		rates: map[string][]sample{}, tokens: float64(l.TenantBurst)}
+		rates: map[string]*rate{}, tokens: float64(l.TenantBurst)}
 	return r, r.Start()
 }
 
@@ -192,13 +227,16 @@ type Stats struct {
 	Duplicates int
 	// Sharded is the number of stored entries that went to a shard.
 	Sharded int
+	// PeakShardScore is the highest (rate + push bytes × pushes/s) any push
+	// scored, as a fraction of the shard threshold: above 1 it was sharded.
+	PeakShardScore float64
 }
 
 // Stats returns the counts so far.
 func (r *Receiver) Stats() Stats {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	s := Stats{Requests: r.requests, Received: r.received}
+	s := Stats{Requests: r.requests, Received: r.received, PeakShardScore: r.peakScore}
 	for _, where := range r.byLine {
 		s.Distinct++
 		if len(where) > 1 {
@@ -318,6 +356,10 @@ func (r *Receiver) push(streams map[string][]entry, order []string) (int, string
 	var distributor, ingester []string
 	for _, labels := range order {
 		named := lokiName(labels)
+		if msg := r.labelProblem(labels, named); msg != "" {
+			distributor = append(distributor, msg) // the whole stream is refused
+			continue
+		}
 		var valid []entry
 		for _, e := range streams[labels] {
 			t := time.Unix(0, e.ts).UTC()
@@ -332,25 +374,43 @@ func (r *Receiver) push(streams map[string][]entry, order []string) (int, string
 				valid = append(valid, e)
 			}
 		}
+		if len(valid) == 0 {
+			continue
+		}
 		r.received += len(valid)
 		shards := r.shards(labels, valid, now)
-		ignored, first := 0, ""
+		// The ingester, per stream (a shard is a stream of its own): entries
+		// too far behind the newest are ignored, at most 10 of them named,
+		// then the total; identical entries are dropped.
+		type ignoredIn struct {
+			lines    []string
+			n, total int
+		}
+		blocks := map[string]*ignoredIn{}
+		var blockOrder []string
 		for i, e := range valid {
 			key := labels
 			if shards > 1 {
-				key = strings.TrimSuffix(labels, "}") + fmt.Sprintf(`, __stream_shard__="%d"}`, i*shards/len(valid))
+				key = strings.TrimSuffix(labels, "}") + fmt.Sprintf(`, __stream_shard__="%d"}`, i%shards)
 			}
+			bl := blocks[key]
+			if bl == nil {
+				bl = &ignoredIn{}
+				blocks[key] = bl
+				blockOrder = append(blockOrder, key)
+			}
+			bl.total++
 			st := r.streams[key]
 			if st == nil {
 				st = &streamState{entries: map[[2]string]bool{}}
 				r.streams[key] = st
 			}
 			if floor := st.newest - int64(r.limits.MaxLag); e.ts < floor {
-				if ignored == 0 {
+				if bl.n < maxNamedIgnored {
 					t := time.Unix(0, e.ts).UTC()
-					first = fmt.Sprintf("entry with timestamp %s ignored, reason: 'entry too far behind, entry timestamp is: %s, oldest acceptable timestamp is: %s',", t.String(), t.Format(time.RFC3339), time.Unix(0, floor).UTC().Format(time.RFC3339))
+					bl.lines = append(bl.lines, fmt.Sprintf("entry with timestamp %s ignored, reason: 'entry too far behind, entry timestamp is: %s, oldest acceptable timestamp is: %s',", t.String(), t.Format(time.RFC3339), time.Unix(0, floor).UTC().Format(time.RFC3339)))
 				}
-				ignored++
+				bl.n++
 				continue
 			}
 			st.newest = max(st.newest, e.ts)
@@ -364,8 +424,10 @@ func (r *Receiver) push(streams map[string][]entry, order []string) (int, string
 			}
 			r.byLine[e.line][stored{key, e.ts}] = true
 		}
-		if ignored > 0 {
-			ingester = append(ingester, fmt.Sprintf("%s\nuser 'fake', total ignored: %d out of %d for stream: %s", first, ignored, len(valid), named))
+		for _, key := range blockOrder {
+			if bl := blocks[key]; bl.n > 0 {
+				ingester = append(ingester, strings.Join(bl.lines, "\n")+fmt.Sprintf("\nuser 'fake', total ignored: %d out of %d for stream: %s", bl.n, bl.total, lokiName(key)))
+			}
 		}
 	}
 	switch {
@@ -377,26 +439,59 @@ func (r *Receiver) push(streams map[string][]entry, order []string) (int, string
 	return http.StatusNoContent, ""
 }
 
-// shards is how many shards a push of a stream is split into: one until the
-// stream's rate over the last second passes ShardRate.
+// maxNamedIgnored is how many ignored entries Loki's ingester names in one
+// answer per stream before it gives only the total.
+const maxNamedIgnored = 10
+
+// labelProblem is the distributor's answer to a stream over the label
+// limits, in Loki's words; empty when the labels pass.
+func (r *Receiver) labelProblem(labels, named string) string {
+	m := loki.ParseLabels(labels)
+	if r.limits.MaxLabelNames > 0 && len(m) > r.limits.MaxLabelNames {
+		return fmt.Sprintf("entry for stream '%s' has %d label names; limit %d", named, len(m), r.limits.MaxLabelNames)
+	}
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		switch {
+		case r.limits.MaxLabelNameBytes > 0 && len(k) > r.limits.MaxLabelNameBytes:
+			return fmt.Sprintf("stream '%s' has label name too long: '%s'", named, k)
+		case r.limits.MaxLabelValueBytes > 0 && len(m[k]) > r.limits.MaxLabelValueBytes:
+			return fmt.Sprintf("stream '%s' has label value too long: '%s'", named, m[k])
+		}
+	}
+	return ""
+}
+
+// shards is how many shards Loki splits this push of a stream into, by the
+// rule read in Loki v3.7.6's distributor: ceil((rate + pushBytes ×
+// min(pushesPerSecond, 1)) / desired_rate), with the smoothed rates of the
+// rate store; one while the stream has no rate yet (its first push).
 func (r *Receiver) shards(labels string, es []entry, now time.Time) int {
 	bytes := 0
 	for _, e := range es {
 		bytes += len(e.line)
 	}
-	window := r.rates[labels][:0]
-	rate := bytes
-	for _, s := range r.rates[labels] {
-		if now.Sub(s.at) < time.Second {
-			window = append(window, s)
-			rate += s.bytes
+	st := r.rates[labels]
+	if st == nil {
+		st = &rate{}
+		r.rates[labels] = st
+	}
+	st.advance(now)
+	n := 1
+	if st.known && r.limits.ShardRate > 0 {
+		score := st.bps + float64(bytes)*math.Min(st.pps, 1)
+		if peak := score / float64(r.limits.ShardRate); peak > r.peakScore {
+			r.peakScore = peak
 		}
+		n = int(math.Ceil(score / float64(r.limits.ShardRate)))
 	}
-	r.rates[labels] = append(window, sample{now, bytes})
-	if r.limits.ShardRate <= 0 || rate <= r.limits.ShardRate || len(es) < 2 {
-		return 1
-	}
-	return min(len(es), (rate+r.limits.ShardRate-1)/r.limits.ShardRate)
+	st.bytes += bytes
+	st.pushes++
+	return max(1, min(n, len(es)))
 }
 
 // lokiName is the stream as Loki names it in errors: service_name added

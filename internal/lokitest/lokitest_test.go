@@ -66,6 +66,106 @@ func TestBodiesMatchTheRecording(t *testing.T) {
 	}
 }
 
+// The answers a real Loki 3.7.6 gave with the labels the agents set: past
+// ten ignored entries the ingester gives only the total; a future entry and
+// an over-long label value (the whole stream refused) come from the
+// distributor.
+func TestBodiesMatchTheRecordingWithAgentLabels(t *testing.T) {
+	const agent = `{channel="System", computer="WIN-NODE-3", job="windows-events", node="win-node-3"}`
+	at := func(s string) time.Time { t, _ := time.Parse(time.RFC3339Nano, s); return t }
+	behind := []loki.Entry{}
+	for i := range 12 {
+		behind = append(behind, loki.Entry{Time: at("2026-12-03T13:29:42.066618735Z").Add(time.Duration(i) * time.Second), Line: []byte(fmt.Sprint("behind ", i))})
+	}
+	behind = append(behind, loki.Entry{Time: at("2026-12-03T16:00:00Z"), Line: []byte("fits")})
+	long := `{channel="System", computer="` + strings.Repeat("W", 2100) + `", job="windows-events", node="win-node-4"}`
+	for _, tc := range []struct {
+		file    string
+		streams []loki.Stream
+		stored  []string
+	}{
+		{"400-too-far-behind-12-of-13.txt", []loki.Stream{{Labels: agent, Entries: behind}}, []string{"newest", "fits"}},
+		{"400-too-new.txt", []loki.Stream{{Labels: agent, Entries: []loki.Entry{{Time: at("2200-01-01T00:00:00Z"), Line: []byte("future")}}}}, []string{"newest"}},
+		{"400-label-too-long.txt", []loki.Stream{{Labels: long, Entries: []loki.Entry{{Time: at("2026-12-03T16:29:00Z"), Line: []byte("long label")}}}}, []string{"newest"}},
+	} {
+		t.Run(tc.file, func(t *testing.T) {
+			l := Default()
+			now := at("2026-12-03T16:29:45Z")
+			l.Now = func() time.Time { return now }
+			r, err := NewWithLimits(l)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer r.Stop()
+			if code, _ := post(t, r, []loki.Stream{{Labels: agent, Entries: []loki.Entry{{Time: at("2026-12-03T16:29:41.5Z"), Line: []byte("newest")}}}}); code != 204 {
+				t.Fatalf("the first push: %d", code)
+			}
+			code, body := post(t, r, tc.streams)
+			if want := string(fixture.Read(t, "loki", tc.file)); code != 400 || body != want {
+				t.Errorf("answer %d:\n%q\nthe real Loki answered 400:\n%q", code, body, want)
+			}
+			if st := r.Stats(); st.Distinct != len(tc.stored) {
+				t.Errorf("stored %d lines, want %v", st.Distinct, tc.stored)
+			}
+			for _, l := range tc.stored {
+				if !r.Has(l) {
+					t.Errorf("%q not stored", l)
+				}
+			}
+		})
+	}
+}
+
+// Loki's shard rule on a simulated clock: the first push of a stream is
+// never sharded; then a push is sharded when the smoothed rate plus its own
+// bytes (times the smoothed pushes per second, at most 1) passes 1536KB.
+func TestShardRule(t *testing.T) {
+	for _, tc := range []struct {
+		name             string
+		pushBytes        int
+		every            time.Duration
+		pushes           int
+		wantFirstSharded int // index of the first sharded push, -1 for none
+	}{
+		// 1 MiB once a second scores 0.4+0.4, 0.64+0.64, then 0.78+0.78 MiB.
+		{"1 MiB/s in 1 MiB pushes", 1 << 20, time.Second, 30, 3},
+		{"512 KiB/s in 256 KiB pushes", 256 << 10, 500 * time.Millisecond, 120, -1},
+		{"one huge first push", 8 << 20, time.Hour, 1, -1},
+		{"2 MiB pushes every 10 s", 2 << 20, 10 * time.Second, 20, -1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			now := time.Date(2026, 12, 3, 12, 0, 0, 0, time.UTC)
+			l := Default()
+			l.TenantRate = 0
+			l.Now = func() time.Time { return now }
+			r, err := NewWithLimits(l)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer r.Stop()
+			first := -1
+			for i := range tc.pushes {
+				// Lines of 64 KiB, so a sharded push can be split.
+				var es []loki.Entry
+				for j := range tc.pushBytes >> 16 {
+					es = append(es, loki.Entry{Time: now.Add(time.Duration(j)), Line: []byte(fmt.Sprintf("%06d%04d%s", i, j, strings.Repeat("x", 1<<16-10)))})
+				}
+				before := r.Stats().Sharded
+				if code, body := post(t, r, []loki.Stream{{Labels: `{job="a"}`, Entries: es}}); code != 204 {
+					t.Fatalf("push %d: %d %s", i, code, body)
+				}
+				if r.Stats().Sharded > before && first < 0 {
+					first = i
+				}
+				now = now.Add(tc.every)
+			}
+			if first != tc.wantFirstSharded {
+				t.Errorf("first sharded push %d, want %d (peak score %.2f)", first, tc.wantFirstSharded, r.Stats().PeakShardScore)
+			}
+		})
+	}
+}
+
 // Loki stores the valid entries of a partly rejected push, and drops an
 // entry identical to one it holds.
 func TestPartialStoreAndDedupe(t *testing.T) {
@@ -89,9 +189,9 @@ func TestPartialStoreAndDedupe(t *testing.T) {
 	}
 }
 
-// Above the shard rate a stream is split, and a replay of the same entries
+// A stream pushed fast enough is split, and a replay of the same entries
 // lands in another shard: visible duplicates, as measured on a real Loki.
-// Below it, the replay is deduplicated.
+// A slow stream's replay is deduplicated.
 func TestShardingDefeatsDedupe(t *testing.T) {
 	for _, tc := range []struct {
 		name      string
@@ -99,21 +199,28 @@ func TestShardingDefeatsDedupe(t *testing.T) {
 		wantDupes bool
 	}{{"slow stream", 1 << 10, false}, {"fast stream", 200 << 10, true}} {
 		t.Run(tc.name, func(t *testing.T) {
-			r, err := New()
+			now := time.Now()
+			l := Default()
+			l.TenantRate = 0
+			l.Now = func() time.Time { return now }
+			r, err := NewWithLimits(l)
 			if err != nil {
 				t.Fatal(err)
 			}
 			defer r.Stop()
-			now := time.Now()
-			var batch []loki.Entry
-			for i := range 10 {
-				batch = append(batch, loki.Entry{Time: now.Add(time.Duration(i) * time.Millisecond),
-					Line: []byte(fmt.Sprintf("%04d%s", i, strings.Repeat("x", tc.lineBytes)))})
+			var last []loki.Entry
+			for s := range 5 { // a push a second, 10 lines each
+				last = nil
+				for i := range 10 {
+					last = append(last, loki.Entry{Time: now.Add(time.Duration(i) * time.Millisecond),
+						Line: []byte(fmt.Sprintf("%d%04d%s", s, i, strings.Repeat("x", tc.lineBytes)))})
+				}
+				post(t, r, []loki.Stream{{Labels: `{job="a"}`, Entries: last}})
+				now = now.Add(time.Second)
 			}
-			post(t, r, []loki.Stream{{Labels: `{job="a"}`, Entries: batch}})
-			post(t, r, []loki.Stream{{Labels: `{job="a"}`, Entries: batch[3:]}}) // a replay, shifted
+			post(t, r, []loki.Stream{{Labels: `{job="a"}`, Entries: last[1:]}}) // a replay, shifted
 			st := r.Stats()
-			if (st.Duplicates > 0) != tc.wantDupes || st.Distinct != 10 {
+			if (st.Duplicates > 0) != tc.wantDupes || st.Distinct != 50 {
 				t.Errorf("stats %+v, want duplicates %v", st, tc.wantDupes)
 			}
 		})
@@ -144,7 +251,7 @@ func TestFaults(t *testing.T) {
 	r.Set(Behaviour{Decide: func(n int) Fault { return seq[min(n, len(seq)-1)] }})
 	c, _ := loki.NewClient(loki.Config{Loki: endpoint.Loki{URL: r.URL()}, MinBackoff: time.Millisecond, MaxBackoff: time.Millisecond})
 	now := time.Now()
-	if err := c.Send(context.Background(), []loki.Stream{{Labels: `{job="a"}`, Entries: []loki.Entry{{Time: now, Line: []byte("x")}}}}); err != nil {
+	if _, err := c.Send(context.Background(), []loki.Stream{{Labels: `{job="a"}`, Entries: []loki.Entry{{Time: now, Line: []byte("x")}}}}); err != nil {
 		t.Fatal(err)
 	}
 	if st := r.Stats(); st.Requests != 7 || st.Distinct != 1 || st.Duplicates != 0 || st.Received != 2 {
@@ -153,7 +260,8 @@ func TestFaults(t *testing.T) {
 	r.Stop()
 	done := make(chan error)
 	go func() {
-		done <- c.Send(context.Background(), []loki.Stream{{Labels: `{job="a"}`, Entries: []loki.Entry{{Time: now.Add(time.Second), Line: []byte("y")}}}})
+		_, err := c.Send(context.Background(), []loki.Stream{{Labels: `{job="a"}`, Entries: []loki.Entry{{Time: now.Add(time.Second), Line: []byte("y")}}}})
+		done <- err
 	}()
 	time.Sleep(50 * time.Millisecond)
 	if err := r.Start(); err != nil {

@@ -9,7 +9,6 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
-	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -20,6 +19,7 @@ import (
 	"github.com/winobs/winobs/endpoint"
 
 	"github.com/winobs/winobs/shipper/backoff"
+	"github.com/winobs/winobs/shipper/ratelog"
 )
 
 // Config configures a Client. Secrets are file paths, read on every request
@@ -47,9 +47,8 @@ type Client struct {
 	// Observe, if set, is told about every attempt: its HTTP status (0 for a
 	// network error), its duration, and whether it will be retried.
 	Observe func(status int, took time.Duration, retry bool)
-	// Dropped, if set, is told about entries of a stream given up on, with
-	// a reason. It is called from Send, before Send returns.
-	Dropped func(stream, reason string, n int)
+
+	logs *ratelog.Limiter
 
 	mu      sync.Mutex
 	streak  int       // failed attempts since the last delivery
@@ -92,7 +91,7 @@ func NewClient(cfg Config) (*Client, error) {
 		// the POST into a body-less GET, and a 307 to http:// would resend
 		// the batch and the credentials in clear text.
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-	return &Client{cfg: cfg, http: hc, now: time.Now}, nil
+	return &Client{cfg: cfg, http: hc, now: time.Now, logs: ratelog.New(cfg.Log, cfg.FailureLogEvery)}, nil
 }
 
 // Outcome classifies one push attempt.
@@ -248,15 +247,30 @@ func (c *Client) record(r Result, next time.Duration) {
 	}
 }
 
+// maxRepairs bounds the rounds of repair one batch gets: Loki names at most
+// ten ignored entries per stream, and a stream's newest entry may move
+// between rounds.
+const maxRepairs = 5
+
 // Send delivers streams, retrying with backoff for as long as ctx allows:
 // the event log is the buffer, and the checkpoint does not move meanwhile.
-// It returns nil once every entry is stored or given up on with a counted
-// reason, and ctx's error if cancelled first (nothing may then be assumed).
-func (c *Client) Send(ctx context.Context, streams []Stream) error {
-	attempt, retried := 0, false
-	for len(streams) > 0 {
+// It returns once every entry is stored or given up on with a reason, and
+// the report says which; with ctx's error if cancelled first (nothing may
+// then be assumed). Only a 204 proves a request stored: a partial 400 is
+// repaired and the whole batch sent again (Loki drops the entries it
+// already holds as identical) until Loki answers 204 or nothing more can be
+// repaired.
+func (c *Client) Send(ctx context.Context, streams []Stream) (Report, error) {
+	rep := newReport()
+	err := c.send(ctx, newWork(streams), &rep)
+	return rep, err
+}
+
+func (c *Client) send(ctx context.Context, w work, rep *Report) error {
+	attempt, repairs := 0, 0
+	for len(w.streams) > 0 {
 		start := time.Now()
-		r := c.Push(ctx, streams)
+		r := c.Push(ctx, w.streams)
 		retry := r.Outcome == Retry
 		if c.Observe != nil {
 			c.Observe(r.Status, time.Since(start), retry)
@@ -264,27 +278,39 @@ func (c *Client) Send(ctx context.Context, streams []Stream) error {
 		switch r.Outcome {
 		case Delivered:
 			c.record(r, 0)
+			rep.delivered(w)
 			return nil
 		case Partial:
 			c.record(r, 0)
-			streams = c.repair(streams, r.Body, retried)
-			retried = true
+			v := judge(w.streams, r.Body, c.now())
+			if v.unattributed > 0 {
+				c.logs.Error("unattributed_400", "Loki rejected entries in words the shipper cannot attribute; entries no later 204 confirms are counted as dropped ("+DropUnconfirmed+")",
+					"reject_lines", v.unattributed, "first", firstLine(r.Body))
+			}
+			next, progress := v.repair(w, rep)
+			if !progress || repairs >= maxRepairs {
+				v.giveUp(w, rep)
+				c.logs.Error("given_up_400", "Loki keeps rejecting entries that cannot be repaired; they are counted as dropped", "entries", count(w.streams), "first", firstLine(r.Body))
+				return nil
+			}
+			w = next
+			repairs++
 			attempt = 0
 			continue
 		case TooLarge:
-			if a, b, ok := split(streams); ok {
-				if err := c.Send(ctx, a); err != nil {
+			if a, b, ok := split(w); ok {
+				if err := c.send(ctx, a, rep); err != nil {
 					return err
 				}
-				streams = b
+				w = b
 				continue
 			}
 			c.record(r, -1)
-			c.dropAll(streams, "too_large")
+			c.dropAll(w.streams, DropTooLarge, rep)
 			return nil
 		case Rejected:
 			c.record(r, -1)
-			c.dropAll(streams, "rejected_"+strconv.Itoa(r.Status))
+			c.dropAll(w.streams, "rejected_"+strconv.Itoa(r.Status), rep)
 			return nil
 		}
 		delay := c.backoff().Delay(attempt)
@@ -297,17 +323,11 @@ func (c *Client) Send(ctx context.Context, streams []Stream) error {
 	return nil
 }
 
-func (c *Client) drop(stream, reason string, n int) {
-	if c.Dropped != nil && n > 0 {
-		c.Dropped(stream, reason, n)
-	}
-}
-
-func (c *Client) dropAll(streams []Stream, reason string) {
+func (c *Client) dropAll(streams []Stream, reason string, rep *Report) {
 	for _, s := range streams {
-		c.drop(s.Labels, reason, len(s.Entries))
+		rep.drop(s.Labels, reason, len(s.Entries))
 	}
-	c.cfg.Log.Error("dropping entries Loki will not take", "reason", reason, "entries", count(streams))
+	c.logs.Error("drop_"+reason, "dropping entries Loki will not take", "reason", reason, "entries", count(streams))
 }
 
 func (c *Client) backoff() backoff.Policy {
@@ -323,54 +343,27 @@ func count(streams []Stream) int {
 }
 
 // split halves a batch by entries.
-func split(streams []Stream) (a, b []Stream, ok bool) {
-	n := count(streams)
+func split(w work) (a, b work, ok bool) {
+	n := count(w.streams)
 	if n < 2 {
-		return nil, nil, false
+		return work{}, work{}, false
 	}
 	half := n / 2
-	for _, s := range streams {
+	for i, s := range w.streams {
+		why := w.why[i]
 		switch {
 		case half <= 0:
-			b = append(b, s)
+			b.streams, b.why = append(b.streams, s), append(b.why, why)
 		case len(s.Entries) <= half:
-			a = append(a, s)
+			a.streams, a.why = append(a.streams, s), append(a.why, why)
 			half -= len(s.Entries)
 		default:
-			a = append(a, Stream{Labels: s.Labels, Entries: s.Entries[:half]})
-			b = append(b, Stream{Labels: s.Labels, Entries: s.Entries[half:]})
+			a.streams, a.why = append(a.streams, Stream{Labels: s.Labels, Entries: s.Entries[:half]}), append(a.why, why[:half])
+			b.streams, b.why = append(b.streams, Stream{Labels: s.Labels, Entries: s.Entries[half:]}), append(b.why, why[half:])
 			half = 0
 		}
 	}
 	return a, b, true
-}
-
-// Loki's per-entry rejections (pkg/validation, pkg/ingester), matched the
-// way Loki has worded them across releases: any case, timestamps in RFC 3339
-// or Go's time.Time format, the ingester's message over two lines, and the
-// stream as Loki names it (with labels of its own such as service_name).
-var (
-	reTooLong = regexp.MustCompile(`(?i)max entry size '(\d+)' bytes exceeded for stream '(\{.*?\})' while adding an entry with length '(\d+)' bytes`)
-	reTooOld  = regexp.MustCompile(`(?i)entry for stream '(\{.*?\})' has timestamp too (?:old|new): (\d{4}-\d\d-\d\d[T ][0-9:.]+(?:Z| [+-]\d{4} \w+)?)(?:, oldest acceptable timestamp is: (\d{4}-\d\d-\d\d[T ][0-9:.]+(?:Z| [+-]\d{4} \w+)?))?`)
-	reBehind  = regexp.MustCompile(`(?is)entry with timestamp (\d{4}-\d\d-\d\d[T ][0-9:.]+(?:Z| [+-]\d{4} \w+)?) ignored, reason: 'entry too far behind[^']*?(?:oldest acceptable timestamp is: (\d{4}-\d\d-\d\d[T ][0-9:.]+(?:Z| [+-]\d{4} \w+)?))?'.*?for stream: (\{[^\n]*?\})`)
-)
-
-// restampMargin puts a repaired entry this far inside the oldest time Loki
-// said it accepts, so the resend is not too old again by the time it lands.
-const restampMargin = time.Hour
-
-// parseLokiTime reads a timestamp as Loki prints it; second precision when
-// it is RFC 3339 without fraction.
-func parseLokiTime(s string) (t time.Time, precision time.Duration, ok bool) {
-	for _, layout := range []string{"2006-01-02 15:04:05.999999999 -0700 MST", time.RFC3339Nano} {
-		if t, err := time.Parse(layout, s); err == nil {
-			if !strings.Contains(s, ".") {
-				return t, time.Second, true
-			}
-			return t, time.Nanosecond, true
-		}
-	}
-	return time.Time{}, 0, false
 }
 
 // TruncatedMarker ends a line shortened to Loki's maximum line size.
@@ -388,128 +381,4 @@ func Truncate(line []byte, limit int) []byte {
 		cut--
 	}
 	return append(append([]byte(nil), line[:cut]...), marker...)
-}
-
-// rejection is one entry (or, at second precision, a range of them) Loki
-// named in a 400.
-type rejection struct {
-	labels    map[string]string
-	from, to  time.Time // timestamps [from, to); zero for a line-size reject
-	restamp   time.Time // the new timestamp; zero: the reading time
-	lineLimit int
-}
-
-// oldestPlus is Loki's oldest acceptable time plus margin, or zero.
-func oldestPlus(s string, margin time.Duration) time.Time {
-	if t, _, ok := parseLokiTime(s); ok {
-		return t.Add(margin)
-	}
-	return time.Time{}
-}
-
-// matches reports whether Loki's stream is ours: every label we sent, with
-// the same value (Loki may add its own).
-func (r rejection) matches(ours map[string]string) bool {
-	for k, v := range ours {
-		if r.labels[k] != v {
-			return false
-		}
-	}
-	return len(ours) > 0
-}
-
-// repair turns a partial 400 into the batch to send again. Prevention before
-// sending makes this rare; it stays as a fallback. Loki stored the entries
-// it did not reject, so the whole batch goes again (stored entries are
-// identical and Loki drops them), with the named entries fixed: a too-old or
-// too-far-behind one is re-stamped just inside the oldest time Loki said it
-// accepts (a too-new one at the reading time; timeCreated stays in the
-// line), an over-long line is truncated with the marker. When Loki says
-// something the client cannot attribute to entries, no other entry of the
-// batch can be proven stored: those are counted as dropped (rejected_400)
-// and only the repaired ones go again. Entries Loki rejects again after one
-// repair are dropped too: sending them once more cannot succeed.
-func (c *Client) repair(streams []Stream, body string, retried bool) []Stream {
-	var rejects []rejection
-	unattributed := map[string]int{} // the reject line -> count
-	for _, m := range reBehind.FindAllStringSubmatch(body, -1) {
-		if t, prec, ok := parseLokiTime(m[1]); ok {
-			rejects = append(rejects, rejection{labels: ParseLabels(m[3]), from: t, to: t.Add(prec), restamp: oldestPlus(m[2], time.Second)})
-		} else {
-			unattributed[m[0]]++
-		}
-	}
-	body = reBehind.ReplaceAllString(body, "")
-	for _, l := range strings.Split(body, "\n") {
-		l = strings.TrimSpace(l)
-		if m := reTooLong.FindStringSubmatch(l); m != nil {
-			limit, _ := strconv.Atoi(m[1])
-			rejects = append(rejects, rejection{labels: ParseLabels(m[2]), lineLimit: limit})
-			continue
-		}
-		if m := reTooOld.FindStringSubmatch(l); m != nil {
-			if t, prec, ok := parseLokiTime(m[2]); ok {
-				rejects = append(rejects, rejection{labels: ParseLabels(m[1]), from: t, to: t.Add(prec), restamp: oldestPlus(m[3], restampMargin)})
-				continue
-			}
-		}
-		if l != "" {
-			unattributed[l]++
-		}
-	}
-	now := c.now()
-	fixed := map[string]int{}
-	unproven := len(unattributed) > 0
-	out := make([]Stream, 0, len(streams))
-	for _, s := range streams {
-		ours := ParseLabels(s.Labels)
-		ns := Stream{Labels: s.Labels, Entries: make([]Entry, 0, len(s.Entries))}
-		for _, e := range s.Entries {
-			repaired := false
-			for _, r := range rejects {
-				if !r.matches(ours) {
-					continue
-				}
-				switch {
-				case r.lineLimit > 0 && len(e.Line) > r.lineLimit:
-					e = Entry{Time: e.Time, Line: Truncate(e.Line, r.lineLimit)}
-					repaired = true
-				case r.lineLimit == 0 && !e.Time.Before(r.from) && e.Time.Before(r.to):
-					ts := r.restamp
-					if ts.IsZero() || ts.After(now) {
-						ts = now
-					}
-					e = Entry{Time: ts, Line: e.Line}
-					repaired = true
-				}
-			}
-			switch {
-			case repaired:
-				fixed[s.Labels]++
-				ns.Entries = append(ns.Entries, e)
-			case unproven:
-				c.drop(s.Labels, "rejected_400", 1)
-			default:
-				ns.Entries = append(ns.Entries, e) // stored: Loki drops the repeat
-			}
-		}
-		if len(ns.Entries) > 0 {
-			out = append(out, ns)
-		}
-	}
-	if unproven {
-		c.cfg.Log.Error("Loki rejected entries in words the shipper cannot attribute; the batch's other entries are counted as dropped",
-			"reject_lines", len(unattributed), "first", firstLine(body))
-	}
-	if retried {
-		// Rejected again after a repair: sending once more cannot succeed.
-		for stream, n := range fixed {
-			c.drop(stream, "rejected_400", n)
-		}
-		return nil
-	}
-	if len(fixed) == 0 {
-		return nil
-	}
-	return out
 }

@@ -74,6 +74,12 @@ type Limits struct {
 	// MaxStreamLag: Loki rejects an entry older than its stream's newest
 	// minus 1h; an older one is re-stamped to newest minus this.
 	MaxStreamLag conffile.Duration `yaml:"maxStreamLag"`
+	// MaxFuture: Loki refuses entries further ahead than its
+	// creation_grace_period (10m); an entry further ahead than this (a wrong
+	// clock) is re-stamped to its stream's newest time, so it neither is
+	// refused nor drags the stream's later entries up. timeCreated stays in
+	// the line.
+	MaxFuture conffile.Duration `yaml:"maxFuture"`
 	// StreamBytesPerSecond caps each stream below Loki's shard threshold
 	// (shard_streams.desired_rate, 1536KB/s): a sharded stream stops
 	// deduplicating replays. BytesPerSecond caps all streams below the
@@ -252,6 +258,7 @@ func (c *Config) validate() conffile.Problems {
 	duration("limits.maxEntryAge", l.MaxEntryAge, true)
 	check("limits.tooOld", l.TooOld == Restamp || l.TooOld == Drop, "must be restamp or drop, got %q", l.TooOld)
 	duration("limits.maxStreamLag", l.MaxStreamLag, true)
+	duration("limits.maxFuture", l.MaxFuture, true)
 	check("limits.streamBytesPerSecond", l.StreamBytesPerSecond >= 0, "must be 0 (no cap) or a rate in bytes per second")
 	check("limits.bytesPerSecond", l.BytesPerSecond >= 0, "must be 0 (no cap) or a rate in bytes per second")
 	return probs

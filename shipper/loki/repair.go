@@ -1,0 +1,511 @@
+package loki
+
+import (
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Report says what became of the entries given to Send, per stream (by its
+// labels): stored (a 204 answered a request holding them), or dropped with
+// a reason; how many of the stored ones went with another timestamp than
+// the one they were given, and why; and, per stream, the oldest time Loki
+// said it takes (its newest entry minus max_chunk_age/2), so the next
+// batches can be made to fit before they are sent.
+type Report struct {
+	Stored    map[string]int
+	Dropped   map[string]map[string]int
+	Restamped map[string]map[string]int
+	Floors    map[string]time.Time
+}
+
+func newReport() Report {
+	return Report{Stored: map[string]int{}, Dropped: map[string]map[string]int{},
+		Restamped: map[string]map[string]int{}, Floors: map[string]time.Time{}}
+}
+
+func (r *Report) drop(stream, reason string, n int) { bump(r.Dropped, stream, reason, n) }
+
+func bump(m map[string]map[string]int, stream, reason string, n int) {
+	if n <= 0 {
+		return
+	}
+	if m[stream] == nil {
+		m[stream] = map[string]int{}
+	}
+	m[stream][reason] += n
+}
+
+// Reasons an entry is dropped with after Loki refused it.
+const (
+	// DropUnconfirmed: Loki answered a 400 the shipper could not attribute
+	// entry by entry, and no later 204 confirmed the entry.
+	DropUnconfirmed = "rejected_400"
+	// DropStreamRefused: Loki refused the whole stream (its label limits).
+	DropStreamRefused = "stream_refused"
+	DropTooLarge      = "too_large"
+	DropTooOld        = "too_old"
+	DropTooNew        = "too_new"
+	DropTooFarBehind  = "too_far_behind"
+)
+
+// Why a stored entry was sent with another timestamp.
+const (
+	RestampTooOld       = "too_old"
+	RestampTooNew       = "too_new"
+	RestampTooFarBehind = "too_far_behind"
+)
+
+// Loki's per-entry rejections (pkg/validation, pkg/ingester), one per line,
+// matched the way Loki has worded them across releases: any case,
+// timestamps in RFC 3339 or Go's time.Time format, and the stream as Loki
+// names it (with labels of its own such as service_name).
+const lokiTime = `(\d{4}-\d\d-\d\d[T ][0-9:.]+(?:Z| [+-]\d{4} \w+)?)`
+
+var (
+	reTooLong = regexp.MustCompile(`(?i)max entry size '(\d+)' bytes exceeded for stream '(\{.*?\})' while adding an entry with length '(\d+)' bytes`)
+	reTooOld  = regexp.MustCompile(`(?i)entry for stream '(\{.*?\})' has timestamp too (old|new): ` + lokiTime + `(?:, oldest acceptable timestamp is: ` + lokiTime + `)?`)
+	// The ingester names at most ten ignored entries per stream, one a line,
+	// then gives the total and the stream.
+	reIgnored = regexp.MustCompile(`(?i)entry with timestamp ` + lokiTime + ` ignored, reason: 'entry too far behind[^']*?(?:oldest acceptable timestamp is: ` + lokiTime + `)?'`)
+	reTotal   = regexp.MustCompile(`(?i)total ignored: (\d+) out of (\d+) for stream: (\{.*\})`)
+	// The distributor refuses a stream whole for its labels.
+	reRefused = regexp.MustCompile(`(?i)^(?:entry for )?stream '(\{.*?\})' has (?:label (?:name|value) too long|\d+ label names)`)
+)
+
+// restampMargin puts a too-old entry this far inside the oldest time Loki
+// said it accepts, so the resend is not too old again by the time it lands.
+const restampMargin = time.Hour
+
+// behindMargin puts a too-far-behind entry this far above the oldest time
+// Loki said the stream accepts: the stream's newest entry, and with it that
+// time, moves on while the batch is repaired.
+const behindMargin = 5 * time.Minute
+
+// parseLokiTime reads a timestamp as Loki prints it; second precision when
+// it is RFC 3339 without fraction.
+func parseLokiTime(s string) (t time.Time, precision time.Duration, ok bool) {
+	for _, layout := range []string{"2006-01-02 15:04:05.999999999 -0700 MST", time.RFC3339Nano} {
+		if t, err := time.Parse(layout, s); err == nil {
+			if !strings.Contains(s, ".") {
+				return t, time.Second, true
+			}
+			return t, time.Nanosecond, true
+		}
+	}
+	return time.Time{}, 0, false
+}
+
+// fault is what Loki said of one entry.
+type fault uint8
+
+const (
+	unnamed fault = iota // nothing: stored, or still to be confirmed
+	tooLong              // over max_line_size: truncate
+	tooOld               // older than reject_old_samples_max_age: re-stamp
+	tooNew               // beyond creation_grace_period: re-stamp
+	behind               // too far behind the stream's newest: re-stamp
+	refused              // the stream's labels: cannot be repaired
+)
+
+var dropReasons = [...]string{unnamed: DropUnconfirmed, tooLong: DropTooLarge, tooOld: DropTooOld, tooNew: DropTooNew,
+	behind: DropTooFarBehind, refused: DropStreamRefused}
+
+// mark is a fault and how to repair it.
+type mark struct {
+	fault fault
+	limit int       // tooLong: the line size Loki takes
+	at    time.Time // re-stamps: the new time (zero: now)
+}
+
+// ignored is one ingester block: the entries it named, its total, and the
+// number of the stream's entries that reached the ingester.
+type ignored struct {
+	named    []time.Time
+	floors   []time.Time // the oldest acceptable time each named entry was given
+	n, total int
+	sharded  bool // of a shard: which of our entries it got is Loki's secret
+}
+
+// verdict is a 400 read against the batch it answered.
+type verdict struct {
+	marks [][]mark // per stream, per entry
+	// complete: every line of the answer was attributed to entries and no
+	// ingester answer can hide behind a distributor one, so the unnamed
+	// entries are stored.
+	complete     bool
+	unattributed int               // lines that name nothing of this batch
+	floors       map[int]time.Time // per stream, the oldest time its ingester takes
+	now          time.Time
+}
+
+// batchIndex finds a batch's streams by the labels Loki names them with
+// (without the labels Loki adds: service_name, __stream_shard__) and their
+// entries by time, so reading an answer is linear in the answer and the batch.
+type batchIndex struct {
+	streams []Stream
+	byKey   map[string]int
+	byTime  [][]int // per stream, entry indexes sorted by time (built on demand)
+	cache   map[string]int
+}
+
+func newBatchIndex(streams []Stream) *batchIndex {
+	ix := &batchIndex{streams: streams, byKey: make(map[string]int, len(streams)), byTime: make([][]int, len(streams)), cache: map[string]int{}}
+	for i, s := range streams {
+		ix.byKey[FormatLabels(ParseLabels(s.Labels))] = i
+	}
+	return ix
+}
+
+// stream returns the batch's stream Loki named, or -1; sharded reports a
+// shard of it.
+func (ix *batchIndex) stream(named string) (i int, sharded bool) {
+	sharded = strings.Contains(named, "__stream_shard__")
+	if i, ok := ix.cache[named]; ok {
+		return i, sharded
+	}
+	m := ParseLabels(named)
+	delete(m, "__stream_shard__")
+	i, ok := ix.byKey[FormatLabels(m)]
+	if !ok {
+		delete(m, "service_name")
+		if i, ok = ix.byKey[FormatLabels(m)]; !ok {
+			i = -1
+		}
+	}
+	ix.cache[named] = i
+	return i, sharded
+}
+
+// sorted is stream i's entry indexes by time.
+func (ix *batchIndex) sorted(i int) []int {
+	if ix.byTime[i] == nil {
+		es := ix.streams[i].Entries
+		order := make([]int, len(es))
+		for k := range order {
+			order[k] = k
+		}
+		sort.SliceStable(order, func(a, b int) bool { return es[order[a]].Time.Before(es[order[b]].Time) })
+		ix.byTime[i] = order
+	}
+	return ix.byTime[i]
+}
+
+// inRange calls fn with every entry of stream i timed in [from, to).
+func (ix *batchIndex) inRange(i int, from, to time.Time, fn func(k int)) {
+	es, order := ix.streams[i].Entries, ix.sorted(i)
+	for p := sort.Search(len(order), func(p int) bool { return !es[order[p]].Time.Before(from) }); p < len(order) && es[order[p]].Time.Before(to); p++ {
+		fn(order[p])
+	}
+}
+
+// judge reads Loki's 400 body against the batch it answered.
+func judge(streams []Stream, body string, now time.Time) *verdict {
+	rd := &reader{ix: newBatchIndex(streams), blocks: map[int][]ignored{},
+		v: &verdict{marks: make([][]mark, len(streams)), floors: map[int]time.Time{}, now: now}}
+	for i, s := range streams {
+		rd.v.marks[i] = make([]mark, len(s.Entries))
+	}
+	for _, l := range strings.Split(body, "\n") {
+		l = strings.TrimSpace(l)
+		// Cheap tests first: an expression runs only on lines it can match.
+		switch {
+		case l == "":
+		case strings.Contains(l, "gnored") && rd.ingester(l):
+		case strings.Contains(l, "label") && rd.refused(l):
+		case strings.Contains(l, "ntry size") && rd.tooLong(l):
+		case strings.Contains(l, "timestamp too") && rd.tooOld(l):
+		default:
+			rd.v.unattributed++
+		}
+	}
+	v := rd.v
+	v.unattributed += len(rd.pending.named) // named entries without their block's total
+	unproven := false
+	for i, bl := range rd.blocks {
+		if !v.attribute(rd.ix, i, bl) {
+			unproven = true
+		}
+	}
+	v.complete = v.unattributed == 0 && !unproven && !rd.distributor
+	return v
+}
+
+// reader holds what judge has read so far.
+type reader struct {
+	ix          *batchIndex
+	v           *verdict
+	blocks      map[int][]ignored // per stream, the ingester's blocks
+	pending     ignored           // named entries waiting for their block's total
+	distributor bool              // a distributor rejection: it may hide the ingester's answer
+}
+
+func (rd *reader) set(i, k int, m mark) {
+	if rd.v.marks[i][k].fault == unnamed || m.fault == refused {
+		rd.v.marks[i][k] = m
+	}
+}
+
+// ingester reads a named ignored entry and/or a block's total.
+func (rd *reader) ingester(l string) bool {
+	matched := false
+	if m := reIgnored.FindStringSubmatch(l); m != nil {
+		if t, _, ok := parseLokiTime(m[1]); ok {
+			floor, _, _ := parseLokiTime(m[2])
+			rd.pending.named, rd.pending.floors = append(rd.pending.named, t), append(rd.pending.floors, floor)
+			matched = true
+		}
+	}
+	if m := reTotal.FindStringSubmatch(l); m != nil {
+		matched = true
+		i, sharded := rd.ix.stream(m[3])
+		rd.pending.n, _ = strconv.Atoi(m[1])
+		rd.pending.total, _ = strconv.Atoi(m[2])
+		rd.pending.sharded = sharded
+		if i < 0 {
+			rd.v.unattributed++
+		} else {
+			rd.blocks[i] = append(rd.blocks[i], rd.pending)
+		}
+		rd.pending = ignored{}
+	}
+	return matched
+}
+
+// refused reads a stream refused whole for its labels.
+func (rd *reader) refused(l string) bool {
+	m := reRefused.FindStringSubmatch(l)
+	if m == nil {
+		return false
+	}
+	i, _ := rd.ix.stream(m[1])
+	if i < 0 {
+		return false
+	}
+	rd.distributor = true
+	for k := range rd.ix.streams[i].Entries {
+		rd.set(i, k, mark{fault: refused})
+	}
+	return true
+}
+
+// tooLong reads a line over max_line_size: every longer line of the stream.
+func (rd *reader) tooLong(l string) bool {
+	m := reTooLong.FindStringSubmatch(l)
+	if m == nil {
+		return false
+	}
+	i, _ := rd.ix.stream(m[2])
+	if i < 0 {
+		return false
+	}
+	rd.distributor = true
+	limit, _ := strconv.Atoi(m[1])
+	for k, e := range rd.ix.streams[i].Entries {
+		if len(e.Line) > limit {
+			rd.set(i, k, mark{fault: tooLong, limit: limit})
+		}
+	}
+	return true
+}
+
+// tooOld reads an entry too old or too new: every entry of the stream in
+// the second (or nanosecond) Loki named.
+func (rd *reader) tooOld(l string) bool {
+	m := reTooOld.FindStringSubmatch(l)
+	if m == nil {
+		return false
+	}
+	i, _ := rd.ix.stream(m[1])
+	t, prec, ok := parseLokiTime(m[3])
+	if !ok || i < 0 {
+		return false
+	}
+	rd.distributor = true
+	mk := mark{fault: tooNew}
+	if strings.EqualFold(m[2], "old") {
+		mk.fault = tooOld
+		if oldest, _, ok := parseLokiTime(m[4]); ok {
+			mk.at = oldest.Add(restampMargin)
+		}
+	}
+	rd.ix.inRange(i, t, t.Add(prec), func(k int) { rd.set(i, k, mk) })
+	return true
+}
+
+// attribute marks the entries of stream i that the ingester ignored. Loki
+// names at most ten and gives the total; for one writer's stream the
+// ignored entries are those older than one floor (the stream's newest entry
+// minus max_chunk_age/2, fixed for the request when the batch keeps within
+// it), so they are the total's count of oldest entries. That is checked
+// against everything Loki said: the count of entries that reached the
+// ingester, every named time among them, the next entry not older than any
+// floor named, no tie across the boundary. When the check fails, only the
+// named entries are marked and false says the others are unproven.
+func (v *verdict) attribute(ix *batchIndex, i int, blocks []ignored) bool {
+	es := ix.streams[i].Entries
+	var n, total int
+	var named []time.Time
+	var floorMin, floorMax time.Time
+	sharded := false
+	for _, b := range blocks {
+		n, total, sharded = n+b.n, total+b.total, sharded || b.sharded
+		named = append(named, b.named...)
+		for _, f := range b.floors {
+			if f.IsZero() {
+				continue
+			}
+			if floorMin.IsZero() || f.Before(floorMin) {
+				floorMin = f
+			}
+			if f.After(floorMax) {
+				floorMax = f
+			}
+		}
+	}
+	at := floorMax.Add(behindMargin)
+	if !floorMax.IsZero() && (v.floors[i].IsZero() || floorMax.After(v.floors[i])) {
+		v.floors[i] = floorMax
+	}
+	reached, order := 0, ix.sorted(i)
+	var eligible []int // in time order: the entries the distributor let through
+	for _, k := range order {
+		if v.marks[i][k].fault == unnamed {
+			eligible = append(eligible, k)
+			reached++
+		}
+	}
+	consistent := !sharded && n > 0 && n <= len(eligible) && total == reached && !floorMax.IsZero()
+	if consistent {
+		last := es[eligible[n-1]].Time
+		oldest := map[int64]int{}
+		for _, k := range eligible[:n] {
+			oldest[es[k].Time.UnixNano()]++
+		}
+		for _, t := range named {
+			consistent = consistent && oldest[t.UnixNano()] > 0 && !t.After(last)
+		}
+		consistent = consistent && last.Before(floorMax.Add(time.Second))
+		if n < len(eligible) {
+			next := es[eligible[n]].Time
+			consistent = consistent && next.After(last) && !next.Before(floorMin)
+		}
+	}
+	if !consistent {
+		names := map[int64]bool{}
+		for _, t := range named {
+			names[t.UnixNano()] = true
+		}
+		rank := 0
+		for _, k := range eligible {
+			if names[es[k].Time.UnixNano()] {
+				v.marks[i][k] = mark{fault: behind, at: at.Add(time.Duration(rank))}
+				rank++
+			}
+		}
+		return false
+	}
+	// Re-stamped a nanosecond apart, in their order of time.
+	for rank, k := range eligible[:n] {
+		v.marks[i][k] = mark{fault: behind, at: at.Add(time.Duration(rank))}
+	}
+	return true
+}
+
+// work is a batch on its way: the entries, and per entry why its
+// timestamp was changed ("" for not at all).
+type work struct {
+	streams []Stream
+	why     [][]string
+}
+
+func newWork(streams []Stream) work {
+	w := work{streams: streams, why: make([][]string, len(streams))}
+	for i, s := range streams {
+		w.why[i] = make([]string, len(s.Entries))
+	}
+	return w
+}
+
+// repair applies the verdict: over-long lines truncated with the marker,
+// too-old, too-new and too-far-behind entries re-stamped (the line, with
+// timeCreated, unchanged), entries of refused streams dropped. The rest go
+// again as they are: Loki drops the stored ones as identical. progress is
+// false when nothing changed, so sending again cannot help.
+func (v *verdict) repair(w work, rep *Report) (next work, progress bool) {
+	for i, floor := range v.floors {
+		if floor.After(rep.Floors[w.streams[i].Labels]) {
+			rep.Floors[w.streams[i].Labels] = floor
+		}
+	}
+	next = work{streams: make([]Stream, 0, len(w.streams)), why: make([][]string, 0, len(w.streams))}
+	for i, s := range w.streams {
+		ns := Stream{Labels: s.Labels, Entries: make([]Entry, 0, len(s.Entries))}
+		why := make([]string, 0, len(s.Entries))
+		for k, e := range s.Entries {
+			m, reason := v.marks[i][k], w.why[i][k]
+			switch m.fault {
+			case refused:
+				rep.drop(s.Labels, DropStreamRefused, 1)
+				progress = true
+				continue
+			case tooLong:
+				if len(e.Line) > m.limit {
+					e = Entry{Time: e.Time, Line: Truncate(e.Line, m.limit)}
+					progress = true
+				}
+			case tooOld, tooNew, behind:
+				ts := m.at
+				if ts.IsZero() || ts.After(v.now) {
+					ts = v.now
+				}
+				if !ts.Equal(e.Time) {
+					e = Entry{Time: ts, Line: e.Line}
+					reason = [...]string{tooOld: RestampTooOld, tooNew: RestampTooNew, behind: RestampTooFarBehind}[m.fault]
+					progress = true
+				}
+			}
+			ns.Entries = append(ns.Entries, e)
+			why = append(why, reason)
+		}
+		if len(ns.Entries) > 0 {
+			next.streams = append(next.streams, ns)
+			next.why = append(next.why, why)
+		}
+	}
+	return next, progress
+}
+
+// giveUp ends a batch Loki keeps refusing: each named entry is dropped with
+// its reason; the unnamed ones are stored when the answer accounted for
+// everything, and dropped as unconfirmed otherwise.
+func (v *verdict) giveUp(w work, rep *Report) {
+	for i, s := range w.streams {
+		for k := range s.Entries {
+			if f := v.marks[i][k].fault; f != unnamed || !v.complete {
+				rep.drop(s.Labels, dropReasons[f], 1)
+				continue
+			}
+			rep.stored(s.Labels, w.why[i][k])
+		}
+	}
+}
+
+// stored counts one entry Loki holds, and its re-stamp reason if any.
+func (r *Report) stored(stream, why string) {
+	r.Stored[stream]++
+	if why != "" {
+		bump(r.Restamped, stream, why, 1)
+	}
+}
+
+// delivered counts every entry of a request Loki answered 204.
+func (r *Report) delivered(w work) {
+	for i, s := range w.streams {
+		for k := range s.Entries {
+			r.stored(s.Labels, w.why[i][k])
+		}
+	}
+}

@@ -1,0 +1,161 @@
+package loki
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/grafana/loki/pkg/push"
+
+	"github.com/winobs/winobs/endpoint"
+	"github.com/winobs/winobs/internal/fixture"
+)
+
+// agent is the stream of the 12-of-13 capture as the agents send it.
+const agent = `{channel="System", computer="WIN-NODE-3", job="windows-events", node="win-node-3"}`
+
+// behind12 is the batch of the capture: 12 entries 3 h behind the stream's
+// newest, then one that fits.
+func behind12() []Stream {
+	at := time.Date(2026, 12, 3, 13, 29, 42, 66618735, time.UTC)
+	s := Stream{Labels: agent}
+	for i := range 12 {
+		s.Entries = append(s.Entries, Entry{Time: at.Add(time.Duration(i) * time.Second), Line: []byte(fmt.Sprint(`{"n":`, i, `}`))})
+	}
+	s.Entries = append(s.Entries, Entry{Time: time.Date(2026, 12, 3, 16, 0, 0, 0, time.UTC), Line: []byte(`{"fits":1}`)})
+	return []Stream{s}
+}
+
+// A real Loki names ten of the twelve ignored entries and gives the total:
+// all twelve are re-stamped (in their order, a nanosecond apart) and sent
+// again, the one that fits goes unchanged, and the report counts 13 stored,
+// 12 of them re-stamped, and the oldest time the stream takes.
+func TestTooFarBehindBeyondTheNamedTen(t *testing.T) {
+	c, rec, dropped := setup(t, Config{}, status(400, string(fixture.Read(t, "loki", "400-too-far-behind-12-of-13.txt"))))
+	now := time.Date(2026, 12, 3, 16, 29, 45, 0, time.UTC)
+	c.now = func() time.Time { return now }
+	if err := c.Send(context.Background(), behind12()); err != nil {
+		t.Fatal(err)
+	}
+	if len(rec.requests) != 2 || len(dropped) != 0 {
+		t.Fatalf("%d requests, dropped %v", len(rec.requests), dropped)
+	}
+	floor := time.Date(2026, 12, 3, 15, 29, 41, 0, time.UTC)
+	resent := rec.requests[1].Streams[0].Entries
+	for i, e := range resent[:12] {
+		if want := floor.Add(behindMargin + time.Duration(i)); !e.Timestamp.Equal(want) {
+			t.Errorf("entry %d resent at %v, want %v", i, e.Timestamp, want)
+		}
+	}
+	if !resent[12].Timestamp.Equal(time.Date(2026, 12, 3, 16, 0, 0, 0, time.UTC)) {
+		t.Errorf("the entry that fitted was changed: %v", resent[12].Timestamp)
+	}
+	rep := c.last
+	if rep.Stored[agent] != 13 || rep.Restamped[agent][RestampTooFarBehind] != 12 || !rep.Floors[agent].Equal(floor) {
+		t.Errorf("report %+v", rep)
+	}
+}
+
+// What Loki says is checked against the batch before any entry is taken as
+// stored: a total that does not match the batch, a named time the batch does
+// not hold, or a sharded stream leaves the unnamed entries unconfirmed. Only
+// the named ones are repaired, and whatever a 204 does not confirm later is
+// dropped, never counted as sent.
+func TestTooFarBehindUnprovenAnswers(t *testing.T) {
+	body := string(fixture.Read(t, "loki", "400-too-far-behind-12-of-13.txt"))
+	now := time.Date(2026, 12, 3, 16, 29, 45, 0, time.UTC)
+	for _, tc := range []struct {
+		name string
+		body string
+	}{
+		{"total over another count", strings.Replace(body, "out of 13", "out of 14", 1)},
+		{"total higher than the oldest entries allow", strings.Replace(body, "total ignored: 12", "total ignored: 13", 1)},
+		{"a named time the batch lacks", strings.Replace(body, "13:29:44.066618735", "13:29:44.5", 1)},
+		{"a sharded stream", strings.Replace(body, `node="win-node-3", `, `node="win-node-3", __stream_shard__="1", `, 1)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			v := judge(behind12(), tc.body, now)
+			named := 0
+			for _, m := range v.marks[0] {
+				if m.fault == behind {
+					named++
+				}
+			}
+			if v.complete || named > 10 {
+				t.Errorf("complete %v, %d entries marked (at most the 10 named)", v.complete, named)
+			}
+			// Loki keeps refusing: the batch ends dropped, none of it sent.
+			c, _, dropped := setup(t, Config{}, status(400, tc.body), status(400, tc.body))
+			c.now = func() time.Time { return now }
+			c.Send(context.Background(), behind12())
+			if len(c.last.Stored) != 0 && c.last.Stored[agent] != 0 {
+				t.Errorf("stored %v after refusals", c.last.Stored)
+			}
+			if sum := dropped[DropTooFarBehind] + dropped[DropUnconfirmed]; sum != 13 {
+				t.Errorf("dropped %v, want all 13", dropped)
+			}
+		})
+	}
+}
+
+// When every line is attributed and the ingester's answer is complete, the
+// entries Loki did not name are stored even if the named ones cannot be
+// repaired.
+func TestGiveUpKeepsWhatTheAnswerProves(t *testing.T) {
+	body := string(fixture.Read(t, "loki", "400-too-far-behind-12-of-13.txt"))
+	now := time.Date(2026, 12, 3, 13, 0, 0, 0, time.UTC) // before every floor: a re-stamp cannot help
+	v := judge(behind12(), body, now)
+	if !v.complete {
+		t.Fatal("the capture's answer is complete")
+	}
+	rep := newReport()
+	v.giveUp(newWork(behind12()), &rep)
+	if rep.Stored[agent] != 1 || rep.Dropped[agent][DropTooFarBehind] != 12 {
+		t.Errorf("report %+v", rep)
+	}
+}
+
+// A label Loki refuses (the capture: a 2,100-byte computer) drops that
+// stream's entries with their reason; the other stream is sent again and
+// confirmed by the 204 that follows.
+func TestRefusedStream(t *testing.T) {
+	c, rec, dropped := setup(t, Config{}, func(pr *push.PushRequest) (int, string) {
+		return 400, string(fixture.Read(t, "loki", "400-label-too-long.txt"))
+	})
+	long := `{channel="System", computer="` + strings.Repeat("W", 2100) + `", job="windows-events", node="win-node-4"}`
+	c.Send(context.Background(), []Stream{
+		{Labels: long, Entries: []Entry{{Time: time.Unix(1800000000, 0), Line: []byte("x")}}},
+		{Labels: labels, Entries: []Entry{{Time: time.Unix(1800000000, 0), Line: []byte("y")}}},
+	})
+	if dropped[DropStreamRefused] != 1 || c.last.Stored[labels] != 1 || len(rec.requests) != 2 || len(rec.requests[1].Streams) != 1 {
+		t.Errorf("dropped %v, stored %v, %d requests", dropped, c.last.Stored, len(rec.requests))
+	}
+}
+
+// Reading an answer is linear in the answer and the batch: a 1 MiB body of
+// too-old lines against a 5,000-entry batch.
+func BenchmarkJudgeLargeBody(b *testing.B) {
+	s := Stream{Labels: labels}
+	var body strings.Builder
+	base := time.Date(2026, 11, 20, 0, 0, 0, 0, time.UTC)
+	for i := range 5000 {
+		ts := base.Add(time.Duration(i) * time.Second)
+		s.Entries = append(s.Entries, Entry{Time: ts, Line: []byte("x")})
+		fmt.Fprintf(&body, "entry for stream '{channel=\"System\", job=\"windows-events\", service_name=\"windows-events\"}' has timestamp too old: %s, oldest acceptable timestamp is: 2026-11-26T07:26:19Z\n", ts.Format(time.RFC3339))
+	}
+	for body.Len() < 1<<20 {
+		body.WriteString("entry for stream '{job=\"elsewhere\"}' has timestamp too old: 2026-11-19T00:00:00Z\n")
+	}
+	streams := []Stream{s}
+	b.ResetTimer()
+	for range b.N {
+		v := judge(streams, body.String(), base)
+		if v.marks[0][4999].fault != tooOld {
+			b.Fatal("not attributed")
+		}
+	}
+}
+
+var _ = endpoint.Loki{}
