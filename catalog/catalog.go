@@ -21,13 +21,14 @@ const (
 	ShipperInFlightBytes  = "winobs_shipper_in_flight_bytes"
 	ShipperTruncated      = "winobs_shipper_events_truncated_total"
 	ShipperRestamped      = "winobs_shipper_events_restamped_total"
+	ShipperDumpReopens    = "winobs_shipper_dump_reopens_total"
 )
 
 // ShipperMetrics are all the eventlog-shipper's metrics (package shipper's
 // tests hold its registry to this list).
 var ShipperMetrics = []string{ShipperEventsRead, ShipperEventsSent, ShipperEventsDropped, ShipperBytesSent, ShipperPushDuration,
 	ShipperPushErrors, ShipperPushRetries, ShipperCheckpointTime, ShipperCheckpointID, ShipperPending, ShipperRecordLag,
-	ShipperResubscribes, ShipperRenderErrors, ShipperInFlightBytes, ShipperTruncated, ShipperRestamped}
+	ShipperResubscribes, ShipperRenderErrors, ShipperInFlightBytes, ShipperTruncated, ShipperRestamped, ShipperDumpReopens}
 
 // ShipperDropReasons are the reasons the eventlog-shipper gives up on an
 // event; each is exported from start (at 0) for every channel.

@@ -348,18 +348,11 @@ const maxExpandedNodes = 20000
 // directories are refused without reading them, so /dev/zero or a named pipe
 // cannot exhaust memory or hang the read.
 func ReadFile(path string, max int64) ([]byte, error) {
-	f, err := os.Open(path)
+	f, err := OpenRegular(path)
 	if err != nil {
-		return nil, fmt.Errorf("cannot read: %w", err)
+		return nil, err
 	}
 	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return nil, fmt.Errorf("cannot read: %w", err)
-	}
-	if !st.Mode().IsRegular() {
-		return nil, fmt.Errorf("not a regular file (%s)", st.Mode().Type())
-	}
 	b, err := io.ReadAll(io.LimitReader(f, max+1))
 	if err != nil {
 		return nil, fmt.Errorf("cannot read: %w", err)
@@ -368,6 +361,30 @@ func ReadFile(path string, max int64) ([]byte, error) {
 		return nil, fmt.Errorf("larger than %d bytes", max)
 	}
 	return b, nil
+}
+
+// OpenRegular opens path for reading only if it is a regular file: a pipe,
+// a device or a directory is refused before it is opened (opening a FIFO
+// would block until a writer comes, and reading a device never ends), the
+// open itself never blocks, and a file swapped in between is refused too.
+func OpenRegular(path string) (*os.File, error) {
+	st, err := os.Stat(path)
+	if err != nil {
+		return nil, fmt.Errorf("cannot read: %w", err)
+	}
+	if !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("not a regular file (%s)", st.Mode().Type())
+	}
+	f, err := os.OpenFile(path, os.O_RDONLY|openNonBlocking, 0)
+	if err != nil {
+		return nil, fmt.Errorf("cannot read: %w", err)
+	}
+	fst, err := f.Stat()
+	if err != nil || !fst.Mode().IsRegular() || !os.SameFile(st, fst) {
+		f.Close()
+		return nil, fmt.Errorf("not a regular file (replaced while opened)")
+	}
+	return f, nil
 }
 
 // expandedSize counts the nodes a document has once every alias is

@@ -35,6 +35,7 @@ type metrics struct {
 	inFlight     prometheus.Gauge
 	truncated    *prometheus.CounterVec
 	restamped    *prometheus.CounterVec
+	dumpReopens  *prometheus.CounterVec
 }
 
 // newMetrics registers the shipper's metrics, with every known label value
@@ -61,6 +62,8 @@ func newMetrics(channels []string) *metrics {
 		truncated:    prometheus.NewCounterVec(prometheus.CounterOpts{Name: catalog.ShipperTruncated, Help: "Events sent with their line truncated to limits.maxLineBytes."}, ch),
 		restamped: prometheus.NewCounterVec(prometheus.CounterOpts{Name: catalog.ShipperRestamped,
 			Help: "Events sent with a timestamp other than TimeCreated, by reason (too_old, too_far_behind, too_new)."}, []string{"channel", "reason"}),
+		dumpReopens: prometheus.NewCounterVec(prometheus.CounterOpts{Name: catalog.ShipperDumpReopens,
+			Help: "Followed dumps read again from the start because another file took the path (rotated), it shrank (truncated) or its start changed (replaced)."}, []string{"channel", "reason"}),
 	}
 	m.reg.MustRegister(m.collectors()...)
 	for _, c := range channels {
@@ -74,6 +77,9 @@ func newMetrics(channels []string) *metrics {
 		for _, r := range restampReasons {
 			m.restamped.WithLabelValues(c, r)
 		}
+		for _, r := range reopenReasons {
+			m.dumpReopens.WithLabelValues(c, r)
+		}
 	}
 	for _, st := range pushStatuses {
 		m.pushErrors.WithLabelValues(st)
@@ -86,5 +92,5 @@ func newMetrics(channels []string) *metrics {
 // collectors are the shipper's own metrics, as registered.
 func (m *metrics) collectors() []prometheus.Collector {
 	return []prometheus.Collector{m.read, m.sent, m.dropped, m.bytesSent, m.pushDuration, m.pushErrors, m.retries,
-		m.cpTime, m.cpRecord, m.pending, m.lag, m.resubscribes, m.renderErrors, m.inFlight, m.truncated, m.restamped}
+		m.cpTime, m.cpRecord, m.pending, m.lag, m.resubscribes, m.renderErrors, m.inFlight, m.truncated, m.restamped, m.dumpReopens}
 }

@@ -637,7 +637,7 @@ func TestReliabilityCheckpointWriteRefused(t *testing.T) {
 			break
 		}
 	}
-	os.Mkdir(cp+".tmp", 0o700) // the disk refuses the next write
+	os.MkdirAll(cp+".tmp/full", 0o700) // the disk refuses the next write
 	select {
 	case err := <-done:
 		var ee *exec.ExitError
@@ -648,7 +648,7 @@ func TestReliabilityCheckpointWriteRefused(t *testing.T) {
 		cmd.Process.Kill()
 		t.Fatal("the shipper kept running without checkpoints")
 	}
-	os.Remove(cp + ".tmp")
+	os.RemoveAll(cp + ".tmp")
 	h.fast()
 	h.mustComplete(scale(2*time.Minute, 10*time.Minute))
 	h.verify("disk refuses the checkpoint write: exit 1, then resumed", 1)

@@ -7,15 +7,18 @@ import (
 	"os"
 	"time"
 
-	"github.com/winobs/winobs/shipper/shipconfig"
-
 	"github.com/winobs/winobs/shipper/checkpoint"
 	"github.com/winobs/winobs/shipper/dump"
+	"github.com/winobs/winobs/shipper/shipconfig"
 )
 
 // dumpSource ships a wevtutil RenderedXml dump, resuming at the offset of
 // its checkpoint. Dumps carry RenderingInfo, so no publisher metadata (and
-// no Windows) is needed.
+// no Windows) is needed. A followed dump is followed like tail -F: a file
+// rotated away, truncated or replaced at the path is noticed, the rest of
+// the old one read, and the new one read from its start; the checkpoint
+// names the file by its first bytes, so a restart onto a replaced file
+// starts it from the beginning too.
 type dumpSource struct {
 	d             shipconfig.Dump
 	maxEventBytes int
@@ -26,49 +29,147 @@ func (ds *dumpSource) channel() string { return ds.d.Channel }
 // followPoll is how often a followed dump is checked for growth.
 const followPoll = time.Second
 
+// Why a followed dump is read again from the start.
+const (
+	reopenRotated   = "rotated"   // another file is at the path (moved away, new file created)
+	reopenTruncated = "truncated" // the file is shorter than what was read
+	reopenReplaced  = "replaced"  // the file's first bytes changed (rewritten in place, or another file before a restart)
+)
+
+// reopenReasons are exported from start for every dump channel.
+var reopenReasons = []string{reopenRotated, reopenTruncated, reopenReplaced}
+
 func (ds *dumpSource) run(ctx context.Context, env sourceEnv) error {
-	offset, err := ds.start(env.positions)
+	offset, err := ds.start(env)
 	if err != nil {
 		return err
 	}
-	r, err := dump.Open(ds.d.Path, offset, ds.maxEventBytes)
-	if err != nil {
-		return err
+	for {
+		r, err := dump.Open(ds.d.Path, offset, ds.maxEventBytes)
+		if err != nil {
+			return err
+		}
+		reason, err := ds.read(ctx, env, r)
+		r.Close()
+		if err != nil || reason == "" {
+			return err
+		}
+		env.m.dumpReopens.WithLabelValues(ds.d.Channel, reason).Inc()
+		env.log.Warn("followed dump changed at its path; reading the new file from its start", "channel", ds.d.Channel, "path", ds.d.Path, "reason", reason)
+		offset = 0
 	}
-	defer r.Close()
+}
+
+// read emits the records of one file. It returns "" when a dump that is not
+// followed is done, or the reason a followed one must be opened again.
+func (ds *dumpSource) read(ctx context.Context, env sourceEnv, r *dump.Reader) (string, error) {
 	for {
 		rec, err := r.NextContext(ctx)
-		cp := checkpoint.Checkpoint{Channel: ds.d.Channel, Source: ds.d.Path, Offset: rec.Offset}
+		fp := r.Fingerprint()
 		switch {
 		case errors.Is(err, io.EOF):
-			if !ds.d.Follow {
-				return nil
+			reason := ""
+			if ds.d.Follow {
+				// Wait, then look at the path before reading on: a file
+				// rewritten meanwhile must not be read on from the old offset.
+				select {
+				case <-ctx.Done():
+					return "", ctx.Err()
+				case <-time.After(followPoll):
+				}
+				if reason = ds.changed(r); reason == "" {
+					continue
+				}
+				if reason == reopenRotated {
+					// The writer may have appended before it moved the file.
+					if err := ds.drain(ctx, env, r, fp); err != nil {
+						return "", err
+					}
+				}
 			}
-			select {
-			case <-ctx.Done():
-				return ctx.Err()
-			case <-time.After(followPoll):
-			}
-			continue
+			// The file ends here: what is left of a last event is counted.
+			return reason, ds.rest(ctx, env, r, fp)
 		case errors.Is(err, dump.ErrTooLarge):
-			env.log.Warn("skipping an event larger than maxEventBytes", "channel", ds.d.Channel, "offset", rec.Offset)
-			if err := env.emit(ctx, record{channel: ds.d.Channel, cp: cp, drop: "too_large"}); err != nil {
-				return err
+			if err := ds.emitDrop(ctx, env, rec.Offset, fp, "too_large"); err != nil {
+				return "", err
 			}
 			continue
 		case err != nil:
-			return err
+			return "", err
 		}
-		if err := env.emit(ctx, record{channel: ds.d.Channel, xml: rec.XML, cp: cp, size: int64(len(rec.XML))}); err != nil {
+		if err := env.emit(ctx, record{channel: ds.d.Channel, xml: rec.XML, cp: ds.cp(rec.Offset, fp), size: int64(len(rec.XML))}); err != nil {
+			return "", err
+		}
+	}
+}
+
+// drain emits what the old file of a rotation still holds.
+func (ds *dumpSource) drain(ctx context.Context, env sourceEnv, r *dump.Reader, fp string) error {
+	for {
+		rec, err := r.NextContext(ctx)
+		switch {
+		case errors.Is(err, io.EOF):
+			return nil
+		case errors.Is(err, dump.ErrTooLarge):
+			err = ds.emitDrop(ctx, env, rec.Offset, fp, "too_large")
+		case err == nil:
+			err = env.emit(ctx, record{channel: ds.d.Channel, xml: rec.XML, cp: ds.cp(rec.Offset, fp), size: int64(len(rec.XML))})
+		}
+		if err != nil {
 			return err
 		}
 	}
 }
 
-// start returns the offset to resume from: the checkpoint's, the start of a
-// dump never shipped, or what the corrupt-checkpoint policy says.
-func (ds *dumpSource) start(pos positions) (int64, error) {
-	cp, found, policy, err := pos.start(ds.d.Channel)
+// rest counts an event cut short at the end of a file: an oversized one as
+// too_large, another as malformed (the formatter fails to parse it).
+func (ds *dumpSource) rest(ctx context.Context, env sourceEnv, r *dump.Reader, fp string) error {
+	rec, err := r.Rest()
+	switch {
+	case errors.Is(err, io.EOF):
+		return nil
+	case errors.Is(err, dump.ErrTooLarge):
+		return ds.emitDrop(ctx, env, rec.Offset, fp, "too_large")
+	}
+	env.log.Warn("the dump ends in an event cut short", "channel", ds.d.Channel, "offset", rec.Offset, "bytes", len(rec.XML))
+	return env.emit(ctx, record{channel: ds.d.Channel, xml: rec.XML, cp: ds.cp(rec.Offset, fp), size: int64(len(rec.XML))})
+}
+
+func (ds *dumpSource) emitDrop(ctx context.Context, env sourceEnv, offset int64, fp, reason string) error {
+	env.log.Warn("skipping an event larger than maxEventBytes", "channel", ds.d.Channel, "offset", offset)
+	return env.emit(ctx, record{channel: ds.d.Channel, cp: ds.cp(offset, fp), drop: reason})
+}
+
+func (ds *dumpSource) cp(offset int64, fp string) checkpoint.Checkpoint {
+	return checkpoint.Checkpoint{Channel: ds.d.Channel, Source: ds.d.Path, Offset: offset, Fingerprint: fp}
+}
+
+// changed tells whether the file at the path is no longer the one read:
+// another file there, the file shorter than what was read, or its first
+// bytes rewritten. A path that is missing for now (between a rotation's
+// move and the new file) is not a change yet.
+func (ds *dumpSource) changed(r *dump.Reader) string {
+	st, err := os.Stat(ds.d.Path)
+	switch {
+	case err != nil:
+		return ""
+	case !os.SameFile(st, r.Info()):
+		return reopenRotated
+	case st.Size() < r.Read():
+		return reopenTruncated
+	}
+	if same, err := dump.SameStart(ds.d.Path, r.Fingerprint()); err == nil && !same {
+		return reopenReplaced
+	}
+	r.Refingerprint() // a file that started short is known by more of its start
+	return ""
+}
+
+// start returns the offset to resume from: the checkpoint's when it is of
+// this file, the start of a dump never shipped or of a file that replaced
+// the one checkpointed, or what the corrupt-checkpoint policy says.
+func (ds *dumpSource) start(env sourceEnv) (int64, error) {
+	cp, found, policy, err := env.positions.start(ds.d.Channel)
 	switch {
 	case err != nil:
 		return 0, err
@@ -81,5 +182,29 @@ func (ds *dumpSource) start(pos positions) (int64, error) {
 	case policy == shipconfig.Oldest || !found || cp.Source != ds.d.Path:
 		return 0, nil
 	}
+	if reason := ds.replaced(cp); reason != "" {
+		env.m.dumpReopens.WithLabelValues(ds.d.Channel, reason).Inc()
+		env.log.Warn("the dump is not the file the checkpoint was taken in; reading it from its start",
+			"channel", ds.d.Channel, "path", ds.d.Path, "reason", reason, "checkpoint_offset", cp.Offset)
+		return 0, nil
+	}
 	return cp.Offset, nil
+}
+
+// replaced tells whether the file at the path is not the one cp was taken
+// in: shorter than the offset, or starting otherwise.
+func (ds *dumpSource) replaced(cp checkpoint.Checkpoint) string {
+	st, err := os.Stat(ds.d.Path)
+	if err != nil {
+		return "" // Open reports it
+	}
+	if st.Size() < cp.Offset {
+		return reopenTruncated
+	}
+	if cp.Fingerprint != "" {
+		if same, err := dump.SameStart(ds.d.Path, cp.Fingerprint); err == nil && !same {
+			return reopenReplaced
+		}
+	}
+	return ""
 }

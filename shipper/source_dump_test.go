@@ -2,11 +2,16 @@ package shipper
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/winobs/winobs/internal/fixture"
 	"github.com/winobs/winobs/shipper/checkpoint"
@@ -74,5 +79,155 @@ func TestDumpSourceResumesAtItsCheckpoint(t *testing.T) {
 		if r.xml != nil || r.drop != "too_large" || r.cp.Offset == 0 {
 			t.Errorf("oversized event: %+v", r)
 		}
+	}
+}
+
+// events returns n distinct events (record ids from first) as a UTF-8 dump.
+func events(t *testing.T, first, n int) string {
+	t.Helper()
+	good := string(fixture.Read(t, fixture.EventLog, "scm-7036-print-spooler.xml"))
+	var b strings.Builder
+	for i := range n {
+		b.WriteString(strings.Replace(good, "<EventRecordID>3562<", fmt.Sprintf("<EventRecordID>%d<", first+i), 1) + "\r\n")
+	}
+	return b.String()
+}
+
+// followed runs a followed dump source until cancelled; records arrive on
+// the returned channel.
+func followed(t *testing.T, path string, pos positions, maxEventBytes int) (<-chan record, *metrics) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(t.Context())
+	out := make(chan record, 1024)
+	m := newMetrics([]string{"System"})
+	env := sourceEnv{positions: pos, m: m, log: slog.New(slog.DiscardHandler),
+		emit: func(ctx context.Context, r record) error {
+			select {
+			case out <- r:
+				return nil
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}}
+	src := &dumpSource{d: shipconfig.Dump{Path: path, Channel: "System", Follow: true}, maxEventBytes: maxEventBytes}
+	done := make(chan error, 1)
+	go func() { done <- src.run(ctx, env) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil && !errors.Is(err, context.Canceled) {
+			t.Errorf("source: %v", err)
+		}
+	})
+	return out, m
+}
+
+// take waits for n records (at most 10 s) and returns their record ids.
+func take(t *testing.T, in <-chan record, n int) []string {
+	t.Helper()
+	var ids []string
+	for len(ids) < n {
+		select {
+		case r := <-in:
+			id := r.drop
+			if r.xml != nil {
+				_, after, _ := strings.Cut(string(r.xml), "<EventRecordID>")
+				id, _, _ = strings.Cut(after, "<")
+			}
+			ids = append(ids, id)
+		case <-time.After(10 * time.Second):
+			t.Fatalf("got %d of %d records: %v", len(ids), n, ids)
+		}
+	}
+	return ids
+}
+
+// Followed like tail -F: truncated and rewritten (shorter or longer than
+// what was read), rotated (moved away, with a last append to the old file,
+// and a new file at the path): every event of every file is read, and each
+// change is counted by reason.
+func TestDumpSourceFollowsRotationAndTruncation(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "System.xml")
+	os.WriteFile(path, []byte(events(t, 1, 20)), 0o644)
+	recs, m := followed(t, path, fixedPositions{}, 1<<20)
+	if ids := take(t, recs, 20); ids[0] != "1" || ids[19] != "20" {
+		t.Fatalf("first file: %v", ids)
+	}
+	// Truncated and rewritten with fewer bytes.
+	os.WriteFile(path, []byte(events(t, 101, 5)), 0o644)
+	if ids := take(t, recs, 5); ids[0] != "101" || ids[4] != "105" {
+		t.Errorf("after truncation: %v", ids)
+	}
+	// Rewritten in place with more bytes than were read (same inode).
+	os.WriteFile(path, []byte(events(t, 201, 50)), 0o644)
+	if ids := take(t, recs, 50); ids[0] != "201" || ids[49] != "250" {
+		t.Errorf("after a longer rewrite: %v", ids[:3])
+	}
+	// Appended to, moved away, a new file created at the path.
+	f, _ := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
+	f.WriteString(events(t, 251, 3))
+	f.Close()
+	os.Rename(path, path+".1")
+	os.WriteFile(path, []byte(events(t, 301, 100)), 0o644)
+	ids := take(t, recs, 103)
+	if ids[0] != "251" || ids[2] != "253" || ids[3] != "301" || ids[102] != "400" {
+		t.Errorf("across the rotation: %v … %v", ids[:4], ids[100:])
+	}
+	for reason, want := range map[string]float64{reopenTruncated: 1, reopenReplaced: 1, reopenRotated: 1} {
+		if got := testutil.ToFloat64(m.dumpReopens.WithLabelValues("System", reason)); got != want {
+			t.Errorf("reopens{reason=%s} = %v, want %v", reason, got, want)
+		}
+	}
+}
+
+// A checkpoint of a file that was replaced before a restart: a smaller file
+// and a larger one with another start are both read from their start.
+func TestDumpSourceRestartOntoAReplacedFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "System.xml")
+	os.WriteFile(path, []byte(events(t, 1, 100)), 0o644)
+	all := runDumpSource(t, path, fixedPositions{}, 1<<20)
+	cp := all[89].cp
+	if cp.Fingerprint == "" {
+		t.Fatal("the checkpoint does not name the file")
+	}
+	os.WriteFile(path, []byte(events(t, 1001, 60)), 0o644) // smaller than the offset
+	if got := runDumpSource(t, path, fixedPositions{"System": cp}, 1<<20); len(got) != 60 {
+		t.Errorf("smaller replacement: %d records, want 60", len(got))
+	}
+	os.WriteFile(path, []byte(events(t, 2001, 200)), 0o644) // larger, another start
+	if got := runDumpSource(t, path, fixedPositions{"System": cp}, 1<<20); len(got) != 200 {
+		t.Errorf("larger replacement: %d records, want 200", len(got))
+	}
+	os.WriteFile(path, []byte(events(t, 1, 100)+events(t, 101, 5)), 0o644) // the same file, grown
+	if got := runDumpSource(t, path, fixedPositions{"System": cp}, 1<<20); len(got) != 15 {
+		t.Errorf("the same file grown: %d records, want the 15 after the checkpoint", len(got))
+	}
+}
+
+// An oversized event still being written when follow reaches the end of
+// the file is counted once its end arrives; a dump that ends in an event
+// cut short hands the cut event on (the formatter counts it as malformed).
+func TestDumpSourceCountsEventsItCannotRead(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "System.xml")
+	huge := strings.Replace(events(t, 2, 1), "</EventData>", "<Data Name='blob'>"+strings.Repeat("d", 200<<10)+"</Data></EventData>", 1)
+	os.WriteFile(path, []byte(events(t, 1, 1)+huge[:100<<10]), 0o644)
+	recs, _ := followed(t, path, fixedPositions{}, 64<<10)
+	if ids := take(t, recs, 1); ids[0] != "1" {
+		t.Fatalf("%v", ids)
+	}
+	time.Sleep(2 * followPoll) // the reader waits inside the oversized event
+	f, _ := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
+	f.WriteString(huge[100<<10:] + events(t, 3, 1))
+	f.Close()
+	if ids := take(t, recs, 2); ids[0] != "too_large" || ids[1] != "3" {
+		t.Errorf("after the oversized event: %v", ids)
+	}
+
+	cut := filepath.Join(t.TempDir(), "cut.xml")
+	all := events(t, 1, 3)
+	os.WriteFile(cut, []byte(all[:len(all)-200]), 0o644)
+	got := runDumpSource(t, cut, fixedPositions{}, 1<<20)
+	if len(got) != 3 || got[2].xml == nil || !strings.Contains(string(got[2].xml), "<EventRecordID>3<") {
+		t.Errorf("%d records; the cut event must be handed on", len(got))
 	}
 }

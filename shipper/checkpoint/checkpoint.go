@@ -7,10 +7,13 @@ package checkpoint
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -25,6 +28,9 @@ type Checkpoint struct {
 	// Source and Offset locate a dump file position.
 	Source string `json:"source,omitempty"`
 	Offset int64  `json:"offset,omitempty"`
+	// Fingerprint identifies the dump file by its first bytes, so a restart
+	// onto another file at the same path starts it from the beginning.
+	Fingerprint string `json:"fingerprint,omitempty"`
 	// RecordID and TimeCreated describe the last delivered event.
 	RecordID    uint64    `json:"recordID,omitempty"`
 	TimeCreated string    `json:"timeCreated,omitempty"`
@@ -48,16 +54,37 @@ func Open(dir string) (*Store, error) {
 	return &Store{dir: dir, now: time.Now}, nil
 }
 
-// Path is the checkpoint file of a channel.
+// Path is the checkpoint file of a channel. The mapping is one to one: a
+// name of letters, digits, '-' and '.' is used as it is; any other gets its
+// other characters as '_' (which a plain name never holds) and a hash of the
+// exact name, so Sysmon/Operational and Sysmon_Operational never share a
+// file. (Channel names that differ only in case are refused by the config:
+// Windows treats them as one channel, and NTFS as one file.)
 func (s *Store) Path(channel string) string {
-	safe := strings.Map(func(r rune) rune {
+	safe := legacyName(channel)
+	if safe != channel {
+		sum := sha256.Sum256([]byte(channel))
+		safe += "-" + hex.EncodeToString(sum[:8])
+	}
+	return filepath.Join(s.dir, safe+".checkpoint")
+}
+
+// legacyName is the file name before the mapping was one to one; a
+// checkpoint found only there is still read (and checked to be this
+// channel's).
+func legacyName(channel string) string {
+	return strings.Map(func(r rune) rune {
 		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '.' {
 			return r
 		}
 		return '_'
 	}, channel)
-	return filepath.Join(s.dir, safe+".checkpoint")
 }
+
+// MaxFileBytes bounds a checkpoint file: a real one (a bookmark, a path and
+// a few numbers) is far smaller, and a planted huge file must not exhaust
+// memory.
+const MaxFileBytes = 1 << 20
 
 // Save writes cp for its channel. The previous checkpoint becomes the .bak.
 func (s *Store) Save(cp Checkpoint) error {
@@ -83,8 +110,14 @@ func (s *Store) Save(cp Checkpoint) error {
 
 var crcTable = crc32.MakeTable(crc32.Castagnoli)
 
+// writeSync writes a new file: whatever is at path (a link planted there
+// included) is removed first, and the file is created exclusively, so
+// nothing is written through a link.
 func writeSync(path string, data []byte) error {
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
+	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
 	if err != nil {
 		return err
 	}
@@ -115,6 +148,11 @@ func (s *Store) Load(channel string) (cp Checkpoint, found bool, note string, er
 		if cp, err := read(path+".bak", channel); err == nil {
 			return cp, true, "checkpoint missing, resumed from the previous copy", nil
 		}
+		if legacy := filepath.Join(s.dir, legacyName(channel)+".checkpoint"); legacy != path {
+			if cp, err := read(legacy, channel); err == nil {
+				return cp, true, "", nil
+			}
+		}
 		return Checkpoint{}, false, "", nil
 	case !errors.Is(err, ErrCorrupt):
 		return Checkpoint{}, false, "", err
@@ -140,9 +178,16 @@ func (s *Store) Peek(channel string) (Checkpoint, bool) {
 	return Checkpoint{}, false
 }
 
+// read reads a checkpoint file: a regular file, never through a link, of at
+// most MaxFileBytes; anything else is corrupt (and so set aside by Load).
 func read(path, channel string) (Checkpoint, error) {
-	data, err := os.ReadFile(path)
-	if err != nil {
+	data, err := readRegular(path)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return Checkpoint{}, err
+	case errors.Is(err, errNotRegular):
+		return Checkpoint{}, fmt.Errorf("%w %s: %v", ErrCorrupt, path, err)
+	case err != nil:
 		return Checkpoint{}, err
 	}
 	payload, sum, ok := bytes.Cut(bytes.TrimRight(data, "\n"), []byte("\ncrc32c:"))
@@ -160,4 +205,37 @@ func read(path, channel string) (Checkpoint, error) {
 		return Checkpoint{}, fmt.Errorf("%w %s: belongs to channel %q", ErrCorrupt, path, cp.Channel)
 	}
 	return cp, nil
+}
+
+// errNotRegular marks a checkpoint path that is a link, a device, a pipe or
+// too large.
+var errNotRegular = errors.New("not a regular file of at most 1 MiB")
+
+// readRegular reads path without following a link at it and without
+// blocking on a pipe: it must be a regular file (checked before and after
+// opening, so nothing can be swapped in between) of at most MaxFileBytes.
+func readRegular(path string) ([]byte, error) {
+	st, err := os.Lstat(path)
+	if err != nil {
+		return nil, err
+	}
+	if !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("%w (%s)", errNotRegular, st.Mode().Type())
+	}
+	f, err := os.OpenFile(path, os.O_RDONLY|openNoFollow, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	if fst, err := f.Stat(); err != nil || !os.SameFile(st, fst) || !fst.Mode().IsRegular() {
+		return nil, fmt.Errorf("%w (replaced while opened)", errNotRegular)
+	}
+	data, err := io.ReadAll(io.LimitReader(f, MaxFileBytes+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(data) > MaxFileBytes {
+		return nil, fmt.Errorf("%w (larger)", errNotRegular)
+	}
+	return data, nil
 }

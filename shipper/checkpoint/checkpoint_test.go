@@ -3,8 +3,11 @@ package checkpoint
 import (
 	"errors"
 	"os"
+	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 )
 
 func store(t *testing.T) *Store {
@@ -106,11 +109,12 @@ func TestCrashBetweenRenames(t *testing.T) {
 }
 
 // A checkpoint that cannot be written is an error, and the last good one
-// stays (a directory in the way of the temp file fails even for root).
+// stays (a non-empty directory in the way of the temp file fails even for
+// root).
 func TestFailedWriteKeepsCheckpoint(t *testing.T) {
 	s := store(t)
 	s.Save(Checkpoint{Channel: "System", Offset: 1})
-	if err := os.Mkdir(s.Path("System")+".tmp", 0o700); err != nil {
+	if err := os.MkdirAll(s.Path("System")+".tmp/full", 0o700); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.Save(Checkpoint{Channel: "System", Offset: 2}); err == nil {
@@ -118,5 +122,113 @@ func TestFailedWriteKeepsCheckpoint(t *testing.T) {
 	}
 	if cp, _, _, err := s.Load("System"); err != nil || cp.Offset != 1 {
 		t.Errorf("after a failed save: %+v %v", cp, err)
+	}
+}
+
+// A hostile local user cannot make the checkpoint store write through a
+// link, block on a pipe, or read a huge file: each is a corrupt checkpoint,
+// set aside (the link itself, not its target), and the previous copy used.
+func TestHostileCheckpointFiles(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		plant func(t *testing.T, path string)
+	}{
+		{"symlink to a file", func(t *testing.T, path string) {
+			target := filepath.Join(t.TempDir(), "target")
+			os.WriteFile(target, []byte("precious"), 0o600)
+			os.Remove(path)
+			if err := os.Symlink(target, path); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"symlink to /dev/zero", func(t *testing.T, path string) {
+			os.Remove(path)
+			os.Symlink("/dev/zero", path)
+		}},
+		{"FIFO", func(t *testing.T, path string) {
+			os.Remove(path)
+			if err := syscall.Mkfifo(path, 0o600); err != nil {
+				t.Skip(err)
+			}
+		}},
+		{"1 GiB sparse file", func(t *testing.T, path string) {
+			f, _ := os.Create(path)
+			f.Truncate(1 << 30)
+			f.Close()
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := store(t)
+			s.Save(Checkpoint{Channel: "System", RecordID: 1})
+			s.Save(Checkpoint{Channel: "System", RecordID: 2})
+			tc.plant(t, s.Path("System"))
+			done := make(chan struct{})
+			var cp Checkpoint
+			var found bool
+			var note string
+			var err error
+			go func() { cp, found, note, err = s.Load("System"); close(done) }()
+			select {
+			case <-done:
+			case <-time.After(5 * time.Second):
+				t.Fatal("Load blocked")
+			}
+			if err != nil || !found || cp.RecordID != 1 || !strings.Contains(note, "corrupt") {
+				t.Errorf("got %+v found %v note %q err %v", cp, found, note, err)
+			}
+		})
+	}
+	// A link planted as the temporary file is replaced, its target untouched.
+	s := store(t)
+	target := filepath.Join(t.TempDir(), "target")
+	os.WriteFile(target, []byte("precious"), 0o600)
+	os.Symlink(target, s.Path("System")+".tmp")
+	if err := s.Save(Checkpoint{Channel: "System", RecordID: 3}); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(target); string(b) != "precious" {
+		t.Errorf("the link's target was overwritten: %q", b)
+	}
+	if cp, found, _, err := s.Load("System"); err != nil || !found || cp.RecordID != 3 {
+		t.Errorf("after the save: %+v %v %v", cp, found, err)
+	}
+}
+
+// Channel names map to files one to one: names that the old mapping sent
+// to one file get their own, plain names keep theirs, and a checkpoint
+// under the old name is still found.
+func TestCheckpointNamesAreInjective(t *testing.T) {
+	s := store(t)
+	names := []string{"System", "Microsoft-Windows-Sysmon/Operational", "Microsoft-Windows-Sysmon_Operational", "Microsoft-Windows-Sysmon Operational"}
+	paths := map[string]string{}
+	for i, n := range names {
+		p := s.Path(n)
+		if other, dup := paths[p]; dup {
+			t.Errorf("%q and %q share %s", n, other, p)
+		}
+		paths[p] = n
+		if err := s.Save(Checkpoint{Channel: n, RecordID: uint64(i + 1)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i, n := range names {
+		if cp, found, note, err := s.Load(n); err != nil || !found || note != "" || cp.RecordID != uint64(i+1) {
+			t.Errorf("%s: %+v %v %q %v", n, cp, found, note, err)
+		}
+	}
+	if filepath.Base(s.Path("System")) != "System.checkpoint" {
+		t.Errorf("a plain name changed its file: %s", s.Path("System"))
+	}
+	// A checkpoint written before the mapping was one to one.
+	old := store(t)
+	tmp := store(t)
+	tmp.Save(Checkpoint{Channel: "Microsoft-Windows-Sysmon/Operational", RecordID: 9})
+	data, _ := os.ReadFile(tmp.Path("Microsoft-Windows-Sysmon/Operational"))
+	os.WriteFile(filepath.Join(old.dir, "Microsoft-Windows-Sysmon_Operational.checkpoint"), data, 0o600)
+	if cp, found, _, err := old.Load("Microsoft-Windows-Sysmon/Operational"); err != nil || !found || cp.RecordID != 9 {
+		t.Errorf("legacy file: %+v %v %v", cp, found, err)
+	}
+	if _, found, _, _ := old.Load("Microsoft-Windows-Sysmon_Operational"); found {
+		t.Error("the legacy file was taken for the other channel")
 	}
 }

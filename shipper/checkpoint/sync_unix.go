@@ -2,7 +2,13 @@
 
 package checkpoint
 
-import "os"
+import (
+	"os"
+	"syscall"
+)
+
+// openNoFollow refuses a link at the path and does not block on a pipe.
+const openNoFollow = syscall.O_NOFOLLOW | syscall.O_NONBLOCK
 
 // syncDir makes the renames durable.
 func syncDir(dir string) error {

@@ -8,12 +8,17 @@ package dump
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"io"
 	"os"
+	"strconv"
+	"strings"
 	"unicode/utf16"
 	"unicode/utf8"
+
+	"github.com/winobs/winobs/conffile"
 )
 
 // Record is one event of a dump.
@@ -27,10 +32,57 @@ type Record struct {
 // can be read again later from where it stopped.
 type Reader struct {
 	f       *os.File
+	info    os.FileInfo // the file opened, to tell it from one that replaced it
+	fp      string
 	utf16   bool
 	buf     []byte // undecoded bytes from file offset base
 	base    int64
 	maxSize int
+	// skipping: an oversized event is being skipped and its end is not in
+	// the file yet (it is still being written).
+	skipping bool
+}
+
+// fingerprintBytes is how much of a file's start identifies it: the first
+// event's header (channel, record id, time) at least.
+const fingerprintBytes = 4096
+
+// Fingerprint identifies a file by its first bytes, as "<n>:<sha256 hex>":
+// a file appended to keeps it, one truncated and rewritten or replaced by
+// another dump does not. Files shorter than n bytes get their length.
+func Fingerprint(f io.ReaderAt) (string, error) {
+	buf := make([]byte, fingerprintBytes)
+	n, err := f.ReadAt(buf, 0)
+	if err != nil && !errors.Is(err, io.EOF) {
+		return "", err
+	}
+	return fingerprintOf(buf[:n]), nil
+}
+
+func fingerprintOf(b []byte) string {
+	sum := sha256.Sum256(b)
+	return fmt.Sprintf("%d:%x", len(b), sum[:16])
+}
+
+// SameStart reports whether the file at path begins as the file with
+// fingerprint fp did: false when it is shorter, or its first bytes differ.
+func SameStart(path, fp string) (bool, error) {
+	n, _, ok := strings.Cut(fp, ":")
+	size, err := strconv.Atoi(n)
+	if !ok || err != nil || size < 0 || size > fingerprintBytes {
+		return false, fmt.Errorf("fingerprint %q is not of this package", fp)
+	}
+	f, err := conffile.OpenRegular(path)
+	if err != nil {
+		return false, err
+	}
+	defer f.Close()
+	buf := make([]byte, size)
+	m, err := f.ReadAt(buf, 0)
+	if err != nil && !errors.Is(err, io.EOF) {
+		return false, err
+	}
+	return m == size && fingerprintOf(buf) == fp, nil
 }
 
 var (
@@ -55,19 +107,22 @@ var ErrTooLarge = errors.New("event exceeds the size limit")
 // Open opens path and positions it at offset (0, or a saved checkpoint).
 // maxEvent bounds the size of one event in the file.
 func Open(path string, offset int64, maxEvent int) (*Reader, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
 	// A device or pipe would never end (or block): only files are dumps.
-	if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() {
+	f, err := conffile.OpenRegular(path)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	info, err := f.Stat()
+	if err != nil {
 		f.Close()
-		if err == nil {
-			err = fmt.Errorf("%s is not a regular file", path)
-		}
 		return nil, err
 	}
-	r := &Reader{f: f, maxSize: maxEvent}
+	fp, err := Fingerprint(f)
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	r := &Reader{f: f, info: info, fp: fp, maxSize: maxEvent}
 	// The encoding is decided by the start of the file, whatever the offset.
 	head := make([]byte, 4)
 	n, _ := io.ReadFull(f, head)
@@ -90,6 +145,55 @@ func Open(path string, offset int64, maxEvent int) (*Reader, error) {
 // Close closes the file.
 func (r *Reader) Close() error { return r.f.Close() }
 
+// Fingerprint is the opened file's, taken when it was opened.
+func (r *Reader) Fingerprint() string { return r.fp }
+
+// Refingerprint extends a fingerprint taken while the file was shorter than
+// fingerprintBytes to the file's longer start (the caller has checked that
+// the start is unchanged).
+func (r *Reader) Refingerprint() {
+	if n, _, _ := strings.Cut(r.fp, ":"); n != strconv.Itoa(fingerprintBytes) {
+		if fp, err := Fingerprint(r.f); err == nil {
+			r.fp = fp
+		}
+	}
+}
+
+// Info describes the opened file (for os.SameFile).
+func (r *Reader) Info() os.FileInfo { return r.info }
+
+// Read is how far into the file the reader has read, partial events
+// included.
+func (r *Reader) Read() int64 { return r.base + int64(len(r.buf)) }
+
+// Rest returns what is left at the end of a file that will not grow any
+// more: an event cut short (its bytes, for the caller to count as
+// malformed), or an oversized event whose end never came (ErrTooLarge).
+// The returned offset is the end of what was read.
+func (r *Reader) Rest() (Record, error) {
+	start, unit := startUTF8, 1
+	if r.utf16 {
+		start, unit = startUTF16, 2
+	}
+	switch {
+	case r.skipping:
+		r.skipping = false
+		r.advance(len(r.buf))
+		return Record{Offset: r.base}, fmt.Errorf("%w (%d bytes, cut short)", ErrTooLarge, r.maxSize)
+	case len(r.buf) >= unit && r.find(start, 0) >= 0:
+		raw := r.buf[r.find(start, 0):]
+		if r.utf16 {
+			raw = decodeUTF16(raw)
+		} else {
+			raw = bytes.Clone(raw)
+		}
+		r.advance(len(r.buf))
+		return Record{XML: raw, Offset: r.base}, nil
+	}
+	r.advance(len(r.buf))
+	return Record{Offset: r.base}, io.EOF
+}
+
 // Next returns the next complete event, io.EOF when none is complete yet, or
 // ErrTooLarge (the record is skipped; the returned offset is past it).
 func (r *Reader) Next() (Record, error) { return r.NextContext(context.Background()) }
@@ -102,6 +206,15 @@ func (r *Reader) NextContext(ctx context.Context) (Record, error) {
 		start, end = startUTF16, endUTF16
 	}
 	for {
+		if r.skipping {
+			// The oversized event's end may still be being written: it is
+			// counted when it comes (or when the file ends without it).
+			if err := r.skipPast(ctx, end); err != nil {
+				return Record{}, err
+			}
+			r.skipping = false
+			return Record{Offset: r.base}, fmt.Errorf("%w (%d bytes)", ErrTooLarge, r.maxSize)
+		}
 		if s := r.findStart(start, 0); s >= 0 {
 			if e := r.find(end, s); e >= 0 {
 				stop := e + len(end)
@@ -126,10 +239,8 @@ func (r *Reader) NextContext(ctx context.Context) (Record, error) {
 			if r.maxSize > 0 && len(r.buf)-s > r.maxSize {
 				// Drop the oversized event up to its end, wherever that is.
 				r.advance(len(r.buf))
-				if err := r.skipPast(ctx, end); err != nil {
-					return Record{}, err
-				}
-				return Record{Offset: r.base}, fmt.Errorf("%w (%d bytes)", ErrTooLarge, r.maxSize)
+				r.skipping = true
+				continue
 			}
 		} else if len(r.buf) > len(start) {
 			// Nothing but separators so far: drop them.

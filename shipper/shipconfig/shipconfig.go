@@ -229,13 +229,14 @@ func (c *Config) validate() conffile.Problems {
 	check("channels", len(c.Channels)+len(c.Dumps) > 0, "configure at least one channel or dump")
 	seen := map[string]bool{}
 	for i, ch := range c.Channels {
-		check(fmt.Sprintf("channels[%d].name", i), ch.Name != "" && !seen[ch.Name], "must be a channel name, each once")
-		seen[ch.Name] = true
+		// Windows channel names ignore case, and so do NTFS checkpoint files.
+		check(fmt.Sprintf("channels[%d].name", i), ch.Name != "" && !seen[strings.ToLower(ch.Name)], "must be a channel name, each once (ignoring case)")
+		seen[strings.ToLower(ch.Name)] = true
 	}
 	for i, d := range c.Dumps {
 		check(fmt.Sprintf("dumps[%d].path", i), d.Path != "", "must not be empty")
-		check(fmt.Sprintf("dumps[%d].channel", i), d.Channel != "" && !seen[d.Channel], "must name the dump's channel, each once")
-		seen[d.Channel] = true
+		check(fmt.Sprintf("dumps[%d].channel", i), d.Channel != "" && !seen[strings.ToLower(d.Channel)], "must name the dump's channel, each once (ignoring case)")
+		seen[strings.ToLower(d.Channel)] = true
 	}
 	check("stateDir", c.StateDir != "", "must not be empty")
 	check("startAt", c.StartAt == Newest || c.StartAt == Oldest, "must be newest or oldest, got %q", c.StartAt)
