@@ -16,7 +16,7 @@ RACE_PKGS := ./shipper/... ./internal/lokitest/...
 # Packages with Windows-only files, linted for Windows too.
 WINDOWS_PKGS := ./shipper/... ./cmd/eventlog-shipper/...
 
-.PHONY: help generate test race lint tidy-check vet fmt-check windows check-generated ci bench promtool-test \
+.PHONY: help generate test race lint tidy-check vet fmt-check windows winapi-check check-generated ci bench promtool-test \
 	reliability update-crds print-versions
 
 help: ## list targets
@@ -59,10 +59,13 @@ windows: ## build and vet everything for Windows
 	GOOS=windows $(GO) build ./...
 	GOOS=windows $(GO) vet ./...
 
+winapi-check: ## hold the shipper's wevtapi constants, EVT_VARIANT and call arities to mingw-w64's winevt.h (needs mingw-w64-x86-64-dev)
+	WINOBS_REQUIRE_MINGW=1 $(GO) test -count=1 -run 'Headers|Layout|Prototypes' ./shipper/wineventlog/
+
 check-generated: ## fail if manifests/ differs from a fresh render
 	$(GO) run ./cmd/gen --out manifests --check
 
-ci: fmt-check test race vet lint windows check-generated ## what CI runs
+ci: fmt-check test race vet lint windows winapi-check check-generated ## what CI runs
 
 bench: $(BIN)/victoria-logs ## benchmarks: rule evaluation and cost against kube-prometheus-stack (50 nodes x 60 containers); shipper events/s, allocs/event, peak RSS, Windows binary size
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime 20x -v ./tests/

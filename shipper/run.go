@@ -7,6 +7,8 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -14,11 +16,13 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"golang.org/x/net/netutil"
 
 	"github.com/winobs/winobs/shipper/checkpoint"
 	"github.com/winobs/winobs/shipper/eventxml"
 	"github.com/winobs/winobs/shipper/loki"
 	"github.com/winobs/winobs/shipper/pace"
+	"github.com/winobs/winobs/shipper/ratelog"
 	"github.com/winobs/winobs/shipper/shipconfig"
 )
 
@@ -44,6 +48,12 @@ func New(cfg *shipconfig.Config, log *slog.Logger) (*Shipper, error) {
 	store, err := checkpoint.Open(cfg.StateDir)
 	if err != nil {
 		return nil, fmt.Errorf("state directory: %w", err)
+	}
+	if cfg.Textfile != "" {
+		// The exporter's textfile directory may not exist yet on a new node.
+		if err := os.MkdirAll(filepath.Dir(cfg.Textfile), 0o755); err != nil {
+			return nil, fmt.Errorf("textfile directory: %w", err)
+		}
 	}
 	client, err := loki.NewClient(loki.Config{
 		Loki: cfg.Loki.Loki, Timeout: time.Duration(cfg.Loki.Timeout.Model()), UserAgent: "winobs-eventlog-shipper",
@@ -104,8 +114,8 @@ func (s *Shipper) Run(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("listen %s: %w", s.cfg.Listen, err)
 	}
-	srv := &http.Server{Handler: s.handler(), ReadHeaderTimeout: 5 * time.Second}
-	go srv.Serve(ln)
+	srv := newMetricsServer(s.handler())
+	go srv.Serve(netutil.LimitListener(ln, maxConnections))
 	defer srv.Close()
 
 	for _, src := range s.sources {
@@ -116,7 +126,7 @@ func (s *Shipper) Run(ctx context.Context) error {
 	records := make(chan record, 256)
 	batches := make(chan *batch, 1)
 	errs := make(chan error, len(s.sources))
-	env := sourceEnv{positions: s.acker, m: s.m, log: s.log, emit: func(ctx context.Context, r record) error {
+	env := sourceEnv{positions: s.acker, m: s.m, log: s.log, logs: ratelog.New(s.log, time.Minute), emit: func(ctx context.Context, r record) error {
 		if err := s.budget.acquire(ctx, r.size); err != nil {
 			return err
 		}
@@ -177,6 +187,18 @@ func (s *Shipper) Run(ctx context.Context) error {
 	default:
 		return nil
 	}
+}
+
+// maxConnections bounds the metrics listener's connections: any local
+// process can connect to it, and the shipper runs with a small memory limit.
+const maxConnections = 32
+
+// newMetricsServer serves the probes and /metrics with every timeout set, so
+// idle or slow connections cannot pile up (9,000 idle keep-alives once took
+// the shipper from 12 to 183 MB).
+func newMetricsServer(h http.Handler) *http.Server {
+	return &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 10 * time.Second,
+		WriteTimeout: 30 * time.Second, IdleTimeout: 30 * time.Second, MaxHeaderBytes: 16 << 10}
 }
 
 // textfileInterval is how often the metrics file is rewritten.

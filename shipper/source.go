@@ -3,6 +3,8 @@ package shipper
 import (
 	"context"
 	"log/slog"
+
+	"github.com/winobs/winobs/shipper/ratelog"
 )
 
 // source reads one channel: it resumes where its positions say, hands each
@@ -22,4 +24,6 @@ type sourceEnv struct {
 	emit func(ctx context.Context, r record) error
 	m    *metrics
 	log  *slog.Logger
+	// logs is log bounded per reason, for what may repeat per event.
+	logs *ratelog.Limiter
 }

@@ -131,12 +131,12 @@ func (ds *dumpSource) rest(ctx context.Context, env sourceEnv, r *dump.Reader, f
 	case errors.Is(err, dump.ErrTooLarge):
 		return ds.emitDrop(ctx, env, rec.Offset, fp, "too_large")
 	}
-	env.log.Warn("the dump ends in an event cut short", "channel", ds.d.Channel, "offset", rec.Offset, "bytes", len(rec.XML))
+	env.logs.Warn("cut_short", "the dump ends in an event cut short", "channel", ds.d.Channel, "offset", rec.Offset, "bytes", len(rec.XML))
 	return env.emit(ctx, record{channel: ds.d.Channel, xml: rec.XML, cp: ds.cp(rec.Offset, fp), size: int64(len(rec.XML))})
 }
 
 func (ds *dumpSource) emitDrop(ctx context.Context, env sourceEnv, offset int64, fp, reason string) error {
-	env.log.Warn("skipping an event larger than maxEventBytes", "channel", ds.d.Channel, "offset", offset)
+	env.logs.Warn("too_large", "skipping an event larger than maxEventBytes", "channel", ds.d.Channel, "offset", offset)
 	return env.emit(ctx, record{channel: ds.d.Channel, cp: ds.cp(offset, fp), drop: reason})
 }
 

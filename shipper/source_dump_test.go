@@ -15,6 +15,7 @@ import (
 
 	"github.com/winobs/winobs/internal/fixture"
 	"github.com/winobs/winobs/shipper/checkpoint"
+	"github.com/winobs/winobs/shipper/ratelog"
 	"github.com/winobs/winobs/shipper/shipconfig"
 )
 
@@ -36,7 +37,7 @@ func (p fixedPositions) acked(ch string) (checkpoint.Checkpoint, bool) {
 func runDumpSource(t *testing.T, path string, pos positions, maxEventBytes int) []record {
 	t.Helper()
 	var got []record
-	env := sourceEnv{positions: pos, m: newMetrics([]string{"System"}), log: slog.New(slog.DiscardHandler),
+	env := sourceEnv{positions: pos, m: newMetrics([]string{"System"}), log: slog.New(slog.DiscardHandler), logs: ratelog.New(nil, 0),
 		emit: func(_ context.Context, r record) error { got = append(got, r); return nil }}
 	src := &dumpSource{d: shipconfig.Dump{Path: path, Channel: "System"}, maxEventBytes: maxEventBytes}
 	if err := src.run(t.Context(), env); err != nil {
@@ -100,7 +101,7 @@ func followed(t *testing.T, path string, pos positions, maxEventBytes int) (<-ch
 	ctx, cancel := context.WithCancel(t.Context())
 	out := make(chan record, 1024)
 	m := newMetrics([]string{"System"})
-	env := sourceEnv{positions: pos, m: m, log: slog.New(slog.DiscardHandler),
+	env := sourceEnv{positions: pos, m: m, log: slog.New(slog.DiscardHandler), logs: ratelog.New(nil, 0),
 		emit: func(ctx context.Context, r record) error {
 			select {
 			case out <- r:

@@ -66,7 +66,7 @@ func (ls *liveSource) run(ctx context.Context, env sourceEnv) error {
 		r := record{channel: name, xml: e.XML, texts: e.Texts, cp: checkpoint.Checkpoint{Channel: name, Bookmark: e.Bookmark}, size: int64(len(e.XML))}
 		if e.RenderErr != nil {
 			env.m.renderErrors.WithLabelValues(name).Inc()
-			env.log.Warn("skipping an event that could not be rendered", "channel", name, "error", e.RenderErr)
+			env.logs.Warn("render_error", "skipping an event that could not be rendered", "channel", name, "error", e.RenderErr)
 			r.xml, r.drop = nil, "render_error"
 		}
 		return env.emit(ctx, r)

@@ -39,34 +39,6 @@ var (
 	procEvtGetLogInfo            = wevtapi.NewProc("EvtGetLogInfo")
 )
 
-// wevtapi flags and the Win32 errors the loop distinguishes.
-const (
-	subscribeToFutureEvents      = 1
-	subscribeStartAtOldestRecord = 2
-	subscribeStartAfterBookmark  = 3
-	subscribeStrict              = 0x10000
-	renderEventXML               = 1
-	renderBookmark               = 2
-	queryChannelPath             = 0x1
-	queryReverseDirection        = 0x200
-	formatEvent                  = 1
-	formatLevel                  = 2
-	formatTask                   = 3
-	formatOpcode                 = 4
-	formatKeyword                = 5
-	openChannelPath              = 1
-	logNumberOfLogRecords        = 5 // EvtLogNumberOfLogRecords
-	logOldestRecordNumber        = 6 // EvtLogOldestRecordNumber
-
-	errInsufficientBuffer  syscall.Errno = 122
-	errNoMoreItems         syscall.Errno = 259
-	errNotFound            syscall.Errno = 1168
-	rpcInvalidBound        syscall.Errno = 1734
-	errInvalidOperation    syscall.Errno = 4317
-	errUnresolvedInsert    syscall.Errno = 15029
-	publisherCacheCapacity               = 256
-)
-
 type handle uintptr
 
 func evtClose(h handle) {
@@ -194,14 +166,9 @@ func (a *API) NewestRecord(channel string) (uint64, error) {
 	return oldest + count - 1, nil
 }
 
-// logInfoUint64 reads an EvtVarTypeUInt64 property of an open log. An
-// EVT_VARIANT is 16 bytes: the value first, then count and type.
+// logInfoUint64 reads an EvtVarTypeUInt64 property of an open log.
 func logInfoUint64(h handle, prop uintptr) (uint64, error) {
-	var v struct {
-		Value uint64
-		Count uint32
-		Type  uint32
-	}
+	var v evtVariant
 	var used uint32
 	if _, err := call(procEvtGetLogInfo, uintptr(h), prop, unsafe.Sizeof(v), uintptr(unsafe.Pointer(&v)), uintptr(unsafe.Pointer(&used))); err != nil {
 		return 0, fmt.Errorf("EvtGetLogInfo: %w", err)
