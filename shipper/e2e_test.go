@@ -109,6 +109,17 @@ const eventSpacing = 1234567 * time.Microsecond / 10
 // syntheticDumpAt is syntheticDump from base; with a computer, every event
 // comes from it (one stream, as on one node).
 func syntheticDumpAt(t testing.TB, path string, n int, base time.Time, computer ...string) []string {
+	return editedDump(t, path, n, base, func(_ int, ev string) string {
+		if len(computer) > 0 {
+			ev = replaceBetween(ev, "<Computer>", "</Computer>", computer[0])
+		}
+		return ev
+	})
+}
+
+// editedDump is syntheticDumpAt with every event passed through edit (its
+// index, its XML) before it is written.
+func editedDump(t testing.TB, path string, n int, base time.Time, edit func(int, string) string) []string {
 	var templates []string
 	for _, f := range fixture.Glob(t, 6, fixture.EventLog, "*.xml") {
 		templates = append(templates, string(fixture.Read(t, fixture.EventLog, filepath.Base(f))))
@@ -119,10 +130,7 @@ func syntheticDumpAt(t testing.TB, path string, n int, base time.Time, computer 
 		ev := templates[i%len(templates)]
 		ev = replaceBetween(ev, "<EventRecordID>", "</EventRecordID>", fmt.Sprint(100000+i))
 		ts := base.Add(time.Duration(i) * eventSpacing).Format("2006-01-02T15:04:05.0000000Z")
-		ev = replaceBetween(ev, "SystemTime='", "'", ts)
-		if len(computer) > 0 {
-			ev = replaceBetween(ev, "<Computer>", "</Computer>", computer[0])
-		}
+		ev = edit(i, replaceBetween(ev, "SystemTime='", "'", ts))
 		text.WriteString(ev + "\r\n")
 		e, err := eventxml.Parse([]byte(ev))
 		if err != nil {

@@ -478,7 +478,16 @@ func TestLokiModelShardsUncappedReplays(t *testing.T) {
 // catchUpAfterKills ships a one-stream backlog, SIGKILLing the shipper
 // kills times with a restart delay, then lets it finish.
 func catchUpAfterKills(t *testing.T, extra string, events, kills int) *harness {
+	return catchUpAfterKillsWith(t, extra, nil, events, kills)
+}
+
+// catchUpAfterKillsWith is catchUpAfterKills with the config passed through
+// edit first.
+func catchUpAfterKillsWith(t *testing.T, extra string, edit func(string) string, events, kills int) *harness {
 	h := newHarness(t, 1, extra)
+	if edit != nil {
+		os.WriteFile(h.cfg, []byte(edit(mustRead(t, h.cfg))), 0o644)
+	}
 	h.lines = syntheticDumpAt(t, h.dump, events, dumpBase, "WINNODE01")
 	// Answers come 50 ms after storing: most kills hit a stored batch the
 	// shipper has not acknowledged, which the restart replays.

@@ -258,6 +258,17 @@ func (r *Receiver) Has(line string) bool {
 	return len(r.byLine[line]) > 0
 }
 
+// At returns the timestamps line is stored at, in any stream.
+func (r *Receiver) At(line string) []time.Time {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []time.Time
+	for st := range r.byLine[line] {
+		out = append(out, time.Unix(0, st.ts).UTC())
+	}
+	return out
+}
+
 type entry struct {
 	ts   int64
 	line string
