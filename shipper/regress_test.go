@@ -232,15 +232,7 @@ func TestReliabilityHostileNode(t *testing.T) {
 			c.Close()
 		}
 		h.fast()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Fatalf("%v\n%s", err, out)
-			}
-		case <-time.After(scale(2*time.Minute, 10*time.Minute)):
-			cmd.Process.Kill()
-			t.Fatal("did not finish")
-		}
+		h.await(cmd, done, out, scale(2*time.Minute, 10*time.Minute))
 		h.verify(fmt.Sprintf("%d connections held open to the metrics port while shipping", len(conns)), 1)
 	})
 	t.Run("two channels the old checkpoint names confused", func(t *testing.T) {

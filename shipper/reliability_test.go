@@ -189,6 +189,20 @@ func (h *harness) run(limit time.Duration) (string, error) {
 	}
 }
 
+// await waits for a started shipper to exit cleanly within limit.
+func (h *harness) await(cmd *exec.Cmd, done <-chan error, out *bytes.Buffer, limit time.Duration) {
+	h.t.Helper()
+	select {
+	case err := <-done:
+		if err != nil {
+			h.t.Fatalf("%v\n%s", err, out)
+		}
+	case <-time.After(limit):
+		cmd.Process.Kill()
+		h.t.Fatalf("the shipper did not finish within %v\n%s", limit, out)
+	}
+}
+
 func (h *harness) mustComplete(limit time.Duration) {
 	if out, err := h.run(limit); err != nil {
 		h.t.Fatalf("shipper: %v\n%s", err, out)
@@ -280,15 +294,7 @@ func TestReliabilityReceiverDown(t *testing.T) {
 	if err := h.recv.Start(); err != nil {
 		t.Fatal(err)
 	}
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("%v\n%s", err, out)
-		}
-	case <-time.After(scale(2*time.Minute, 10*time.Minute)):
-		cmd.Process.Kill()
-		t.Fatal("no delivery after the receiver came back")
-	}
+	h.await(cmd, done, out, scale(2*time.Minute, 10*time.Minute))
 	h.verify(fmt.Sprintf("receiver down for %v", scale(3*time.Second, 3*time.Minute)), 1)
 }
 

@@ -47,21 +47,7 @@ func TestBodiesMatchTheRecording(t *testing.T) {
 			{Time: at("2026-12-03T05:26:19.899513623Z"), Line: []byte("behind")}}}}},
 	} {
 		t.Run(tc.file, func(t *testing.T) {
-			l := Default()
-			now := at(tc.now)
-			l.Now = func() time.Time { return now }
-			r, err := NewWithLimits(l)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer r.Stop()
-			if code, _ := post(t, r, []loki.Stream{{Labels: demo, Entries: []loki.Entry{{Time: at("2026-12-03T07:25:21Z"), Line: []byte("newest")}}}}); code != 204 {
-				t.Fatalf("the first push: %d", code)
-			}
-			code, body := post(t, r, tc.streams)
-			if want := string(fixture.Read(t, "loki", tc.file)); code != 400 || body != want {
-				t.Errorf("answer %d:\n%q\nthe real Loki answered 400:\n%q", code, body, want)
-			}
+			replay(t, at(tc.now), loki.Stream{Labels: demo, Entries: []loki.Entry{{Time: at("2026-12-03T07:25:21Z"), Line: []byte("newest")}}}, tc.streams, tc.file)
 		})
 	}
 }
@@ -89,21 +75,7 @@ func TestBodiesMatchTheRecordingWithAgentLabels(t *testing.T) {
 		{"400-label-too-long.txt", []loki.Stream{{Labels: long, Entries: []loki.Entry{{Time: at("2026-12-03T16:29:00Z"), Line: []byte("long label")}}}}, []string{"newest"}},
 	} {
 		t.Run(tc.file, func(t *testing.T) {
-			l := Default()
-			now := at("2026-12-03T16:29:45Z")
-			l.Now = func() time.Time { return now }
-			r, err := NewWithLimits(l)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer r.Stop()
-			if code, _ := post(t, r, []loki.Stream{{Labels: agent, Entries: []loki.Entry{{Time: at("2026-12-03T16:29:41.5Z"), Line: []byte("newest")}}}}); code != 204 {
-				t.Fatalf("the first push: %d", code)
-			}
-			code, body := post(t, r, tc.streams)
-			if want := string(fixture.Read(t, "loki", tc.file)); code != 400 || body != want {
-				t.Errorf("answer %d:\n%q\nthe real Loki answered 400:\n%q", code, body, want)
-			}
+			r := replay(t, at("2026-12-03T16:29:45Z"), loki.Stream{Labels: agent, Entries: []loki.Entry{{Time: at("2026-12-03T16:29:41.5Z"), Line: []byte("newest")}}}, tc.streams, tc.file)
 			if st := r.Stats(); st.Distinct != len(tc.stored) {
 				t.Errorf("stored %d lines, want %v", st.Distinct, tc.stored)
 			}
@@ -164,6 +136,27 @@ func TestShardRule(t *testing.T) {
 			}
 		})
 	}
+}
+
+// replay pushes first, then streams, to a receiver whose clock stands at
+// now, and holds its answer to the recorded body in testdata/loki/file.
+func replay(t *testing.T, now time.Time, first loki.Stream, streams []loki.Stream, file string) *Receiver {
+	t.Helper()
+	l := Default()
+	l.Now = func() time.Time { return now }
+	r, err := NewWithLimits(l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(r.Stop)
+	if code, _ := post(t, r, []loki.Stream{first}); code != 204 {
+		t.Fatalf("the first push: %d", code)
+	}
+	code, body := post(t, r, streams)
+	if want := string(fixture.Read(t, "loki", file)); code != 400 || body != want {
+		t.Errorf("answer %d:\n%q\nthe real Loki answered 400:\n%q", code, body, want)
+	}
+	return r
 }
 
 // Loki stores the valid entries of a partly rejected push, and drops an

@@ -274,17 +274,27 @@ func (rd *reader) ingester(l string) bool {
 	return matched
 }
 
-// refused reads a stream refused whole for its labels.
-func (rd *reader) refused(l string) bool {
-	m := reRefused.FindStringSubmatch(l)
+// distributorLine matches a distributor's rejection naming one of the
+// batch's streams (in submatch group): the submatches and the stream.
+func (rd *reader) distributorLine(re *regexp.Regexp, l string, group int) ([]string, int, bool) {
+	m := re.FindStringSubmatch(l)
 	if m == nil {
-		return false
+		return nil, -1, false
 	}
-	i, _ := rd.ix.stream(m[1])
+	i, _ := rd.ix.stream(m[group])
 	if i < 0 {
-		return false
+		return nil, -1, false
 	}
 	rd.distributor = true
+	return m, i, true
+}
+
+// refused reads a stream refused whole for its labels.
+func (rd *reader) refused(l string) bool {
+	_, i, ok := rd.distributorLine(reRefused, l, 1)
+	if !ok {
+		return false
+	}
 	for k := range rd.ix.streams[i].Entries {
 		rd.set(i, k, mark{fault: refused})
 	}
@@ -293,15 +303,10 @@ func (rd *reader) refused(l string) bool {
 
 // tooLong reads a line over max_line_size: every longer line of the stream.
 func (rd *reader) tooLong(l string) bool {
-	m := reTooLong.FindStringSubmatch(l)
-	if m == nil {
+	m, i, ok := rd.distributorLine(reTooLong, l, 2)
+	if !ok {
 		return false
 	}
-	i, _ := rd.ix.stream(m[2])
-	if i < 0 {
-		return false
-	}
-	rd.distributor = true
 	limit, _ := strconv.Atoi(m[1])
 	for k, e := range rd.ix.streams[i].Entries {
 		if len(e.Line) > limit {
@@ -314,16 +319,14 @@ func (rd *reader) tooLong(l string) bool {
 // tooOld reads an entry too old or too new: every entry of the stream in
 // the second (or nanosecond) Loki named.
 func (rd *reader) tooOld(l string) bool {
-	m := reTooOld.FindStringSubmatch(l)
-	if m == nil {
+	m, i, ok := rd.distributorLine(reTooOld, l, 1)
+	if !ok {
 		return false
 	}
-	i, _ := rd.ix.stream(m[1])
 	t, prec, ok := parseLokiTime(m[3])
-	if !ok || i < 0 {
+	if !ok {
 		return false
 	}
-	rd.distributor = true
 	mk := mark{fault: tooNew}
 	if strings.EqualFold(m[2], "old") {
 		mk.fault = tooOld
