@@ -94,6 +94,9 @@ const behindMargin = 5 * time.Minute
 
 // evict forgets arbitrary entries of a map over maxStreams.
 func evict[K comparable, V any](m map[K]V) {
+	if len(m) <= maxStreams {
+		return // the common case: no map iteration started
+	}
 	for k := range m {
 		if len(m) <= maxStreams {
 			return
