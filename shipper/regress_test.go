@@ -32,7 +32,7 @@ func liveLabels(c string) string {
 // would, so the stream's newest entry is newer than a backfill.
 func pushLive(t *testing.T, recv *lokitest.Receiver, labels string) {
 	t.Helper()
-	body := loki.Body([]loki.Stream{{Labels: labels, Entries: []loki.Entry{{Time: time.Now(), Line: []byte(`{"live":true}`)}}}})
+	body := loki.Body([]loki.Stream{{Labels: labels, Entries: []loki.Entry{{Time: time.Now(), Line: []byte(fmt.Sprintf(`{"live":%q}`, labels))}}}})
 	resp, err := http.Post(recv.URL(), "application/x-protobuf", bytes.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
@@ -43,27 +43,37 @@ func pushLive(t *testing.T, recv *lokitest.Receiver, labels string) {
 	}
 }
 
-// Backfill 3 h old into a stream that already holds a live event: Loki
-// ignores every entry too far behind (naming ten per answer); all of them
-// are re-stamped inside its window, stored, counted as sent and as
-// re-stamped, and a rerun sends nothing.
+// Backfill 3 h old into streams that already hold a live event: Loki
+// ignores every entry too far behind, naming ten per answer and, of the
+// streams of one request, only the last failing one; all of them are
+// re-stamped inside its window, stored, counted as sent and as re-stamped,
+// and a rerun sends nothing. Forwarded events bring many computers, so many
+// streams, into one batch.
 func TestReliabilityBackfillBehindALiveStream(t *testing.T) {
-	n := scale(3000, 30000)
-	h := newHarness(t, 1, "")
-	h.lines = syntheticDumpAt(t, h.dump, n, time.Now().UTC().Add(-3*time.Hour), "WINNODE01")
-	pushLive(t, h.recv, liveLabels("WINNODE01"))
-	textfile := h.withTextfile()
-	h.mustComplete(scale(2*time.Minute, 10*time.Minute))
-	h.counts(textfile, map[string]int{"sent": n, "dropped": 0})
-	if got, _ := metricSum(mustRead(t, textfile), "winobs_shipper_events_restamped_total", `reason="too_far_behind"`); got != float64(n) {
-		t.Errorf("re-stamped too_far_behind %v, want %d", got, n)
+	for _, computers := range []int{1, 8} {
+		t.Run(fmt.Sprintf("%d streams", computers), func(t *testing.T) {
+			n := scale(3000, 30000)
+			h := newHarness(t, 1, "")
+			h.lines = editedDump(t, h.dump, n, time.Now().UTC().Add(-3*time.Hour), func(i int, ev string) string {
+				return replaceBetween(ev, "<Computer>", "</Computer>", fmt.Sprintf("WINNODE%02d", i%computers))
+			})
+			for c := range computers {
+				pushLive(t, h.recv, liveLabels(fmt.Sprintf("WINNODE%02d", c)))
+			}
+			textfile := h.withTextfile()
+			h.mustComplete(scale(2*time.Minute, 10*time.Minute))
+			h.counts(textfile, map[string]int{"sent": n, "dropped": 0})
+			if got, _ := metricSum(mustRead(t, textfile), "winobs_shipper_events_restamped_total", `reason="too_far_behind"`); got != float64(n) {
+				t.Errorf("re-stamped too_far_behind %v, want %d", got, n)
+			}
+			before := h.recv.Stats().Requests
+			h.mustComplete(time.Minute)
+			if after := h.recv.Stats().Requests; after != before {
+				t.Errorf("a rerun sent %d requests", after-before)
+			}
+			h.verify(fmt.Sprintf("backfill 3 h behind live streams (%d in one batch): re-stamped into Loki's window", computers), 1)
+		})
 	}
-	before := h.recv.Stats().Requests
-	h.mustComplete(time.Minute)
-	if after := h.recv.Stats().Requests; after != before {
-		t.Errorf("a rerun sent %d requests", after-before)
-	}
-	h.verify("backfill 3 h behind a live stream: re-stamped into Loki's window", 1)
 }
 
 // One event from a clock in the year 9999 and one in 2200 among thousands:

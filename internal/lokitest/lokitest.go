@@ -437,7 +437,9 @@ func (r *Receiver) push(streams map[string][]entry, order []string) (int, string
 		}
 		for _, key := range blockOrder {
 			if bl := blocks[key]; bl.n > 0 {
-				ingester = append(ingester, strings.Join(bl.lines, "\n")+fmt.Sprintf("\nuser 'fake', total ignored: %d out of %d for stream: %s", bl.n, bl.total, lokiName(key)))
+				// The ingester's Push keeps only the last failing stream's
+				// error (instance.Push: appendErr = err; continue).
+				ingester = []string{strings.Join(bl.lines, "\n") + fmt.Sprintf("\nuser 'fake', total ignored: %d out of %d for stream: %s", bl.n, bl.total, lokiName(key))}
 			}
 		}
 	}

@@ -247,8 +247,9 @@ func (c *Client) record(r Result, next time.Duration) {
 	}
 }
 
-// maxRepairs bounds the rounds of repair one batch gets: Loki names at most
-// ten ignored entries per stream, and a stream's newest entry may move
+// maxRepairs bounds the rounds of repair one batch gets beyond one per
+// stream: Loki's ingester reports only the last failing stream of a request
+// (so each round may reveal one more), and a stream's newest entry may move
 // between rounds.
 const maxRepairs = 5
 
@@ -288,7 +289,7 @@ func (c *Client) send(ctx context.Context, w work, rep *Report) error {
 					"reject_lines", v.unattributed, "first", firstLine(r.Body))
 			}
 			next, progress := v.repair(w, rep)
-			if !progress || repairs >= maxRepairs {
+			if !progress || repairs >= maxRepairs+len(w.streams) {
 				v.giveUp(w, rep)
 				c.logs.Error("given_up_400", "Loki keeps rejecting entries that cannot be repaired; they are counted as dropped", "entries", count(w.streams), "first", firstLine(r.Body))
 				return nil

@@ -240,12 +240,12 @@ func TestRejectedIsDroppedAndCounted(t *testing.T) {
 			", oldest acceptable timestamp is: " + ts.Add(time.Hour).Format(time.RFC3339)
 	}
 	var answers []func(*push.PushRequest) (int, string)
-	for range maxRepairs + 1 {
+	for range maxRepairs + 2 {
 		answers = append(answers, again)
 	}
 	c, rec, dropped3 := setup(t, Config{}, answers...)
 	c.Send(context.Background(), batch(5, 1799999999e9))
-	if len(rec.requests) != maxRepairs+1 || dropped3[DropTooOld] != 1 || dropped3[DropUnconfirmed] != 1 || len(c.last.Stored) != 0 {
+	if len(rec.requests) != maxRepairs+2 || dropped3[DropTooOld] != 1 || dropped3[DropUnconfirmed] != 1 || len(c.last.Stored) != 0 {
 		t.Errorf("%d requests, dropped %v, stored %v", len(rec.requests), dropped3, c.last.Stored)
 	}
 	// A repair that changes nothing is not sent again.

@@ -132,10 +132,11 @@ type ignored struct {
 // verdict is a 400 read against the batch it answered.
 type verdict struct {
 	marks [][]mark // per stream, per entry
-	// complete: every line of the answer was attributed to entries and no
-	// ingester answer can hide behind a distributor one, so the unnamed
-	// entries are stored.
-	complete     bool
+	// proven: per stream, the ingester's answer for it was attributed
+	// entry by entry, so its unnamed entries are stored. Only streams Loki
+	// named can be: its ingester reports the last failing stream of a
+	// request, and a distributor's rejection hides the ingester's answer.
+	proven       []bool
 	unattributed int               // lines that name nothing of this batch
 	floors       map[int]time.Time // per stream, the oldest time its ingester takes
 	now          time.Time
@@ -223,13 +224,14 @@ func judge(streams []Stream, body string, now time.Time) *verdict {
 	}
 	v := rd.v
 	v.unattributed += len(rd.pending.named) // named entries without their block's total
-	unproven := false
+	attributed := map[int]bool{}
 	for i, bl := range rd.blocks {
-		if !v.attribute(rd.ix, i, bl) {
-			unproven = true
-		}
+		attributed[i] = v.attribute(rd.ix, i, bl)
 	}
-	v.complete = v.unattributed == 0 && !unproven && !rd.distributor
+	v.proven = make([]bool, len(streams))
+	for i := range rd.blocks {
+		v.proven[i] = attributed[i] && !rd.distributor
+	}
 	return v
 }
 
@@ -482,12 +484,12 @@ func (v *verdict) repair(w work, rep *Report) (next work, progress bool) {
 }
 
 // giveUp ends a batch Loki keeps refusing: each named entry is dropped with
-// its reason; the unnamed ones are stored when the answer accounted for
-// everything, and dropped as unconfirmed otherwise.
+// its reason; the unnamed ones are stored where Loki's answer for their
+// stream accounted for every entry, and dropped as unconfirmed otherwise.
 func (v *verdict) giveUp(w work, rep *Report) {
 	for i, s := range w.streams {
 		for k := range s.Entries {
-			if f := v.marks[i][k].fault; f != unnamed || !v.complete {
+			if f := v.marks[i][k].fault; f != unnamed || !v.proven[i] {
 				rep.drop(s.Labels, dropReasons[f], 1)
 				continue
 			}
