@@ -73,19 +73,21 @@ var records = []struct{ record, expr string }{
 		  * on ($[cluster], internal_ip) group_left (node)
 		  max by ($[cluster], internal_ip, node) (kube_node_info{$[ksm]})
 		)`},
+	// Every ratio divides by a capacity > 0: a collector glitch reporting 0
+	// gives no series rather than +Inf (and a critical page).
 	{NodeCommitRatio, `
 		max by ($[cluster], instance, node) (windows_memory_committed_bytes{$[exporter]})
 		/
-		max by ($[cluster], instance, node) (windows_memory_commit_limit{$[exporter]})`},
+		(max by ($[cluster], instance, node) (windows_memory_commit_limit{$[exporter]}) > 0)`},
 	{NodeCommitToPhysical, `
 		max by ($[cluster], instance, node) (windows_memory_committed_bytes{$[exporter]})
 		/
-		max by ($[cluster], instance, node) (windows_memory_physical_total_bytes{$[exporter]})`},
+		(max by ($[cluster], instance, node) (windows_memory_physical_total_bytes{$[exporter]}) > 0)`},
 	{NodeMemoryUtilisation, `
 		1 -
 		max by ($[cluster], instance, node) (windows_memory_available_bytes{$[exporter]})
 		/
-		max by ($[cluster], instance, node) (windows_memory_physical_total_bytes{$[exporter]})`},
+		(max by ($[cluster], instance, node) (windows_memory_physical_total_bytes{$[exporter]}) > 0)`},
 	{NodeCPUUtilisation, `
 		1 - avg by ($[cluster], instance, node) (
 		  max by ($[cluster], instance, node, core) (rate(windows_cpu_time_total{$[exporter], mode="idle"}[5m]))
