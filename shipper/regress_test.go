@@ -183,7 +183,7 @@ func TestReliabilityFollowedDumpRotatedAndReplaced(t *testing.T) {
 // with the old caps (1 MiB/s per stream in 1 MiB batches) a catch-up is
 // sharded as a real Loki 3.7.6 sharded it; with the defaults it never is,
 // and its highest score stays well under the threshold.
-func TestLokiModelShardsTheOldDefaults(t *testing.T) {
+func TestReliabilityShardRuleOldAndNewDefaults(t *testing.T) {
 	// The measurement on a real Loki: 300,000 events, 12 SIGKILLs with 5 s
 	// restart delays (make reliability); shorter here.
 	events, kills := scale(20000, 300000), scale(1, 12)
