@@ -215,6 +215,60 @@ type Alerts struct {
 	CollectorFailing       Sustained        `yaml:"collectorFailing"`
 	ExporterVersion        Sustained        `yaml:"exporterVersion"`
 	CommitLimitMissing     Sustained        `yaml:"commitLimitMissing"`
+	VolumeFree             VolumeFree       `yaml:"volumeFree"`
+	VolumeFilling          VolumeFilling    `yaml:"volumeFilling"`
+	VolumeLatency          VolumeLatency    `yaml:"volumeLatency"`
+	NetworkErrors          Threshold        `yaml:"networkErrors"`
+	CPUSaturation          Saturation       `yaml:"cpuSaturation"`
+	MemorySaturation       Saturation       `yaml:"memorySaturation"`
+	Pagefile               Threshold        `yaml:"pagefile"`
+	Clock                  Clock            `yaml:"clock"`
+}
+
+// VolumeFree thresholds are free fractions of a volume with a drive letter:
+// the kubelet starts image garbage collection at 85 % used (warning at 15 %
+// free) and evicts pods at 10 % free (critical).
+type VolumeFree struct {
+	Warning  float64  `yaml:"warning"`
+	Critical float64  `yaml:"critical"`
+	For      Duration `yaml:"for"`
+}
+
+// VolumeFilling predicts a volume's free bytes Horizon ahead from the
+// trend over Lookback, for volumes already below FreeBelow.
+type VolumeFilling struct {
+	Lookback  Duration `yaml:"lookback"`
+	Horizon   Duration `yaml:"horizon"`
+	FreeBelow float64  `yaml:"freeBelow"`
+	For       Duration `yaml:"for"`
+}
+
+// VolumeLatency is the average time of a read or write, in seconds.
+type VolumeLatency struct {
+	Seconds float64  `yaml:"seconds"`
+	For     Duration `yaml:"for"`
+}
+
+// Threshold is a ratio held for a while.
+type Threshold struct {
+	Ratio float64  `yaml:"ratio"`
+	For   Duration `yaml:"for"`
+}
+
+// Saturation is a utilisation ratio held for a while; Enabled false leaves
+// the alert out (busy batch nodes).
+type Saturation struct {
+	Enabled bool     `yaml:"enabled"`
+	Ratio   float64  `yaml:"ratio"`
+	For     Duration `yaml:"for"`
+}
+
+// Clock bounds the offset from the time source (MaxOffsetSeconds, held For)
+// and how long a node may have no time source (NoSourceFor).
+type Clock struct {
+	MaxOffsetSeconds float64  `yaml:"maxOffsetSeconds"`
+	For              Duration `yaml:"for"`
+	NoSourceFor      Duration `yaml:"noSourceFor"`
 }
 
 // Sustained is an alert that only needs a hold time.

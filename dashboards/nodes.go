@@ -15,6 +15,14 @@ var running = map[string]string{"1": "running", "0": "not running"}
 func nodes(cfg *config.Config, q queries) *dashboard.DashboardBuilder {
 	a := cfg.Alerts
 	commitSteps := []float64{a.NodeCommit.Warning, a.NodeCommit.Critical}
+	freeSteps := []float64{a.VolumeFree.Critical, a.VolumeFree.Warning, a.VolumeFilling.FreeBelow}
+	var cpuSteps, memorySteps []float64
+	if a.CPUSaturation.Enabled {
+		cpuSteps = append(cpuSteps, a.CPUSaturation.Ratio)
+	}
+	if a.MemorySaturation.Enabled {
+		memorySteps = append(memorySteps, a.MemorySaturation.Ratio)
+	}
 	return newDashboard(cfg, q, NodesUID,
 		"Windows nodes: commit charge (what fails allocations), CPU, memory, paging, disks, network, node services and exporter health.",
 		promVar).
@@ -29,7 +37,7 @@ func nodes(cfg *config.Config, q queries) *dashboard.DashboardBuilder {
 				{title: "Commit charge", unit: units.PercentUnit, query: q.fleetRecord(rules.NodeCommitRatio), steps: commitSteps},
 				{title: "CPU", unit: units.PercentUnit, query: q.fleetRecord(rules.NodeCPUUtilisation)},
 				{title: "Physical memory", unit: units.PercentUnit, query: q.fleetRecord(rules.NodeMemoryUtilisation)},
-				{title: "C: free", unit: units.PercentUnit, query: q.fleetSystemVolumeFree()},
+				{title: "C: free", unit: units.PercentUnit, query: q.fleetSystemVolumeFree(), steps: freeSteps[:2], low: true},
 			}, "Commit charge").Height(10)).
 		// One row per selected node.
 		WithRow(dashboard.NewRowBuilder("Node $instance").Repeat("instance")).
@@ -46,14 +54,19 @@ func nodes(cfg *config.Config, q queries) *dashboard.DashboardBuilder {
 		WithPanel(graph("Commit / physical memory",
 			"Committed bytes over installed RAM. Above the dashed line while paging is high, the node is overcommitted: every container slows down.",
 			units.PercentUnit, []query{prom(q.nodeRecord(rules.NodeCommitToPhysical), "{{instance}}")}, a.NodeOvercommit.CommitToPhysical)).
-		WithPanel(graph("Physical memory in use", "1 - available / installed RAM. Available includes the standby cache.",
-			units.PercentUnit, []query{prom(q.nodeRecord(rules.NodeMemoryUtilisation), "{{instance}}")})).
+		WithPanel(graph("Physical memory in use", "1 - available / installed RAM. Available includes the standby cache; the dashed line is the saturation alert.",
+			units.PercentUnit, []query{prom(q.nodeRecord(rules.NodeMemoryUtilisation), "{{instance}}")}, memorySteps...)).
+		WithPanel(graph("Page file use", "Used share of each page file. The commit limit is RAM plus the page files, so a full page file is a full commit limit.",
+			units.PercentUnit, []query{prom(q.nodeRecord(rules.PagefileUsage), "{{instance}} {{file}}")}, a.Pagefile.Ratio)).
 		WithPanel(graph("Paging", "Hard-fault paging to and from disk.",
 			unitPagesPerSecond, []query{prom(q.nodeRecord(rules.NodePagingRate), "{{instance}}")}, a.NodeOvercommit.PagesPerSecond)).
-		WithPanel(graph("CPU utilisation", "Non-idle share of all logical processors.",
-			units.PercentUnit, []query{prom(q.nodeRecord(rules.NodeCPUUtilisation), "{{instance}}")})).
-		WithPanel(graph("Volume free space", "Free space of each mounted volume (unmounted HarddiskVolumeN partitions left out).",
-			units.PercentUnit, []query{prom(q.diskFree(), "{{instance}} {{volume}}")})).
+		WithPanel(graph("CPU utilisation", "Non-idle share of all logical processors; the dashed line is the saturation alert.",
+			units.PercentUnit, []query{prom(q.nodeRecord(rules.NodeCPUUtilisation), "{{instance}}")}, cpuSteps...)).
+		WithPanel(graphLow("Volume free space",
+			"Free space of each volume with a drive letter. Dashed lines: critical (the kubelet evicts pods at 10 % free), warning (image garbage collection from 85 % used), and the level below which a volume's trend is watched.",
+			units.PercentUnit, []query{prom(q.nodeRecord(rules.VolumeFreeRatio), "{{instance}} {{volume}}")}, freeSteps...)).
+		WithPanel(graph("Volume I/O latency", "Average seconds per read or write over 5 minutes; the dashed line is the alert threshold.",
+			units.Seconds, []query{prom(q.nodeRecord(rules.VolumeLatency), "{{instance}} {{volume}}")}, a.VolumeLatency.Seconds)).
 		WithPanel(graph("Volume busy", "Share of time the volume was not idle, bounded at 100 %.",
 			units.PercentUnit, []query{prom(q.diskBusy(), "{{instance}} {{volume}}")})).
 		WithPanel(graph("Network", "Bits per second per adapter; received above the axis, sent below.",
@@ -61,6 +74,12 @@ func nodes(cfg *config.Config, q queries) *dashboard.DashboardBuilder {
 				prom(q.netBits("received"), "{{instance}} {{nic}} received"),
 				prom("-"+q.netBits("sent"), "{{instance}} {{nic}} sent"),
 			})).
+		WithPanel(graph("Network errors and discards", "Receive and transmit errors and discards per packet, per adapter; the dashed line is the alert threshold.",
+			units.PercentUnit, []query{prom(q.nodeRecord(rules.NetworkErrorRatio), "{{instance}} {{nic}}")}, a.NetworkErrors.Ratio)).
+		WithPanel(graph("Clock offset", "Absolute offset of the node's clock from its time source (windows-exporter's time collector); the dashed line is the alert threshold.",
+			units.Seconds, []query{prom(q.nodeRecord(rules.NodeClockOffset), "{{instance}}")}, a.Clock.MaxOffsetSeconds)).
+		WithPanel(graphLow("NTP time sources", "Time sources the Windows Time service uses; at 0 the clock drifts freely (the alert).",
+			units.Short, []query{prom(q.nodeRecord(rules.NodeTimeSources), "{{instance}}")}, 0)).
 		WithRow(dashboard.NewRowBuilder("Services and exporter")).
 		WithPanel(grid("Node services", "Current state of the services Kubernetes needs on the node.",
 			units.Short, []query{promTable(q.serviceStates())}, nil, "").Span(12)).

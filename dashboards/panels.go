@@ -85,19 +85,37 @@ func datasource(qs []query) common.DataSourceRef {
 // thresholds colours values green below the first step, orange from it and
 // red from the second (the alert thresholds, where the panel has them).
 func thresholds(steps ...float64) cog.Builder[dashboard.ThresholdsConfig] {
-	colors := []string{"orange", "red"}
-	ts := []dashboard.Threshold{{Color: "green"}}
+	return stepsConfig(false, steps)
+}
+
+// lowThresholds are thresholds where low is bad (free space): red below the
+// first step, then orange, yellow, and green from the last.
+func lowThresholds(steps ...float64) cog.Builder[dashboard.ThresholdsConfig] {
+	return stepsConfig(true, steps)
+}
+
+func stepsConfig(low bool, steps []float64) cog.Builder[dashboard.ThresholdsConfig] {
+	base, colors := stepColors(low, len(steps))
+	ts := []dashboard.Threshold{{Color: base}}
 	for i, s := range steps {
 		ts = append(ts, dashboard.Threshold{Value: cog.ToPtr(s), Color: colors[i]})
 	}
 	return dashboard.NewThresholdsConfigBuilder().Mode(dashboard.ThresholdsModeAbsolute).Steps(ts)
 }
 
+// stepColors are the base colour and one colour per step.
+func stepColors(low bool, n int) (string, []string) {
+	if !low {
+		return "green", []string{"orange", "red", "dark-red"}[:n]
+	}
+	return "red", []string{"orange", "yellow", "green"}[3-n:]
+}
+
 // thresholdsValue is thresholds as an override value. Override values are
 // untyped, so it is a map: it then decodes and re-encodes to the same JSON.
-func thresholdsValue(steps []float64) map[string]any {
-	colors := []string{"orange", "red"}
-	ts := []map[string]any{{"color": "green", "value": nil}}
+func thresholdsValue(low bool, steps []float64) map[string]any {
+	base, colors := stepColors(low, len(steps))
+	ts := []map[string]any{{"color": base, "value": nil}}
 	for i, s := range steps {
 		ts = append(ts, map[string]any{"color": colors[i], "value": s})
 	}
@@ -106,13 +124,22 @@ func thresholdsValue(steps []float64) map[string]any {
 
 // graph is a time series panel; with steps it draws them as dashed lines.
 func graph(title, desc, unit string, qs []query, steps ...float64) *timeseries.PanelBuilder {
+	return graphWith(thresholds(steps...), title, desc, unit, qs, len(steps) > 0)
+}
+
+// graphLow is graph for a value where low is bad (free space).
+func graphLow(title, desc, unit string, qs []query, steps ...float64) *timeseries.PanelBuilder {
+	return graphWith(lowThresholds(steps...), title, desc, unit, qs, len(steps) > 0)
+}
+
+func graphWith(th cog.Builder[dashboard.ThresholdsConfig], title, desc, unit string, qs []query, dashed bool) *timeseries.PanelBuilder {
 	p := timeseries.NewPanelBuilder().Title(title).Description(desc).Unit(unit).
 		Datasource(datasource(qs)).Targets(targets(qs)).Height(8).Span(12).
 		FillOpacity(10).ShowPoints(common.VisibilityModeNever).
 		Legend(common.NewVizLegendOptionsBuilder().DisplayMode(common.LegendDisplayModeTable).
 			Placement(common.LegendPlacementBottom).ShowLegend(true).Calcs([]string{"lastNotNull", "max"}))
-	if len(steps) > 0 {
-		p.Thresholds(thresholds(steps...)).
+	if dashed {
+		p.Thresholds(th).
 			ThresholdsStyle(common.NewGraphThresholdsStyleConfigBuilder().Mode(common.GraphThresholdsStyleModeDashed))
 	}
 	if unit == units.PercentUnit {
@@ -126,6 +153,7 @@ type column struct {
 	title, unit string
 	query       string
 	steps       []float64
+	low         bool              // low values are bad (free space)
 	mapping     map[string]string // value -> text, e.g. 1 -> running
 }
 
@@ -147,7 +175,7 @@ func grid(title, desc, unit string, qs []query, cols []column, sortBy string) *t
 		field := "Value #" + string(rune('A'+len(qs)-len(cols)+i))
 		props := []dashboard.DynamicConfigValue{{Id: "displayName", Value: c.title}, {Id: "unit", Value: c.unit}}
 		if len(c.steps) > 0 {
-			props = append(props, dashboard.DynamicConfigValue{Id: "thresholds", Value: thresholdsValue(c.steps)},
+			props = append(props, dashboard.DynamicConfigValue{Id: "thresholds", Value: thresholdsValue(c.low, c.steps)},
 				dashboard.DynamicConfigValue{Id: "custom.cellOptions", Value: map[string]string{"type": "color-background"}})
 		}
 		if len(c.mapping) > 0 {

@@ -86,7 +86,7 @@ func (q queries) fleetRecord(record string) string {
 }
 
 func (q queries) fleetSystemVolumeFree() string {
-	return fmt.Sprintf(`max by (instance) (windows_logical_disk_free_bytes{%[1]s, volume="C:"} / windows_logical_disk_size_bytes{%[1]s, volume="C:"})`, q.node())
+	return fmt.Sprintf(`max by (instance) (%s{volume="C:", %s})`, rules.VolumeFreeRatio, q.nodeRec())
 }
 
 // Windows nodes: per-node time series.
@@ -95,12 +95,8 @@ func (q queries) nodeRecord(record string) string { return fmt.Sprintf("%s{%s}",
 
 func (q queries) nodeGauge(metric string) string { return fmt.Sprintf("%s{%s}", metric, q.node()) }
 
-// Volumes named HarddiskVolumeN are unmounted system partitions.
-const volumes = `volume!~"HarddiskVolume.*"`
-
-func (q queries) diskFree() string {
-	return fmt.Sprintf("windows_logical_disk_free_bytes{%[1]s, %[2]s} / windows_logical_disk_size_bytes{%[1]s, %[2]s}", q.node(), volumes)
-}
+// Volumes with a drive letter, as the rules select them.
+const volumes = rules.VolumeSelector
 
 // diskBusy is bounded at 100 %: read+write seconds can exceed the interval
 // on a queueing disk, idle time cannot.

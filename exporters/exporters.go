@@ -61,14 +61,16 @@ func Objects(cfg *config.Config) []any {
 }
 
 // ExporterConfig is windows_exporter's config file: the default collectors
-// plus container, and the service collector limited to the node's
-// Kubernetes services (it reports every service otherwise).
+// plus container, pagefile (the page files behind the commit limit) and time
+// (offset from the time source; its sub-collectors default to system_time
+// and ntp), and the service collector limited to the node's Kubernetes
+// services (it reports every service otherwise).
 func ExporterConfig(cfg *config.Config) string {
 	// The exporter anchors the regex and matches case-sensitively.
 	include := cfg.WindowsExporter.Services.Regex()
 	// textfile serves the eventlog-shipper's metrics (it listens on loopback).
 	return fmt.Sprintf(`collectors:
-  enabled: "[defaults],container,textfile"
+  enabled: "[defaults],container,pagefile,time,textfile"
 collector:
   service:
     include: %s

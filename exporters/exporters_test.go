@@ -117,7 +117,7 @@ func TestExporterConfig(t *testing.T) {
 	if err := yaml.Unmarshal([]byte(ExporterConfig(load(t, nil))), &c); err != nil {
 		t.Fatal(err)
 	}
-	if c.Collectors.Enabled != "[defaults],container,textfile" {
+	if c.Collectors.Enabled != "[defaults],container,pagefile,time,textfile" {
 		t.Errorf("collectors = %q", c.Collectors.Enabled)
 	}
 	if c.Collector.Textfile.Directories != `C:\var\lib\winobs\textfile` {

@@ -1,6 +1,7 @@
 package rules
 
 import (
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -20,6 +21,15 @@ const (
 	AlertExporterCollectorFailing    = "WindowsExporterCollectorFailing"
 	AlertExporterVersionUntested     = "WindowsExporterVersionUntested"
 	AlertNodeCommitLimitMetricAbsent = "WindowsNodeCommitLimitMetricAbsent"
+	AlertNodeVolumeFull              = "WindowsNodeVolumeFull"
+	AlertNodeVolumeFillingUp         = "WindowsNodeVolumeFillingUp"
+	AlertNodeVolumeLatencyHigh       = "WindowsNodeVolumeLatencyHigh"
+	AlertNodeNetworkErrors           = "WindowsNodeNetworkErrors"
+	AlertNodeCPUSaturated            = "WindowsNodeCPUSaturated"
+	AlertNodeMemorySaturated         = "WindowsNodeMemorySaturated"
+	AlertNodePagefileFull            = "WindowsNodePagefileFull"
+	AlertNodeClockSkew               = "WindowsNodeClockSkew"
+	AlertNodeNoTimeSource            = "WindowsNodeNoTimeSource"
 )
 
 // SupportedExporterVersions matches the windows_exporter versions whose metric
@@ -36,6 +46,7 @@ type alertDef struct {
 }
 
 const (
+	volumeRef    = "{{ $labels.volume }} on {{ $labels.instance }}"
 	nodeRef      = "{{ $labels.instance }}"
 	containerRef = "{{ $labels.namespace }}/{{ $labels.pod }}/{{ $labels.container }}"
 )
@@ -52,7 +63,17 @@ func alertDefs(a *config.Alerts) []alertDef {
 				"and the Windows kubelet does not evict pods on memory pressure.",
 		}
 	}
-	return []alertDef{
+	volumeFree := func(severity string, threshold float64, why string) alertDef {
+		return alertDef{
+			name: AlertNodeVolumeFull, severity: severity,
+			expr:    `$[VolumeFreeRatio] < ` + num(threshold),
+			hold:    a.VolumeFree.For,
+			summary: "Volume " + volumeRef + " has {{ $value | humanizePercentage }} free.",
+			description: "Volume " + volumeRef + " has {{ $value | humanizePercentage }} of its space free, under " + pct(threshold) + ": " + why +
+				" Windows images are gigabytes, and containerd keeps them and every pod's writable layer on C:.",
+		}
+	}
+	defs := []alertDef{
 		commit("warning", a.NodeCommit.Warning),
 		commit("critical", a.NodeCommit.Critical),
 		{
@@ -146,8 +167,86 @@ func alertDefs(a *config.Alerts) []alertDef {
 			summary:     "Windows node " + nodeRef + " reports no commit limit.",
 			description: "windows-exporter on " + nodeRef + " reports committed memory but no windows_memory_commit_limit, so the commit charge alert cannot fire for this node.",
 		},
+		volumeFree("warning", a.VolumeFree.Warning, "the kubelet garbage-collects unused images from 85 % used."),
+		volumeFree("critical", a.VolumeFree.Critical, "the kubelet evicts pods below 10 % free on the node's filesystem."),
+		{
+			name: AlertNodeVolumeFillingUp, severity: "warning",
+			expr: `
+				max by ($[cluster], instance, node, volume) (
+				  predict_linear(windows_logical_disk_free_bytes{$[exporter], $[volumes]}[` + string(a.VolumeFilling.Lookback) + `], ` + seconds(a.VolumeFilling.Horizon) + `)
+				) < 0
+				and on ($[cluster], instance, volume)
+				$[VolumeFreeRatio] < ` + num(a.VolumeFilling.FreeBelow),
+			hold:    a.VolumeFilling.For,
+			summary: "Volume " + volumeRef + " fills up within " + string(a.VolumeFilling.Horizon) + ".",
+			description: "On the trend of the last " + string(a.VolumeFilling.Lookback) + ", volume " + volumeRef + " runs out of space within " +
+				string(a.VolumeFilling.Horizon) + "; it has less than " + pct(a.VolumeFilling.FreeBelow) + " free.",
+		},
+		{
+			name: AlertNodeVolumeLatencyHigh, severity: "warning",
+			expr:    `$[VolumeLatency] > ` + num(a.VolumeLatency.Seconds),
+			hold:    a.VolumeLatency.For,
+			summary: "Volume " + volumeRef + " takes {{ $value | humanizeDuration }} per I/O.",
+			description: "Reads and writes on " + volumeRef + " take {{ $value | humanizeDuration }} on average over 5 minutes (threshold " + num(a.VolumeLatency.Seconds) +
+				" s): image pulls, container starts and every pod writing to it slow down.",
+		},
+		{
+			name: AlertNodeNetworkErrors, severity: "warning",
+			expr:    `$[NetworkErrorRatio] > ` + num(a.NetworkErrors.Ratio),
+			hold:    a.NetworkErrors.For,
+			summary: "Adapter {{ $labels.nic }} on " + nodeRef + " loses {{ $value | humanizePercentage }} of its packets.",
+			description: "Receive and transmit errors and discards on {{ $labels.nic }} of " + nodeRef + " are {{ $value | humanizePercentage }} of its packets (threshold " +
+				pct(a.NetworkErrors.Ratio) + "): a failing NIC, cable or driver, or a full vSwitch queue; pods on the node see timeouts and retransmissions.",
+		},
+		{
+			name: AlertNodePagefileFull, severity: "warning",
+			expr:    `$[PagefileUsage] > ` + num(a.Pagefile.Ratio),
+			hold:    a.Pagefile.For,
+			summary: "Page file {{ $labels.file }} on " + nodeRef + " is {{ $value | humanizePercentage }} used.",
+			description: "The commit limit is RAM plus the page files: with {{ $labels.file }} on " + nodeRef + " {{ $value | humanizePercentage }} used, " +
+				"the commit limit is close and allocations in every container will fail with error 1455.",
+		},
+		{
+			name: AlertNodeClockSkew, severity: "warning",
+			expr:    `$[NodeClockOffset] > ` + num(a.Clock.MaxOffsetSeconds),
+			hold:    a.Clock.For,
+			summary: "The clock of " + nodeRef + " is {{ $value | humanizeDuration }} off its time source.",
+			description: "windows-exporter's time collector reports an offset of {{ $value | humanizeDuration }} from the time source on " + nodeRef +
+				" (threshold " + num(a.Clock.MaxOffsetSeconds) + " s). Certificates, service-account tokens and Kerberos (gMSA) are checked against the clock.",
+		},
+		{
+			name: AlertNodeNoTimeSource, severity: "warning",
+			expr:    `$[NodeTimeSources] == 0`,
+			hold:    a.Clock.NoSourceFor,
+			summary: "Windows node " + nodeRef + " has no time source.",
+			description: "The Windows Time service on " + nodeRef + " uses no NTP source: its clock drifts freely, and certificates, tokens and Kerberos start failing once it is off.",
+		},
 	}
+	if a.CPUSaturation.Enabled {
+		defs = append(defs, alertDef{
+			name: AlertNodeCPUSaturated, severity: "warning",
+			expr:    `$[NodeCPUUtilisation] > ` + num(a.CPUSaturation.Ratio),
+			hold:    a.CPUSaturation.For,
+			summary: "Windows node " + nodeRef + " uses {{ $value | humanizePercentage }} of its CPU.",
+			description: "All logical processors of " + nodeRef + " have been over " + pct(a.CPUSaturation.Ratio) + " busy for " + string(a.CPUSaturation.For) +
+				": kubelet, containerd and the pods' probes compete for CPU, and probes start timing out.",
+		})
+	}
+	if a.MemorySaturation.Enabled {
+		defs = append(defs, alertDef{
+			name: AlertNodeMemorySaturated, severity: "warning",
+			expr:    `$[NodeMemoryUtilisation] > ` + num(a.MemorySaturation.Ratio),
+			hold:    a.MemorySaturation.For,
+			summary: "Windows node " + nodeRef + " uses {{ $value | humanizePercentage }} of its physical memory.",
+			description: "Less than " + pct(1-a.MemorySaturation.Ratio) + " of the physical memory of " + nodeRef + " has been available for " + string(a.MemorySaturation.For) +
+				", standby cache included: the node pages, and the commit charge alert is next.",
+		})
+	}
+	return defs
 }
+
+// pct writes a ratio as a percentage for texts (0.15 → "15 %").
+func pct(f float64) string { return num(math.Round(f*1e6)/1e4) + " %" }
 
 func num(f float64) string { return strconv.FormatFloat(f, 'g', -1, 64) }
 

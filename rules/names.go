@@ -49,4 +49,26 @@ const (
 	NodeCPUUtilisation = "instance:winobs_windows_cpu_utilisation:rate5m"
 	// NodePagingRate is hard-fault paging in pages per second over 5m.
 	NodePagingRate = "instance:winobs_windows_memory_swap_pages:rate5m"
+	// NodeClockOffset is the absolute offset from the time source, in
+	// seconds (windows-exporter's time collector).
+	NodeClockOffset = "instance:winobs_windows_time_offset_seconds:abs"
+	// NodeTimeSources is the number of NTP time sources the node uses.
+	NodeTimeSources = "instance:winobs_windows_time_sources:max"
+)
+
+// VolumeSelector keeps the volumes with a drive letter: windows-exporter
+// names the others HarddiskVolumeN (recovery, EFI, reserved partitions, full
+// by design and never written by pods).
+const VolumeSelector = `volume=~"[A-Za-z]:"`
+
+// Volume, adapter and page file records carry volume, nic or file besides.
+const (
+	// VolumeFreeRatio is free over size of every volume with a drive letter.
+	VolumeFreeRatio = "instance_volume:winobs_windows_volume_free:ratio"
+	// VolumeLatency is the average seconds per read or write over 5m.
+	VolumeLatency = "instance_volume:winobs_windows_volume_io_latency_seconds:rate5m"
+	// NetworkErrorRatio is errors and discards per packet, both ways, over 5m.
+	NetworkErrorRatio = "instance_nic:winobs_windows_network_packet_errors:ratio_rate5m"
+	// PagefileUsage is the used fraction of each page file.
+	PagefileUsage = "instance_file:winobs_windows_pagefile_usage:ratio"
 )

@@ -94,6 +94,44 @@ var records = []struct{ record, expr string }{
 		)`},
 	{NodePagingRate, `
 		max by ($[cluster], instance, node) (rate(windows_memory_swap_page_operations_total{$[exporter]}[5m]))`},
+	{NodeClockOffset, `
+		max by ($[cluster], instance, node) (abs(windows_time_computed_time_offset_seconds{$[exporter]}))`},
+	{NodeTimeSources, `
+		max by ($[cluster], instance, node) (windows_time_ntp_client_time_sources{$[exporter]})`},
+
+	// Volumes with a drive letter only: the HarddiskVolumeN partitions
+	// (recovery, EFI, reserved) are full by design and nothing writes to them.
+	{VolumeFreeRatio, `
+		max by ($[cluster], instance, node, volume) (windows_logical_disk_free_bytes{$[exporter], $[volumes]})
+		/
+		(max by ($[cluster], instance, node, volume) (windows_logical_disk_size_bytes{$[exporter], $[volumes]}) > 0)`},
+	// Seconds spent per I/O: the latency counters' rate over the operations'.
+	{VolumeLatency, `
+		(
+		  max by ($[cluster], instance, node, volume) (rate(windows_logical_disk_read_latency_seconds_total{$[exporter], $[volumes]}[5m]))
+		  + max by ($[cluster], instance, node, volume) (rate(windows_logical_disk_write_latency_seconds_total{$[exporter], $[volumes]}[5m]))
+		)
+		/
+		(
+		  (
+		    max by ($[cluster], instance, node, volume) (rate(windows_logical_disk_reads_total{$[exporter], $[volumes]}[5m]))
+		    + max by ($[cluster], instance, node, volume) (rate(windows_logical_disk_writes_total{$[exporter], $[volumes]}[5m]))
+		  ) > 0
+		)`},
+	{NetworkErrorRatio, `
+		(
+		  max by ($[cluster], instance, node, nic) (rate(windows_net_packets_received_errors_total{$[exporter]}[5m]))
+		  + max by ($[cluster], instance, node, nic) (rate(windows_net_packets_outbound_errors_total{$[exporter]}[5m]))
+		  + max by ($[cluster], instance, node, nic) (rate(windows_net_packets_received_discarded_total{$[exporter]}[5m]))
+		  + max by ($[cluster], instance, node, nic) (rate(windows_net_packets_outbound_discarded_total{$[exporter]}[5m]))
+		)
+		/
+		(max by ($[cluster], instance, node, nic) (rate(windows_net_packets_total{$[exporter]}[5m])) > 0)`},
+	{PagefileUsage, `
+		1 -
+		max by ($[cluster], instance, node, file) (windows_pagefile_free_bytes{$[exporter]})
+		/
+		(max by ($[cluster], instance, node, file) (windows_pagefile_limit_bytes{$[exporter]}) > 0)`},
 }
 
 // ContainerView gives a per-container series of windows-exporter (or a

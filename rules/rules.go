@@ -175,6 +175,7 @@ func newExpander(cfg *config.Config) *expander {
 		"cluster":  cfg.Cluster.Label,
 		"exporter": "job=" + strconv.Quote(cfg.WindowsExporter.Job),
 		"ksm":      "job=" + strconv.Quote(cfg.KubeStateMetrics.Job),
+		"volumes":  VolumeSelector,
 
 		"ContainerInfo":             ContainerInfo,
 		"ContainerCommitBytes":      ContainerCommitBytes,
@@ -184,6 +185,14 @@ func newExpander(cfg *config.Config) *expander {
 		"NodeCommitRatio":           NodeCommitRatio,
 		"NodeCommitToPhysical":      NodeCommitToPhysical,
 		"NodePagingRate":            NodePagingRate,
+		"NodeCPUUtilisation":        NodeCPUUtilisation,
+		"NodeMemoryUtilisation":     NodeMemoryUtilisation,
+		"NodeClockOffset":           NodeClockOffset,
+		"NodeTimeSources":           NodeTimeSources,
+		"VolumeFreeRatio":           VolumeFreeRatio,
+		"VolumeLatency":             VolumeLatency,
+		"NetworkErrorRatio":         NetworkErrorRatio,
+		"PagefileUsage":             PagefileUsage,
 	}}
 }
 
