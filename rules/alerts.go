@@ -216,9 +216,9 @@ func alertDefs(a *config.Alerts) []alertDef {
 		},
 		{
 			name: AlertNodeNoTimeSource, severity: "warning",
-			expr:    `$[NodeTimeSources] == 0`,
-			hold:    a.Clock.NoSourceFor,
-			summary: "Windows node " + nodeRef + " has no time source.",
+			expr:        `$[NodeTimeSources] == 0`,
+			hold:        a.Clock.NoSourceFor,
+			summary:     "Windows node " + nodeRef + " has no time source.",
 			description: "The Windows Time service on " + nodeRef + " uses no NTP source: its clock drifts freely, and certificates, tokens and Kerberos start failing once it is off.",
 		},
 	}
