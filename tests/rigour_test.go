@@ -57,7 +57,7 @@ func TestEveryAlertIsTestedLikeTheMixin(t *testing.T) {
 		firing       map[string][]time.Duration // alert -> eval times with alerts
 		silent       map[string][]time.Duration
 		fired        map[string]map[time.Duration]map[string]bool // alert -> eval time -> label sets expected
-		checked      map[string][]float64 // record or expression -> values checked
+		checked      map[string][]float64                         // record or expression -> values checked
 		foreign      bool
 		resets, zero map[string]bool // metrics fed with a reset, or as all zeros
 	}
@@ -66,7 +66,7 @@ func TestEveryAlertIsTestedLikeTheMixin(t *testing.T) {
 		tf := loadTestFile(t, path)
 		for _, tg := range tf.Tests {
 			g := group{step: time.Duration(tf.EvaluationInterval), firing: map[string][]time.Duration{}, silent: map[string][]time.Duration{},
-				fired: map[string]map[time.Duration]map[string]bool{},
+				fired:   map[string]map[time.Duration]map[string]bool{},
 				checked: map[string][]float64{}, resets: map[string]bool{}, zero: map[string]bool{}}
 			if g.step == 0 {
 				g.step = time.Minute
