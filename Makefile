@@ -22,8 +22,9 @@ WINDOWS_PKGS := ./shipper/... ./cmd/eventlog-shipper/...
 help: ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-16s %s\n", $$1, $$2}'
 
-generate: ## render the committed bundle into manifests/
+generate: ## render the committed bundle into manifests/, and the rule tests' second configuration into tests/second/bundle
 	$(GO) run ./cmd/gen --out manifests
+	$(GO) run ./cmd/gen --config tests/second/config.yaml --out tests/second/bundle
 
 test: $(BIN)/victoria-logs ## run every test (rule unit tests, schema checks and shipper end-to-end tests included)
 	$(GO) test ./...
@@ -62,8 +63,9 @@ windows: ## build and vet everything for Windows
 winapi-check: ## hold the shipper's wevtapi constants, EVT_VARIANT and call arities to mingw-w64's winevt.h (needs mingw-w64-x86-64-dev)
 	WINOBS_REQUIRE_MINGW=1 $(GO) test -count=1 -run 'Headers|Layout|Prototypes' ./shipper/wineventlog/
 
-check-generated: ## fail if manifests/ differs from a fresh render
+check-generated: ## fail if manifests/ or tests/second/bundle differs from a fresh render
 	$(GO) run ./cmd/gen --out manifests --check
+	$(GO) run ./cmd/gen --config tests/second/config.yaml --out tests/second/bundle --check
 
 ci: fmt-check test race vet lint windows winapi-check check-generated ## what CI runs
 

@@ -64,6 +64,9 @@ func TestEveryAlertIsTestedLikeTheMixin(t *testing.T) {
 	var gs []group
 	for _, path := range testFiles(t) {
 		tf := loadTestFile(t, path)
+		if len(tf.RuleFiles) == 0 || !strings.HasPrefix(tf.RuleFiles[0], manifests+"/") {
+			continue // another configuration's (second.yaml): its jobs are not ours
+		}
 		for _, tg := range tf.Tests {
 			g := group{step: time.Duration(tf.EvaluationInterval), firing: map[string][]time.Duration{}, silent: map[string][]time.Duration{},
 				fired:   map[string]map[time.Duration]map[string]bool{},
@@ -309,4 +312,37 @@ func recordThresholds(e parser.Expr) []struct {
 		return nil
 	})
 	return out
+}
+
+// TestSecondConfiguration: tests/second/bundle is the render of
+// tests/second/config.yaml (make generate; CI checks it is current), with
+// the saturation alerts switched off and every other alert present.
+func TestSecondConfiguration(t *testing.T) {
+	cfg, err := config.Load("second/config.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.WindowsExporter.Job == config.Default().WindowsExporter.Job || cfg.Cluster.Label == "cluster" || cfg.Alerts.CPUSaturation.Enabled {
+		t.Fatal("the second configuration must differ from the default in jobs, cluster label and switches")
+	}
+	second := map[string]bool{}
+	for _, g := range ruleFileGroups(t, "second/bundle/rules/winobs-windows-records.yaml", "second/bundle/rules/winobs-windows-alerts.yaml") {
+		for _, r := range g.Rules {
+			second[r.Alert+r.Record] = true
+			if !strings.Contains(r.Expr, `job="win-nodes"`) && !strings.Contains(r.Expr, `job="ksm"`) && !strings.Contains(r.Expr, ":winobs_") {
+				t.Errorf("%s%s selects neither the configured jobs nor a record", r.Alert, r.Record)
+			}
+			if strings.Contains(r.Expr, `job="windows-exporter"`) {
+				t.Errorf("%s%s selects the default job", r.Alert, r.Record)
+			}
+		}
+	}
+	for _, g := range loadRenderedGroups(t) {
+		for _, r := range g.Rules {
+			off := r.Alert == "WindowsNodeCPUSaturated" || r.Alert == "WindowsNodeMemorySaturated"
+			if second[r.Alert+r.Record] == off {
+				t.Errorf("%s%s: in the second configuration %v, want %v", r.Alert, r.Record, second[r.Alert+r.Record], !off)
+			}
+		}
+	}
 }
