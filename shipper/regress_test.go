@@ -228,11 +228,20 @@ func TestReliabilityHostileNode(t *testing.T) {
 		h.slow(5 * time.Millisecond)
 		listen := strings.TrimSpace(strings.SplitN(strings.SplitN(mustRead(t, h.cfg), "listen: ", 2)[1], "\n", 2)[0])
 		cmd, done, out := h.start()
+		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+			if resp, err := http.Get("http://" + listen + "/healthz"); err == nil {
+				resp.Body.Close()
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("the metrics listener never answered\n%s", out)
+			}
+		}
 		var conns []net.Conn
 		for range 3000 {
 			c, err := net.DialTimeout("tcp", listen, time.Second)
 			if err != nil {
-				break
+				t.Fatalf("connection %d: %v", len(conns), err)
 			}
 			c.Write([]byte("GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n"))
 			conns = append(conns, c)
