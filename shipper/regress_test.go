@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/winobs/winobs/internal/fixture"
 	"github.com/winobs/winobs/internal/lokitest"
 	"github.com/winobs/winobs/shipper/loki"
 )
@@ -310,6 +311,27 @@ func TestReliabilityHostileNode(t *testing.T) {
 			}
 		})
 	}
+	t.Run("thousands of malformed events", func(t *testing.T) {
+		h := newHarness(t, 10, "")
+		var dump strings.Builder
+		dump.WriteString(string(fixture.Read(t, fixture.EventLog, "scm-7036-print-spooler.xml")) + "\r\n")
+		cut := "<Event xmlns='http://schemas.microsoft.com/win/2004/08/events/event'><System><EventID>7036</Sys></Event>"
+		for range 2000 {
+			dump.WriteString(cut + "\r\n")
+		}
+		os.WriteFile(h.dump, []byte(dump.String()), 0o644)
+		textfile := h.withTextfile()
+		out, err := h.run(time.Minute)
+		if err != nil {
+			t.Fatalf("%v\n%s", err, out)
+		}
+		if n := strings.Count(out, "not well-formed"); n > 2 {
+			t.Errorf("%d log lines for 2,000 malformed events: want one per minute", n)
+		}
+		if got, _ := metricSum(mustRead(t, textfile), "winobs_shipper_events_dropped_total", `reason="malformed_xml"`); got != 2000 {
+			t.Errorf("dropped malformed_xml %v, want 2000", got)
+		}
+	})
 	t.Run("textfile directory missing", func(t *testing.T) {
 		h := newHarness(t, 10, "")
 		textfile := filepath.Join(h.dir, "not", "yet", "shipper.prom")
