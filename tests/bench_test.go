@@ -54,16 +54,27 @@ func syntheticCluster() (script string, series int) {
 		for _, m := range []string{"cache", "modified_page_list", "standby_cache_core", "standby_cache_normal_priority", "standby_cache_reserve"} {
 			add(`windows_memory_`+m+`_bytes{`+target+`}`, "268435456x20")
 		}
+		add(`windows_time_computed_time_offset_seconds{`+target+`}`, "0.002x20")
+		add(`windows_time_ntp_client_time_sources{`+target+`}`, "1x20")
+		add(`windows_pagefile_free_bytes{`+target+`,file="C:\\pagefile.sys"}`, "4294967296x20")
+		add(`windows_pagefile_limit_bytes{`+target+`,file="C:\\pagefile.sys"}`, "8589934592x20")
 		for _, vol := range []string{"C:", "HarddiskVolume1"} {
 			v := fmt.Sprintf(`%s,volume="%s"`, target, vol)
 			add(`windows_logical_disk_read_seconds_total{`+v+`}`, "0+1.5x20")
 			add(`windows_logical_disk_write_seconds_total{`+v+`}`, "0+3x20")
 			add(`windows_logical_disk_size_bytes{`+v+`}`, "137438953472x20")
 			add(`windows_logical_disk_free_bytes{`+v+`}`, "68719476736x20")
+			add(`windows_logical_disk_read_latency_seconds_total{`+v+`}`, "0+0.6x20")
+			add(`windows_logical_disk_write_latency_seconds_total{`+v+`}`, "0+0.9x20")
+			add(`windows_logical_disk_reads_total{`+v+`}`, "0+300x20")
+			add(`windows_logical_disk_writes_total{`+v+`}`, "0+450x20")
 		}
 		for _, nic := range []string{"vEthernet (Ethernet)", "Ethernet"} {
 			v := fmt.Sprintf(`%s,nic="%s"`, target, nic)
 			add(`windows_net_bytes_total{`+v+`}`, "0+300000x20")
+			add(`windows_net_packets_total{`+v+`}`, "0+3000x20")
+			add(`windows_net_packets_received_errors_total{`+v+`}`, "0x20")
+			add(`windows_net_packets_outbound_errors_total{`+v+`}`, "0x20")
 			add(`windows_net_packets_received_discarded_total{`+v+`}`, "0+0.5x20")
 			add(`windows_net_packets_outbound_discarded_total{`+v+`}`, "0x20")
 		}
@@ -233,8 +244,9 @@ func BenchmarkRuleEvaluation(b *testing.B) {
 	b.StopTimer()
 
 	produced := rb.count(b, `{__name__=~".+:winobs_.+:.+"}`)
-	// 4 records per container, 6 per node.
-	if want := float64(benchNodes*benchContainers*4 + benchNodes*6); produced != want {
+	// 4 records per container; 8 per node, plus one per volume with a drive
+	// letter (C:), per adapter (2) and per page file: 13.
+	if want := float64(benchNodes*benchContainers*4 + benchNodes*13); produced != want {
 		b.Errorf("records produced %v series, want %v", produced, want)
 	}
 	b.ReportMetric(float64(rb.inputs), "input_series")
