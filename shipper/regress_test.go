@@ -278,7 +278,7 @@ func TestReliabilityHostileNode(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newHarness(t, 10, "")
 			fifo := filepath.Join(h.dir, "fifo")
-			if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+			if err := mkfifo(fifo); err != nil {
 				t.Skip(err)
 			}
 			conf := mustRead(t, h.cfg)

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/common/model"
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/promql/parser"
 
@@ -82,7 +83,7 @@ func TestEveryAlertIsTestedLikeTheMixin(t *testing.T) {
 				if job := lset.Get("job"); job != "" && !ourJobs[job] {
 					g.foreign = true
 				}
-				name := lset.Get(labels.MetricName)
+				name := lset.Get(model.MetricNameLabel)
 				allZero, flat, last := len(values) > 0, len(values) > 1, math.Inf(-1)
 				for _, v := range values {
 					if v.Omitted {
@@ -146,9 +147,7 @@ func TestEveryAlertIsTestedLikeTheMixin(t *testing.T) {
 		for _, a := range defs {
 			walkRules(a.expr, recordExpr, reads, &rated, &guarded)
 			guarded = metricsOf(guarded, recordExpr)
-			for _, th := range recordThresholds(a.expr) {
-				thresholds = append(thresholds, th)
-			}
+			thresholds = append(thresholds, recordThresholds(a.expr)...)
 		}
 		var boundary, recovery, foreign bool
 		resets, zeros := map[string]bool{}, map[string]bool{}
@@ -233,7 +232,7 @@ func walkRules(e parser.Expr, records map[string]parser.Expr, reads map[string]b
 			if n.Func.Name == "rate" || n.Func.Name == "increase" {
 				for _, vs := range parser.ExtractSelectors(n) {
 					for _, m := range vs {
-						if m.Name == labels.MetricName {
+						if m.Name == model.MetricNameLabel {
 							*rated = append(*rated, m.Value)
 						}
 					}
@@ -255,7 +254,7 @@ func walkRules(e parser.Expr, records map[string]parser.Expr, reads map[string]b
 				if num, ok := b.RHS.(*parser.NumberLiteral); ok && num.Val == 0 {
 					for _, vs := range parser.ExtractSelectors(b.LHS) {
 						for _, m := range vs {
-							if m.Name == labels.MetricName && !strings.HasPrefix(m.Value, "rate") {
+							if m.Name == model.MetricNameLabel && !strings.HasPrefix(m.Value, "rate") {
 								*guarded = append(*guarded, m.Value)
 							}
 						}
@@ -278,7 +277,7 @@ func metricsOf(names []string, records map[string]parser.Expr) []string {
 		}
 		for _, vs := range parser.ExtractSelectors(e) {
 			for _, m := range vs {
-				if m.Name == labels.MetricName {
+				if m.Name == model.MetricNameLabel {
 					out = append(out, metricsOf([]string{m.Value}, records)...)
 				}
 			}

@@ -33,9 +33,6 @@ const (
 	errUnresolvedInsert   syscall.Errno = 15029
 )
 
-// publisherCacheCapacity bounds the cached publisher metadata handles.
-const publisherCacheCapacity = 256
-
 // evtVariant is EVT_VARIANT: a 16-byte union of the value, then Count and
 // Type (DWORDs).
 type evtVariant struct {

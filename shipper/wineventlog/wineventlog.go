@@ -39,6 +39,9 @@ var (
 	procEvtGetLogInfo            = wevtapi.NewProc("EvtGetLogInfo")
 )
 
+// publisherCacheCapacity bounds the cached publisher metadata handles.
+const publisherCacheCapacity = 256
+
 type handle uintptr
 
 func evtClose(h handle) {
