@@ -170,7 +170,8 @@ func (s *Store) Load(channel string) (cp Checkpoint, found bool, note string, er
 // Peek returns the channel's valid checkpoint (or its previous copy) without
 // touching any file; Load is what handles a corrupt one.
 func (s *Store) Peek(channel string) (Checkpoint, bool) {
-	for _, p := range []string{s.Path(channel), s.Path(channel) + ".bak"} {
+	legacy := filepath.Join(s.dir, legacyName(channel)+".checkpoint")
+	for _, p := range []string{s.Path(channel), s.Path(channel) + ".bak", legacy} {
 		if cp, err := read(p, channel); err == nil {
 			return cp, true
 		}
