@@ -109,14 +109,15 @@ func Validate(c *Config) Problems {
 	v.hold("alerts.volumeFilling.for", a.VolumeFilling.For)
 	v.finiteIn("alerts.volumeLatency.seconds", a.VolumeLatency.Seconds, 0, 60, "an average I/O time in seconds")
 	v.hold("alerts.volumeLatency.for", a.VolumeLatency.For)
-	v.ratio("alerts.networkErrors.ratio", a.NetworkErrors.Ratio)
-	v.hold("alerts.networkErrors.for", a.NetworkErrors.For)
-	v.ratio("alerts.cpuSaturation.ratio", a.CPUSaturation.Ratio)
-	v.hold("alerts.cpuSaturation.for", a.CPUSaturation.For)
-	v.ratio("alerts.memorySaturation.ratio", a.MemorySaturation.Ratio)
-	v.hold("alerts.memorySaturation.for", a.MemorySaturation.For)
-	v.ratio("alerts.pagefile.ratio", a.Pagefile.Ratio)
-	v.hold("alerts.pagefile.for", a.Pagefile.For)
+	for path, th := range map[string]Threshold{
+		"alerts.networkErrors":    a.NetworkErrors,
+		"alerts.pagefile":         a.Pagefile,
+		"alerts.cpuSaturation":    {Ratio: a.CPUSaturation.Ratio, For: a.CPUSaturation.For},
+		"alerts.memorySaturation": {Ratio: a.MemorySaturation.Ratio, For: a.MemorySaturation.For},
+	} {
+		v.ratio(path+".ratio", th.Ratio)
+		v.hold(path+".for", th.For)
+	}
 	v.finiteIn("alerts.clock.maxOffsetSeconds", a.Clock.MaxOffsetSeconds, 0, 3600, "an offset in seconds")
 	v.hold("alerts.clock.for", a.Clock.For)
 	v.hold("alerts.clock.noSourceFor", a.Clock.NoSourceFor)

@@ -15,6 +15,7 @@ import (
 	"github.com/winobs/winobs/dashboards"
 	"github.com/winobs/winobs/internal/fixture"
 	"github.com/winobs/winobs/internal/logqlcheck"
+	"github.com/winobs/winobs/internal/rulecheck"
 	"github.com/winobs/winobs/rules"
 )
 
@@ -299,18 +300,9 @@ func TestAlertThresholdsAreOnTheirPanels(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			parser.Inspect(e, func(n parser.Node, _ []parser.Node) error {
-				b, ok := n.(*parser.BinaryExpr)
-				if !ok || !b.Op.IsComparisonOperator() {
-					return nil
-				}
-				vs, lhs := b.LHS.(*parser.VectorSelector)
-				num, rhs := b.RHS.(*parser.NumberLiteral)
-				if lhs && rhs && strings.Contains(vs.Name, ":winobs_") {
-					want = append(want, shown{vs.Name, num.Val})
-				}
-				return nil
-			})
+			for _, th := range rulecheck.RecordThresholds(e) {
+				want = append(want, shown{th.Record, th.Value})
+			}
 		}
 	}
 	if len(want) < 5 {

@@ -222,26 +222,21 @@ func alertDefs(a *config.Alerts) []alertDef {
 			description: "The Windows Time service on " + nodeRef + " uses no NTP source: its clock drifts freely, and certificates, tokens and Kerberos start failing once it is off.",
 		},
 	}
-	if a.CPUSaturation.Enabled {
-		defs = append(defs, alertDef{
-			name: AlertNodeCPUSaturated, severity: "warning",
-			expr:    `$[NodeCPUUtilisation] > ` + num(a.CPUSaturation.Ratio),
-			hold:    a.CPUSaturation.For,
-			summary: "Windows node " + nodeRef + " uses {{ $value | humanizePercentage }} of its CPU.",
-			description: "All logical processors of " + nodeRef + " have been over " + pct(a.CPUSaturation.Ratio) + " busy for " + string(a.CPUSaturation.For) +
-				": kubelet, containerd and the pods' probes compete for CPU, and probes start timing out.",
-		})
+	saturated := func(name string, s config.Saturation, record, what, effect string) {
+		if s.Enabled {
+			defs = append(defs, alertDef{
+				name: name, severity: "warning",
+				expr:        record + ` > ` + num(s.Ratio),
+				hold:        s.For,
+				summary:     "Windows node " + nodeRef + " uses {{ $value | humanizePercentage }} of its " + what + ".",
+				description: "The " + what + " of " + nodeRef + " has been over " + pct(s.Ratio) + " in use for " + string(s.For) + ": " + effect,
+			})
+		}
 	}
-	if a.MemorySaturation.Enabled {
-		defs = append(defs, alertDef{
-			name: AlertNodeMemorySaturated, severity: "warning",
-			expr:    `$[NodeMemoryUtilisation] > ` + num(a.MemorySaturation.Ratio),
-			hold:    a.MemorySaturation.For,
-			summary: "Windows node " + nodeRef + " uses {{ $value | humanizePercentage }} of its physical memory.",
-			description: "Less than " + pct(1-a.MemorySaturation.Ratio) + " of the physical memory of " + nodeRef + " has been available for " + string(a.MemorySaturation.For) +
-				", standby cache included: the node pages, and the commit charge alert is next.",
-		})
-	}
+	saturated(AlertNodeCPUSaturated, a.CPUSaturation, "$[NodeCPUUtilisation]", "CPU",
+		"kubelet, containerd and the pods' probes compete for CPU, and probes start timing out.")
+	saturated(AlertNodeMemorySaturated, a.MemorySaturation, "$[NodeMemoryUtilisation]", "physical memory",
+		"the standby cache is gone, the node pages, and the commit charge alert is next.")
 	return defs
 }
 

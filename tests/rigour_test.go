@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/prometheus/promql/parser"
 
 	"github.com/winobs/winobs/config"
+	"github.com/winobs/winobs/internal/rulecheck"
 )
 
 // TestEveryAlertIsTestedLikeTheMixin holds every alert, old and new, to the
@@ -140,14 +141,11 @@ func TestEveryAlertIsTestedLikeTheMixin(t *testing.T) {
 		defs := alerts[name]
 		reads := map[string]bool{name: true} // what a group may test to count for this alert
 		var rated, guarded []string
-		var thresholds []struct {
-			record string
-			value  float64
-		}
+		var thresholds []rulecheck.Threshold
 		for _, a := range defs {
 			walkRules(a.expr, recordExpr, reads, &rated, &guarded)
 			guarded = metricsOf(guarded, recordExpr)
-			thresholds = append(thresholds, recordThresholds(a.expr)...)
+			thresholds = append(thresholds, rulecheck.RecordThresholds(a.expr)...)
 		}
 		var boundary, recovery, foreign bool
 		resets, zeros := map[string]bool{}, map[string]bool{}
@@ -206,12 +204,12 @@ func TestEveryAlertIsTestedLikeTheMixin(t *testing.T) {
 		for _, th := range thresholds {
 			at := false
 			for _, g := range gs {
-				for _, v := range g.checked[th.record] {
-					at = at || math.Abs(v-th.value) < 1e-9
+				for _, v := range g.checked[th.Record] {
+					at = at || math.Abs(v-th.Value) < 1e-9
 				}
 			}
 			if !at {
-				t.Errorf("%s: %s is never checked at the threshold %g", name, th.record, th.value)
+				t.Errorf("%s: %s is never checked at the threshold %g", name, th.Record, th.Value)
 			}
 		}
 	}
@@ -284,64 +282,4 @@ func metricsOf(names []string, records map[string]parser.Expr) []string {
 		}
 	}
 	return out
-}
-
-// recordThresholds are the `record <op> number` comparisons of an alert.
-func recordThresholds(e parser.Expr) []struct {
-	record string
-	value  float64
-} {
-	var out []struct {
-		record string
-		value  float64
-	}
-	parser.Inspect(e, func(n parser.Node, _ []parser.Node) error {
-		b, ok := n.(*parser.BinaryExpr)
-		if !ok || !b.Op.IsComparisonOperator() {
-			return nil
-		}
-		vs, lhs := b.LHS.(*parser.VectorSelector)
-		num, rhs := b.RHS.(*parser.NumberLiteral)
-		if lhs && rhs && strings.Contains(vs.Name, ":winobs_") {
-			out = append(out, struct {
-				record string
-				value  float64
-			}{vs.Name, num.Val})
-		}
-		return nil
-	})
-	return out
-}
-
-// TestSecondConfiguration: tests/second/bundle is the render of
-// tests/second/config.yaml (make generate; CI checks it is current), with
-// the saturation alerts switched off and every other alert present.
-func TestSecondConfiguration(t *testing.T) {
-	cfg, err := config.Load("second/config.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if cfg.WindowsExporter.Job == config.Default().WindowsExporter.Job || cfg.Cluster.Label == "cluster" || cfg.Alerts.CPUSaturation.Enabled {
-		t.Fatal("the second configuration must differ from the default in jobs, cluster label and switches")
-	}
-	second := map[string]bool{}
-	for _, g := range ruleFileGroups(t, "second/bundle/rules/winobs-windows-records.yaml", "second/bundle/rules/winobs-windows-alerts.yaml") {
-		for _, r := range g.Rules {
-			second[r.Alert+r.Record] = true
-			if !strings.Contains(r.Expr, `job="win-nodes"`) && !strings.Contains(r.Expr, `job="ksm"`) && !strings.Contains(r.Expr, ":winobs_") {
-				t.Errorf("%s%s selects neither the configured jobs nor a record", r.Alert, r.Record)
-			}
-			if strings.Contains(r.Expr, `job="windows-exporter"`) {
-				t.Errorf("%s%s selects the default job", r.Alert, r.Record)
-			}
-		}
-	}
-	for _, g := range loadRenderedGroups(t) {
-		for _, r := range g.Rules {
-			off := r.Alert == "WindowsNodeCPUSaturated" || r.Alert == "WindowsNodeMemorySaturated"
-			if second[r.Alert+r.Record] == off {
-				t.Errorf("%s%s: in the second configuration %v, want %v", r.Alert, r.Record, second[r.Alert+r.Record], !off)
-			}
-		}
-	}
 }
