@@ -24,6 +24,9 @@ type Loki struct {
 	BasicAuth       BasicAuth `yaml:"basicAuth"`
 	BearerTokenFile string    `yaml:"bearerTokenFile"`
 	CAFile          string    `yaml:"caFile"`
+	// AllowInsecureCredentials accepts basicAuth or a bearer token over
+	// plain http, which sends them in the clear: refused unless stated.
+	AllowInsecureCredentials bool `yaml:"allowInsecureCredentials"`
 }
 
 // BasicAuth is a user name and the file that holds the password.
@@ -60,8 +63,14 @@ func (e Loki) Check(prefix string) []conffile.Problem {
 	if e.CAFile != "" && !strings.HasPrefix(e.URL, "https://") {
 		add("caFile", "a CA file needs an https URL")
 	}
+	if creds := e.BasicAuth.Username != "" || e.BearerTokenFile != ""; creds && strings.HasPrefix(strings.ToLower(e.URL), "http://") && !e.AllowInsecureCredentials {
+		add("url", "is plain http, so basicAuth or the bearer token would be sent in the clear: use https, or set %s.allowInsecureCredentials: true to accept that", prefix)
+	}
 	return out
 }
+
+// secretParam matches query parameter names that carry a credential.
+var secretParam = regexp.MustCompile(`(?i)token|secret|passw|api[-_]?key|auth|signature|^sig$|credential|session`)
 
 // CheckURL returns what is wrong with an http(s) URL that is written into
 // agent configs and annotations, or "" when nothing is.
@@ -86,6 +95,11 @@ func ParseURL(raw string) (*url.URL, string) {
 		return nil, fmt.Sprintf("must not have a #fragment, got %q", shown)
 	case strings.ContainsAny(raw, "{}\"'` \\<>|^") || strings.IndexFunc(raw, unicode.IsControl) >= 0 || !utf8.ValidString(raw):
 		return nil, fmt.Sprintf("must not contain spaces, quotes, braces or control characters (percent-encode them), got %q", shown)
+	}
+	for name := range u.Query() {
+		if secretParam.MatchString(name) {
+			return nil, fmt.Sprintf("must not carry a secret in its query string (%q): it would be written into configs and logs; use bearerTokenFile or basicAuth.passwordFile", conffile.Excerpt(name))
+		}
 	}
 	return u, ""
 }

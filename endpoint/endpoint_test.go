@@ -25,6 +25,19 @@ func TestCheck(t *testing.T) {
 			[]string{"loki.bearerTokenFile: use either basicAuth or bearerTokenFile"}},
 		{"CA without TLS", func(l *Loki) { l.URL = "http://loki.example/loki/api/v1/push"; l.CAFile = "/ca.pem" },
 			[]string{"loki.caFile: a CA file needs an https URL"}},
+		{"basic auth over http", func(l *Loki) { l.URL = "http://loki.example/loki/api/v1/push"; l.BasicAuth = BasicAuth{"u", "/p"} },
+			[]string{"loki.url: is plain http, so basicAuth or the bearer token would be sent in the clear"}},
+		{"a bearer token over HTTP", func(l *Loki) { l.URL = "HTTP://loki.example/loki/api/v1/push"; l.BearerTokenFile = "/t" },
+			[]string{"loki.url: is plain http"}},
+		{"credentials over http, stated", func(l *Loki) {
+			l.URL, l.BearerTokenFile, l.AllowInsecureCredentials = "http://loki.example/loki/api/v1/push", "/t", true
+		}, nil},
+		{"http without credentials", func(l *Loki) { l.URL = "http://loki.example/loki/api/v1/push" }, nil},
+		{"a token in the query string", func(l *Loki) { l.URL = "https://loki.example/loki/api/v1/push?access_token=hunter2" },
+			[]string{"loki.url: must not carry a secret in its query string"}},
+		{"an API key in the query string", func(l *Loki) { l.URL = "https://loki.example/loki/api/v1/push?X-Api-Key=hunter2" },
+			[]string{"loki.url: must not carry a secret in its query string"}},
+		{"a harmless query", func(l *Loki) { l.URL = "https://loki.example/insert/loki/api/v1/push?disable_message_parsing=1" }, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			l := ok

@@ -285,7 +285,7 @@ func TestReliabilityHostileNode(t *testing.T) {
 			if tc.edit == "dump" {
 				conf = strings.Replace(conf, fmt.Sprintf("%q", h.dump), fmt.Sprintf("%q", fifo), 1)
 			} else {
-				conf = strings.Replace(conf, "  minBackoff: 50ms\n", fmt.Sprintf("  minBackoff: 50ms\n  basicAuth: {username: u, passwordFile: %q}\n", fifo), 1) + "shutdownGrace: 2s\n"
+				conf = strings.Replace(conf, "  minBackoff: 50ms\n", fmt.Sprintf("  minBackoff: 50ms\n  basicAuth: {username: u, passwordFile: %q}\n  allowInsecureCredentials: true\n", fifo), 1) + "shutdownGrace: 2s\n"
 			}
 			os.WriteFile(h.cfg, []byte(conf), 0o644)
 			cmd, done, out := h.start()
