@@ -2,8 +2,13 @@ package alloy
 
 import (
 	"bytes"
+	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/prometheus/common/model"
+	"github.com/prometheus/prometheus/model/labels"
+	promrelabel "github.com/prometheus/prometheus/model/relabel"
 
 	"github.com/grafana/alloy/syntax/ast"
 	"github.com/grafana/alloy/syntax/parser"
@@ -174,6 +179,29 @@ func TestComponentLabel(t *testing.T) {
 	for _, label := range []string{"_123", "setup"} {
 		if p["loki.source.windowsevent."+label] == nil {
 			t.Errorf("no component loki.source.windowsevent %q in %v", label, p)
+		}
+	}
+}
+
+// A job value reaches Alloy's relabel replacement, which expands $1, ${x}
+// and $$: it is escaped so Prometheus' relabel semantics (Alloy's) give the
+// value back exactly.
+func TestPodLogsJobIsLiteral(t *testing.T) {
+	for _, job := range []string{"windows-pods", "eu$1", "$JOB", "${1}x", "a$$b"} {
+		c := load(t, nil)
+		c.Logs.PodLogsJob = job
+		p := parse(t, mustConfig(t, c))
+		quoted := p["discovery.relabel.pods/rule#6"]["replacement"]
+		repl, err := strconv.Unquote(quoted)
+		if err != nil {
+			t.Fatalf("%s: %v", quoted, err)
+		}
+		cfg := &promrelabel.Config{Action: promrelabel.Replace, TargetLabel: "job", Replacement: repl, Regex: promrelabel.MustNewRegexp("(.*)"),
+			Separator: ";", NameValidationScheme: model.UTF8Validation}
+		lb := labels.NewBuilder(labels.FromStrings("__meta_x", "y"))
+		promrelabel.ProcessBuilder(lb, cfg)
+		if v := lb.Labels().Get("job"); v != job {
+			t.Errorf("job %q: the relabel rule yields %q", job, v)
 		}
 	}
 }

@@ -87,6 +87,10 @@ func relabel(sources []string, target string, extra ...any) *builder.Block {
 	return block("rule", "", append(attrs, extra...)...)
 }
 
+// literalReplacement is a relabel replacement that yields s as it is: the
+// relabel grammar expands $1, ${name} and $$, so every '$' is doubled.
+func literalReplacement(s string) string { return strings.ReplaceAll(s, "$", "$$") }
+
 func podLogBlocks(cfg *config.Config) []*builder.Block {
 	// Only this node's pods: the API server filters by spec.nodeName.
 	discover := block("discovery.kubernetes", "pods", "role", "pod")
@@ -102,7 +106,7 @@ func podLogBlocks(cfg *config.Config) []*builder.Block {
 		relabel([]string{"__meta_kubernetes_pod_label_app_kubernetes_io_name", "__meta_kubernetes_pod_label_app"}, "app",
 			"separator", ";", "regex", "^;*([^;]+)(;.*)?$", "replacement", "$1"),
 		relabel([]string{"__meta_kubernetes_pod_node_name"}, "node"),
-		relabel(nil, "job", "replacement", cfg.Logs.PodLogsJob),
+		relabel(nil, "job", "replacement", literalReplacement(cfg.Logs.PodLogsJob)),
 		relabel([]string{"__meta_kubernetes_pod_uid", "__meta_kubernetes_pod_container_name"}, "__path__",
 			"separator", `\`, "replacement", podLogPattern),
 	} {
