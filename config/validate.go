@@ -164,7 +164,13 @@ func validateAgents(v *validator, c *Config) {
 			}
 		}
 	}
-	reachable("apiServer.host", c.APIServer.Host)
+	// The host becomes KUBERNETES_SERVICE_HOST: a DNS name or an IP
+	// literal, nothing a URL, header or command line would read otherwise.
+	if h := c.APIServer.Host; h != "" && !isHostName(h) && net.ParseIP(h) == nil {
+		v.add("apiServer.host", "must be a DNS name (letters, digits, '-' and '.', at most 253 bytes) or an IP address, got %q", conffile.Excerpt(h))
+	} else {
+		reachable("apiServer.host", h)
+	}
 	v.check("apiServer.port", c.APIServer.Port > 0 && c.APIServer.Port < 65536, "must be a TCP port, got %d", c.APIServer.Port)
 
 	// The endpoint's own checks, shared with the shipper; then what gen adds:
@@ -316,4 +322,21 @@ func (v *validator) duration(path string, d Duration) (model.Duration, bool) {
 // beyond a week is not (the alert would never fire).
 func (v *validator) hold(path string, d Duration) {
 	v.durationIn(path, d, 0, maxHold, "an alert's hold time")
+}
+
+// hostName is an RFC 1123 DNS name: labels of letters, digits and '-', not
+// starting or ending with '-', at most 63 bytes each.
+var hostLabel = regexp.MustCompile(`^[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?$`)
+
+func isHostName(h string) bool {
+	h = strings.TrimSuffix(h, ".")
+	if h == "" || len(h) > 253 {
+		return false
+	}
+	for _, l := range strings.Split(h, ".") {
+		if !hostLabel.MatchString(l) {
+			return false
+		}
+	}
+	return true
 }

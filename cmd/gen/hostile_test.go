@@ -78,6 +78,10 @@ func TestHostileConfigsAreRefused(t *testing.T) {
 		{"a secret file that is a relative path", "loki:\n  bearerTokenFile: ../../token\n", ":2: loki.bearerTokenFile: must be an absolute Windows path"},
 		{"requests above limits", "shipper:\n  resources:\n    requests: {memory: 1Gi}\n    limits: {memory: 128Mi}\n", ":3: shipper.resources.requests.memory: must not exceed"},
 		{"alias bomb", aliasBomb(), ":1: the document expands to more than"},
+		{"an API host with a newline", "apiServer:\n  host: \"api.example\\r\\nX: 1\"\n", ":2: apiServer.host: must be a DNS name"},
+		{"an API host with URL syntax", "apiServer:\n  host: \"evil.example/?#@x\"\n", ":2: apiServer.host: must be a DNS name"},
+		{"an API host with DEL", "apiServer:\n  host: \"api\\x7f.example\"\n", ":2: apiServer.host: must be a DNS name"},
+		{"a 200 KB API host", "apiServer:\n  host: " + strings.Repeat("a", 200<<10) + ".example\n", ":2: apiServer.host: must be a DNS name"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			code, stderr, out, cfg := genWith(t, tc.body)
