@@ -57,6 +57,10 @@ func Validate(c *Config) Problems {
 	v.check("logs.podLogsJob", c.Logs.PodLogsJob != c.Logs.EventsJob, "must differ from logs.eventsJob")
 	v.nonEmpty("dashboards.folder", c.Dashboards.Folder)
 	v.text("dashboards.folder", c.Dashboards.Folder)
+	// The Grafana sidecar joins the folder to its directory and writes the
+	// dashboards there (foldersFromFilesStructure): no way out of it.
+	v.check("dashboards.folder", !unsafeFolder(c.Dashboards.Folder),
+		"must be a folder name, not a path: no leading '/' or '\\', drive letter, '..' or '.' segment, got %q", conffile.Excerpt(c.Dashboards.Folder))
 	for i, tag := range c.Dashboards.Tags {
 		v.text(fmt.Sprintf("dashboards.tags[%d]", i), tag)
 	}
@@ -339,4 +343,19 @@ func isHostName(h string) bool {
 		}
 	}
 	return true
+}
+
+// unsafeFolder reports a folder name a directory join would take outside its
+// base: absolute (either slash, a drive letter), or with "." or ".."
+// segments.
+func unsafeFolder(f string) bool {
+	if strings.HasPrefix(f, "/") || strings.HasPrefix(f, `\`) || (len(f) >= 2 && f[1] == ':') {
+		return true
+	}
+	for _, seg := range strings.FieldsFunc(f, func(r rune) bool { return r == '/' || r == '\\' }) {
+		if seg == "." || seg == ".." {
+			return true
+		}
+	}
+	return false
 }
