@@ -224,8 +224,9 @@ func validateAgents(v *validator, c *Config) {
 	v.image("shipper.image", c.Shipper.Image)
 	v.windowsPath("shipper.stateDir", c.Shipper.StateDir)
 	v.windowsPath("shipper.textfileDir", c.Shipper.TextfileDir)
-	if ap, err := netip.ParseAddrPort(c.Shipper.Listen); err != nil || !ap.Addr().IsLoopback() {
-		v.add("shipper.listen", "must be a loopback address:port such as 127.0.0.1:9498 (metrics reach Prometheus through the exporter's textfile collector), got %q", c.Shipper.Listen)
+	// No zone: the probe URL built from it must parse.
+	if ap, err := netip.ParseAddrPort(c.Shipper.Listen); err != nil || !ap.Addr().IsLoopback() || ap.Addr().Zone() != "" || ap.Port() == 0 {
+		v.add("shipper.listen", "must be a loopback address:port such as 127.0.0.1:9498, without a zone (metrics reach Prometheus through the exporter's textfile collector), got %q", conffile.Excerpt(c.Shipper.Listen))
 	}
 	v.resources("shipper.resources", c.Shipper.Resources)
 	v.labels("nodes.selector", c.Nodes.Selector)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -81,6 +82,7 @@ func TestHostileConfigsAreRefused(t *testing.T) {
 		{"an absolute dashboards folder", "dashboards:\n  folder: /etc/grafana\n", ":2: dashboards.folder: must be a folder name, not a path"},
 		{"a dashboards folder climbing out", "dashboards:\n  folder: \"Windows/../../etc\"\n", ":2: dashboards.folder: must be a folder name, not a path"},
 		{"a dashboards folder on a drive", "dashboards:\n  folder: 'C:\\ProgramData'\n", ":2: dashboards.folder: must be a folder name, not a path"},
+		{"a listen address with a zone (the probe URL would not parse)", "shipper:\n  listen: \"[::1%lo]:9498\"\n", ":2: shipper.listen: must be a loopback address:port"},
 		{"an API host with a newline", "apiServer:\n  host: \"api.example\\r\\nX: 1\"\n", ":2: apiServer.host: must be a DNS name"},
 		{"an API host with URL syntax", "apiServer:\n  host: \"evil.example/?#@x\"\n", ":2: apiServer.host: must be a DNS name"},
 		{"an API host with DEL", "apiServer:\n  host: \"api\\x7f.example\"\n", ":2: apiServer.host: must be a DNS name"},
@@ -98,6 +100,28 @@ func TestHostileConfigsAreRefused(t *testing.T) {
 				t.Error("a refused config wrote output")
 			}
 		})
+	}
+}
+
+// gen --config on a FIFO answers at once (opening it would wait for a
+// writer forever).
+func TestConfigFIFOIsRefusedAtOnce(t *testing.T) {
+	fifo := filepath.Join(t.TempDir(), "config.yaml")
+	if err := mkfifo(fifo); err != nil {
+		t.Skip(err)
+	}
+	done := make(chan int, 1)
+	var stderr bytes.Buffer
+	go func() {
+		done <- run([]string{"--config", fifo, "--out", filepath.Join(t.TempDir(), "out")}, io.Discard, &stderr)
+	}()
+	select {
+	case code := <-done:
+		if code != 2 || !strings.Contains(stderr.String(), "not a regular file") {
+			t.Errorf("exit %d:\n%s", code, stderr.String())
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("gen --config on a FIFO blocked")
 	}
 }
 
