@@ -17,6 +17,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/prometheus/common/model"
@@ -39,9 +40,32 @@ func (p Problem) Error() string {
 		fmt.Fprintf(&b, ":%d", p.Line)
 	}
 	if p.Path != "" {
-		b.WriteString(": " + p.Path)
+		// Paths hold the user's keys: escaped and bounded like any echoed text.
+		b.WriteString(": " + Printable(Excerpt(p.Path)))
 	}
 	b.WriteString(": " + excerptMsg(p.Msg))
+	return b.String()
+}
+
+// Printable escapes what a terminal or a CI log would act on (control
+// characters: CR and LF forge lines, ESC starts sequences; bidirectional
+// overrides) and invalid UTF-8, the way Go quotes them, leaving all other
+// text as it is.
+func Printable(s string) string {
+	var b strings.Builder
+	for i := 0; i < len(s); {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && size == 1:
+			fmt.Fprintf(&b, `\x%02x`, s[i])
+		case unicode.IsControl(r) || r == '\u2028' || r == '\u2029' || (r >= '\u202a' && r <= '\u202e') || (r >= '\u2066' && r <= '\u2069'):
+			q := strconv.QuoteRune(r)
+			b.WriteString(q[1 : len(q)-1])
+		default:
+			b.WriteString(s[i : i+size])
+		}
+		i += size
+	}
 	return b.String()
 }
 
@@ -49,9 +73,16 @@ func (p Problem) Error() string {
 type Problems []Problem
 
 func (ps Problems) Error() string {
-	lines := make([]string, len(ps))
+	// Every problem is reported, up to a bound: a file of aliased keys must
+	// not turn into megabytes of messages.
+	const most = 100
+	lines := make([]string, 0, min(len(ps), most+1))
 	for i, p := range ps {
-		lines[i] = p.Error()
+		if i == most {
+			lines = append(lines, fmt.Sprintf("… and %d more", len(ps)-most))
+			break
+		}
+		lines = append(lines, p.Error())
 	}
 	return fmt.Sprintf("%d problem(s) in the configuration:\n  %s", len(ps), strings.Join(lines, "\n  "))
 }
@@ -88,11 +119,17 @@ func locate(file string, root *yaml.Node, path string) (string, int) {
 // excerptMsg bounds a message that quotes a value (yaml's type errors quote
 // the whole scalar).
 func excerptMsg(m string) string {
-	const n = 400
-	if len(m) <= n {
-		return m
+	// Reasons are kept whole; only a message swollen by an echoed value is
+	// cut, and what is echoed is always escaped.
+	const n = 2000
+	if len(m) > n {
+		cut := n
+		for cut > 0 && !utf8.RuneStart(m[cut]) {
+			cut--
+		}
+		m = m[:cut] + fmt.Sprintf("… (message cut, %d bytes)", len(m))
 	}
-	return Excerpt(m[:n]) + "… (message cut)"
+	return Printable(m)
 }
 
 // Lookup returns the node at a field path (a.b[2].c, or a.b["x.y/z"] for a

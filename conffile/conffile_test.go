@@ -1,0 +1,46 @@
+package conffile
+
+import (
+	"strings"
+	"testing"
+)
+
+// Echoed text never acts on a terminal or a CI log: control characters,
+// invalid UTF-8 and bidirectional overrides are escaped, other text kept.
+func TestPrintable(t *testing.T) {
+	for in, want := range map[string]string{
+		"plain é text":            "plain é text",
+		"a\r\n::error::forged":    `a\r\n::error::forged`,
+		"\x1b[31mred":             `\x1b[31mred`,
+		"bad \xff byte":           `bad \xff byte`,
+		"rtl \u202e override":     `rtl \u202e override`,
+		"tab\tand NUL\x00":        `tab\tand NUL\x00`,
+		"a real \uFFFD character": "a real \uFFFD character",
+	} {
+		if got := Printable(in); got != want {
+			t.Errorf("Printable(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// A problem under a hostile key prints one bounded, escaped line; reasons
+// are never cut; a thousand problems print a hundred and the count.
+func TestProblemMessagesAreBounded(t *testing.T) {
+	key := "x\r\n::error file=a::forged" + strings.Repeat("k", 1<<20)
+	p := Problem{File: "c.yaml", Line: 3, Path: "alerts." + key, Msg: "unknown field"}
+	msg := p.Error()
+	if strings.ContainsAny(msg, "\r\n") || len(msg) > 300 || !strings.Contains(msg, `x\r\n::error`) {
+		t.Errorf("%d bytes: %.200q", len(msg), msg)
+	}
+	reason := strings.Repeat("a Kubernetes explanation, ", 20) // 520 bytes
+	if got := (Problem{Path: "p", Msg: reason}).Error(); !strings.HasSuffix(got, reason) {
+		t.Errorf("the reason was cut: %q", got)
+	}
+	var ps Problems
+	for range 1000 {
+		ps = append(ps, p)
+	}
+	if out := ps.Error(); !strings.Contains(out, "1000 problem(s)") || !strings.Contains(out, "… and 900 more") || len(out) > 40000 {
+		t.Errorf("%d bytes", len(out))
+	}
+}
