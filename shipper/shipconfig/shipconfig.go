@@ -251,8 +251,8 @@ func (c *Config) validate() conffile.Problems {
 	check("maxEventBytes", c.MaxEventBytes >= 64<<10 && c.MaxEventBytes <= c.Batch.MaxBytes,
 		"must be between 64 KiB and batch.maxBytes, got %d", c.MaxEventBytes)
 	ap, err := netip.ParseAddrPort(c.Listen)
-	check("listen", err == nil && ap.Addr().IsLoopback() && ap.Addr().Zone() == "" && ap.Port() != 0,
-		"must be a loopback address:port such as 127.0.0.1:9498 (the node's network is shared with every HostProcess pod; no zone, a port), got %q", c.Listen)
+	check("listen", err == nil && ap.Addr().IsLoopback() && ap.Addr().Zone() == "",
+		"must be a loopback address:port such as 127.0.0.1:9498, without a zone (the node's network is shared with every HostProcess pod), got %q", c.Listen)
 	check("textfile", c.Textfile == "" || strings.HasSuffix(c.Textfile, ".prom"), "must end in .prom (the textfile collector reads only those), got %q", c.Textfile)
 	duration("shutdownGrace", c.ShutdownGrace, true)
 	l := c.Limits
