@@ -7,6 +7,7 @@
 package conffile
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -453,14 +454,32 @@ func expandedSize(n *yaml.Node, limit int, memo map[*yaml.Node]int) int {
 // replaced, the rest kept. It reports every unknown key (with a suggestion)
 // and every type error, and returns the document for Locate.
 func Decode(file string, src []byte, out any) (*yaml.Node, Problems) {
-	var doc yaml.Node
-	if err := yaml.Unmarshal(src, &doc); err != nil {
-		return nil, Problems{syntaxProblem(file, err)}
+	// One document per file: a second one (even an empty first one before
+	// it) would otherwise be ignored without a word, syntax errors and all.
+	dec := yaml.NewDecoder(bytes.NewReader(src))
+	var docs []*yaml.Node
+	for {
+		var d yaml.Node
+		err := dec.Decode(&d)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, Problems{syntaxProblem(file, err)}
+		}
+		docs = append(docs, &d)
 	}
-	if len(doc.Content) == 0 {
+	if len(docs) > 1 {
+		line := docs[1].Line
+		if len(docs[1].Content) > 0 {
+			line = docs[1].Content[0].Line
+		}
+		return nil, Problems{{File: file, Line: line, Msg: "a second YAML document (after '---'): a config file is one document"}}
+	}
+	if len(docs) == 0 || len(docs[0].Content) == 0 {
 		return nil, nil // an empty file changes nothing
 	}
-	root := doc.Content[0]
+	root := docs[0].Content[0]
 	if n := expandedSize(root, maxExpandedNodes, map[*yaml.Node]int{}); n > maxExpandedNodes {
 		return nil, Problems{{File: file, Line: root.Line, Msg: fmt.Sprintf("the document expands to more than %d YAML nodes (aliases repeated too often); a config needs far fewer", maxExpandedNodes)}}
 	}

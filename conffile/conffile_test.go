@@ -44,3 +44,30 @@ func TestProblemMessagesAreBounded(t *testing.T) {
 		t.Errorf("%d bytes", len(out))
 	}
 }
+
+// One document per file: a second one is reported at its line, with or
+// without a syntax error in it, and an empty first one does not hide it.
+func TestOneDocumentPerFile(t *testing.T) {
+	type cfg struct {
+		A int `yaml:"a"`
+	}
+	for _, tc := range []struct {
+		name, src, want string
+	}{
+		{"one document after ---", "---\na: 1\n", ""},
+		{"a second document", "a: 1\n---\na: 2\n", "c.yaml:3: a second YAML document"},
+		{"a leading empty document", "---\n---\na: 2\n", "c.yaml:3: a second YAML document"},
+		{"a syntax error in the second", "a: 1\n---\na: [\n", "c.yaml:"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var c cfg
+			_, probs := Decode("c.yaml", []byte(tc.src), &c)
+			switch {
+			case tc.want == "" && len(probs) > 0:
+				t.Errorf("problems %v", probs)
+			case tc.want != "" && (len(probs) != 1 || !strings.HasPrefix(probs[0].Error(), tc.want)):
+				t.Errorf("problems %v, want %q", probs, tc.want)
+			}
+		})
+	}
+}
