@@ -293,7 +293,41 @@ func typeProblem(file string, root *yaml.Node, msg string) Problem {
 	line, _ := strconv.Atoi(m[1])
 	// The error names the kind of node it could not decode.
 	collection := strings.Contains(m[2], "!!seq") || strings.Contains(m[2], "!!map")
-	return Problem{File: file, Line: line, Path: pathAtLine(root, line, collection), Msg: m[2]}
+	return Problem{File: file, Line: line, Path: pathAtLine(root, line, collection), Msg: plainTypeError(m[2])}
+}
+
+// YAML tags and Go types in the decoder's words, as a user reads them.
+var (
+	reYAMLTag = regexp.MustCompile(`!!(str|int|float|bool|seq|map|null|timestamp)\b`)
+	reGoType  = regexp.MustCompile(`into (\[\][\w.*\[\]]+|map\[[^\]]+\][\w.*\[\]]+|u?int\d*|float\d+|bool|string|\*?[\w]+\.[\w]+)$`)
+)
+
+var yamlKinds = map[string]string{"str": "text", "int": "a number", "float": "a number", "bool": "true or false",
+	"seq": "a list", "map": "a map", "null": "nothing", "timestamp": "a timestamp"}
+
+// plainTypeError rewrites "cannot unmarshal !!str `x` into config.Services"
+// without YAML tags or Go type names.
+func plainTypeError(msg string) string {
+	msg = reGoType.ReplaceAllStringFunc(msg, func(m string) string {
+		t := strings.TrimPrefix(m, "into ")
+		switch {
+		case strings.HasPrefix(t, "[]"):
+			return "where a list is expected"
+		case strings.HasPrefix(t, "map["):
+			return "where a map of names to values is expected"
+		case strings.HasPrefix(t, "int") || strings.HasPrefix(t, "uint"):
+			return "where a whole number is expected"
+		case strings.HasPrefix(t, "float"):
+			return "where a number is expected"
+		case t == "bool":
+			return "where true or false is expected"
+		case t == "string":
+			return "where text is expected"
+		}
+		return "where this field's kind of value is expected"
+	})
+	msg = reYAMLTag.ReplaceAllStringFunc(msg, func(m string) string { return yamlKinds[m[2:]] })
+	return strings.Replace(msg, "cannot unmarshal ", "cannot read ", 1)
 }
 
 func syntaxProblem(file string, err error) Problem {

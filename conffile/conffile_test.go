@@ -71,3 +71,20 @@ func TestOneDocumentPerFile(t *testing.T) {
 		})
 	}
 }
+
+// Type errors speak of lists, maps, numbers and text, never of YAML tags or
+// Go types.
+func TestPlainTypeErrors(t *testing.T) {
+	for in, want := range map[string]string{
+		"cannot unmarshal !!str `abc` into int":             "cannot read text `abc` where a whole number is expected",
+		"cannot unmarshal !!map into config.Services":       "cannot read a map where this field's kind of value is expected",
+		"cannot unmarshal !!seq into map[string]string":     "cannot read a list where a map of names to values is expected",
+		"cannot unmarshal !!str `x` into []string":          "cannot read text `x` where a list is expected",
+		"cannot unmarshal !!str `maybe` into bool":          "cannot read text `maybe` where true or false is expected",
+		"cannot unmarshal !!int `3` into conffile.Duration": "cannot read a number `3` where this field's kind of value is expected",
+	} {
+		if got := plainTypeError(in); got != want {
+			t.Errorf("%q\n got  %q\n want %q", in, got, want)
+		}
+	}
+}
