@@ -81,7 +81,15 @@ func EncodeYAML(v any) ([]byte, error) {
 	return b.Bytes(), nil
 }
 
-// EncodeObjects encodes Kubernetes objects (json struct tags) as YAML documents.
+// MaxObjectBytes is the API server's limit on one object (a ConfigMap's data
+// must stay under 1 MiB; etcd refuses requests over 1.5 MiB).
+const MaxObjectBytes = 1 << 20
+
+// ErrObjectTooLarge reports an object the API server would refuse.
+var ErrObjectTooLarge = errors.New("over the API server's 1 MiB object limit")
+
+// EncodeObjects encodes Kubernetes objects (json struct tags) as YAML
+// documents; an object the API server would refuse for its size is an error.
 func EncodeObjects(objs []any) ([]byte, error) {
 	var b bytes.Buffer
 	b.WriteString(Header)
@@ -89,6 +97,16 @@ func EncodeObjects(objs []any) ([]byte, error) {
 		y, err := k8syaml.Marshal(o)
 		if err != nil {
 			return nil, fmt.Errorf("object %d: %w", i, err)
+		}
+		if len(y) > MaxObjectBytes {
+			var id struct {
+				Kind     string `json:"kind"`
+				Metadata struct {
+					Name string `json:"name"`
+				} `json:"metadata"`
+			}
+			k8syaml.Unmarshal(y, &id)
+			return nil, fmt.Errorf("%s %s is %d bytes, %w: render fewer channels, services or dashboards into it", id.Kind, id.Metadata.Name, len(y), ErrObjectTooLarge)
 		}
 		if i > 0 {
 			b.WriteString("---\n")

@@ -103,6 +103,24 @@ func TestHostileConfigsAreRefused(t *testing.T) {
 	}
 }
 
+// A valid config whose render holds an object over the API server's 1 MiB
+// limit (thousands of event log channels in Alloy's ConfigMap) exits 2
+// naming the object, and writes nothing.
+func TestObjectsOverTheAPIServerLimitAreRefused(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("eventLog:\n  channels:\n")
+	for i := range 2500 {
+		fmt.Fprintf(&b, "    - {name: Microsoft-Windows-%s-%04d/Operational, levels: [1]}\n", strings.Repeat("Example", 20), i)
+	}
+	code, stderr, out, _ := genWith(t, b.String())
+	if code != 2 || !strings.Contains(stderr, "ConfigMap") || !strings.Contains(stderr, "1 MiB object limit") {
+		t.Errorf("exit %d:\n%.600s", code, stderr)
+	}
+	if _, err := os.Stat(out); !os.IsNotExist(err) {
+		t.Error("a refused render wrote output")
+	}
+}
+
 // gen --config on a FIFO answers at once (opening it would wait for a
 // writer forever).
 func TestConfigFIFOIsRefusedAtOnce(t *testing.T) {

@@ -64,6 +64,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 	sum, err := render.Write(*out, files)
 	if err != nil {
 		fmt.Fprintf(stderr, "gen: writing %s: %v\n", *out, err)
+		if errors.Is(err, render.ErrObjectTooLarge) {
+			return 2 // the configuration asks for more than Kubernetes takes
+		}
 		return 1
 	}
 	printSummary(stdout, *out, sum)
