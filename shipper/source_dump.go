@@ -64,56 +64,46 @@ func (ds *dumpSource) run(ctx context.Context, env sourceEnv) error {
 // followed is done, or the reason a followed one must be opened again.
 func (ds *dumpSource) read(ctx context.Context, env sourceEnv, r *dump.Reader) (string, error) {
 	for {
-		rec, err := r.NextContext(ctx)
-		fp := r.Fingerprint()
-		switch {
-		case errors.Is(err, io.EOF):
-			reason := ""
-			if ds.d.Follow {
-				// Wait, then look at the path before reading on: a file
-				// rewritten meanwhile must not be read on from the old offset.
-				select {
-				case <-ctx.Done():
-					return "", ctx.Err()
-				case <-time.After(followPoll):
-				}
-				if reason = ds.changed(r); reason == "" {
-					continue
-				}
-				if reason == reopenRotated {
-					// The writer may have appended before it moved the file.
-					if err := ds.drain(ctx, env, r, fp); err != nil {
-						return "", err
-					}
-				}
-			}
-			// The file ends here: what is left of a last event is counted.
-			return reason, ds.rest(ctx, env, r, fp)
-		case errors.Is(err, dump.ErrTooLarge):
-			if err := ds.emitDrop(ctx, env, rec.Offset, fp, "too_large"); err != nil {
+		if err := ds.toEnd(ctx, env, r); err != nil {
+			return "", err
+		}
+		if !ds.d.Follow {
+			return "", ds.rest(ctx, env, r)
+		}
+		// Wait, then look at the path before reading on: a file rewritten
+		// meanwhile must not be read on from the old offset.
+		select {
+		case <-ctx.Done():
+			return "", ctx.Err()
+		case <-time.After(followPoll):
+		}
+		reason := ds.changed(r)
+		if reason == "" {
+			continue
+		}
+		if reason == reopenRotated {
+			// The writer may have appended before it moved the file.
+			if err := ds.toEnd(ctx, env, r); err != nil {
 				return "", err
 			}
-			continue
-		case err != nil:
-			return "", err
 		}
-		if err := env.emit(ctx, record{channel: ds.d.Channel, xml: rec.XML, cp: ds.cp(rec.Offset, fp), size: int64(len(rec.XML))}); err != nil {
-			return "", err
-		}
+		// The old file ends here: what is left of a last event is counted.
+		return reason, ds.rest(ctx, env, r)
 	}
 }
 
-// drain emits what the old file of a rotation still holds.
-func (ds *dumpSource) drain(ctx context.Context, env sourceEnv, r *dump.Reader, fp string) error {
+// toEnd emits every complete event up to the end of the file as it is now;
+// an oversized one as a counted skip.
+func (ds *dumpSource) toEnd(ctx context.Context, env sourceEnv, r *dump.Reader) error {
 	for {
 		rec, err := r.NextContext(ctx)
 		switch {
 		case errors.Is(err, io.EOF):
 			return nil
 		case errors.Is(err, dump.ErrTooLarge):
-			err = ds.emitDrop(ctx, env, rec.Offset, fp, "too_large")
+			err = ds.emitDrop(ctx, env, rec.Offset, r.Fingerprint(), "too_large")
 		case err == nil:
-			err = env.emit(ctx, record{channel: ds.d.Channel, xml: rec.XML, cp: ds.cp(rec.Offset, fp), size: int64(len(rec.XML))})
+			err = ds.emitEvent(ctx, env, rec, r.Fingerprint())
 		}
 		if err != nil {
 			return err
@@ -123,15 +113,19 @@ func (ds *dumpSource) drain(ctx context.Context, env sourceEnv, r *dump.Reader, 
 
 // rest counts an event cut short at the end of a file: an oversized one as
 // too_large, another as malformed (the formatter fails to parse it).
-func (ds *dumpSource) rest(ctx context.Context, env sourceEnv, r *dump.Reader, fp string) error {
+func (ds *dumpSource) rest(ctx context.Context, env sourceEnv, r *dump.Reader) error {
 	rec, err := r.Rest()
 	switch {
 	case errors.Is(err, io.EOF):
 		return nil
 	case errors.Is(err, dump.ErrTooLarge):
-		return ds.emitDrop(ctx, env, rec.Offset, fp, "too_large")
+		return ds.emitDrop(ctx, env, rec.Offset, r.Fingerprint(), "too_large")
 	}
 	env.logs.Warn("cut_short", "the dump ends in an event cut short", "channel", ds.d.Channel, "offset", rec.Offset, "bytes", len(rec.XML))
+	return ds.emitEvent(ctx, env, rec, r.Fingerprint())
+}
+
+func (ds *dumpSource) emitEvent(ctx context.Context, env sourceEnv, rec dump.Record, fp string) error {
 	return env.emit(ctx, record{channel: ds.d.Channel, xml: rec.XML, cp: ds.cp(rec.Offset, fp), size: int64(len(rec.XML))})
 }
 
