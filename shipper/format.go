@@ -2,7 +2,8 @@ package shipper
 
 import (
 	"log/slog"
-	"sync"
+	"maps"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -43,54 +44,57 @@ type formatter struct {
 }
 
 // floorBook holds, per stream, the oldest time Loki said the stream takes:
-// learned from the pusher's reports, read by the formatter.
+// learned from the pusher's reports (rarely), read for every event by the
+// formatter. The map is never changed once published: learn copies it, so
+// a read is one atomic load.
 type floorBook struct {
-	mu sync.Mutex
-	m  map[string]floor
+	m atomic.Pointer[map[string]floor]
 }
 
 type floor struct{ at, learned time.Time }
 
 func newFormatter(cfg *shipconfig.Config, m *metrics, log *slog.Logger) *formatter {
 	return &formatter{cfg: cfg, m: m, log: ratelog.New(log, time.Minute), now: time.Now, labels: map[[2]string]string{},
-		last: map[string]checkpoint.Checkpoint{}, newest: map[string]time.Time{}, floors: floorBook{m: map[string]floor{}}}
+		last: map[string]checkpoint.Checkpoint{}, newest: map[string]time.Time{}}
 }
 
 // resume starts a channel from its last delivered event.
 func (f *formatter) resume(cp checkpoint.Checkpoint) { f.last[cp.Channel] = cp }
 
-// learn records the oldest times Loki named in a push's answers.
+// learn records the oldest times Loki named in a push's answers (the push
+// loop is its only caller).
 func (f *formatter) learn(floors map[string]time.Time) {
 	if len(floors) == 0 {
 		return
 	}
 	now := f.now()
-	f.floors.mu.Lock()
-	defer f.floors.mu.Unlock()
+	m := map[string]floor{}
+	if old := f.floors.m.Load(); old != nil {
+		maps.Copy(m, *old)
+	}
 	for stream, at := range floors {
-		if old, ok := f.floors.m[stream]; !ok || at.After(old.at) {
-			f.floors.m[stream] = floor{at: at, learned: now}
+		if old, ok := m[stream]; !ok || at.After(old.at) {
+			m[stream] = floor{at: at, learned: now}
 		}
 	}
-	evict(f.floors.m)
+	evict(m)
+	f.floors.m.Store(&m)
 }
 
 // floor is the oldest time stream takes now, if Loki named one: the stream's
 // newest entry, and with it that time, may have moved on since with the
 // clock, so it is assumed to have.
 func (f *formatter) floor(stream string, now time.Time) (time.Time, bool) {
-	f.floors.mu.Lock()
-	defer f.floors.mu.Unlock()
-	fl, ok := f.floors.m[stream]
+	m := f.floors.m.Load()
+	if m == nil {
+		return time.Time{}, false
+	}
+	fl, ok := (*m)[stream]
 	if !ok {
 		return time.Time{}, false
 	}
-	return fl.at.Add(behindMargin + now.Sub(fl.learned)), true
+	return fl.at.Add(loki.BehindMargin + now.Sub(fl.learned)), true
 }
-
-// behindMargin keeps a re-stamped entry this far above the oldest time Loki
-// takes for its stream, as the shipper's client does.
-const behindMargin = 5 * time.Minute
 
 // evict forgets arbitrary entries of a map over maxStreams.
 func evict[K comparable, V any](m map[K]V) {

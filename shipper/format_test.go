@@ -11,6 +11,7 @@ import (
 	"github.com/winobs/winobs/internal/fixture"
 	"github.com/winobs/winobs/shipper/checkpoint"
 	"github.com/winobs/winobs/shipper/eventxml"
+	"github.com/winobs/winobs/shipper/loki"
 	"github.com/winobs/winobs/shipper/shipconfig"
 )
 
@@ -159,6 +160,38 @@ func TestFormatterKeepsEntriesInsideLokisWindows(t *testing.T) {
 			t.Errorf("restamped{too_far_behind} = %v", got)
 		}
 	})
+}
+
+// What Loki said of a stream is kept: after it named the oldest time it
+// takes (another writer holds newer entries), an older event is moved up to
+// it (plus the client's margin, and the time since), before it is sent; an
+// event far in the future is re-stamped to the stream's newest time.
+func TestFormatterUsesWhatLokiSaid(t *testing.T) {
+	xml := fixture.Read(t, fixture.EventLog, renderedSample)
+	created := sampleTime(t, xml)
+	now := created.Add(3 * time.Hour)
+	f := testFormatter(t, func(c *shipconfig.Config) { c.Timestamp = shipconfig.EventTime })
+	f.now = func() time.Time { return now }
+	b := newBatch()
+	f.add(b, record{channel: "System", xml: xml})
+	stream := b.streams[0].Labels
+	floor := created.Add(2 * time.Hour)
+	f.learn(map[string]time.Time{stream: floor})
+	now = now.Add(time.Minute)
+	f.add(b, record{channel: "System", xml: []byte(strings.Replace(string(xml), "<EventRecordID>", "<EventRecordID>1", 1))})
+	if got, want := b.streams[0].Entries[1].Time, floor.Add(loki.BehindMargin+time.Minute); !got.Equal(want) {
+		t.Errorf("entry after Loki named its floor at %v, want %v", got, want)
+	}
+	future := strings.Replace(string(xml), created.Format("2006"), "9999", 1)
+	f.add(b, record{channel: "System", xml: []byte(future)})
+	if got, want := b.streams[0].Entries[2].Time, b.streams[0].Entries[1].Time; !got.Equal(want) {
+		t.Errorf("a year-9999 entry at %v, want the stream's newest %v", got, want)
+	}
+	for reason, want := range map[string]float64{"too_far_behind": 1, "too_new": 1} {
+		if got := testutil.ToFloat64(f.m.restamped.WithLabelValues("System", reason)); got != want {
+			t.Errorf("restamped{%s} = %v, want %v", reason, got, want)
+		}
+	}
 }
 
 func TestFormatterTruncatesLongLines(t *testing.T) {

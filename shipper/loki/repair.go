@@ -79,10 +79,10 @@ var (
 // said it accepts, so the resend is not too old again by the time it lands.
 const restampMargin = time.Hour
 
-// behindMargin puts a too-far-behind entry this far above the oldest time
+// BehindMargin puts a too-far-behind entry this far above the oldest time
 // Loki said the stream accepts: the stream's newest entry, and with it that
 // time, moves on while the batch is repaired.
-const behindMargin = 5 * time.Minute
+const BehindMargin = 5 * time.Minute
 
 // parseLokiTime reads a timestamp as Loki prints it; second precision when
 // it is RFC 3339 without fraction.
@@ -370,7 +370,7 @@ func (v *verdict) attribute(ix *batchIndex, i int, blocks []ignored) bool {
 			}
 		}
 	}
-	at := floorMax.Add(behindMargin)
+	at := floorMax.Add(BehindMargin)
 	if !floorMax.IsZero() && (v.floors[i].IsZero() || floorMax.After(v.floors[i])) {
 		v.floors[i] = floorMax
 	}

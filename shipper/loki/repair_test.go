@@ -45,7 +45,7 @@ func TestTooFarBehindBeyondTheNamedTen(t *testing.T) {
 	floor := time.Date(2026, 12, 3, 15, 29, 41, 0, time.UTC)
 	resent := rec.requests[1].Streams[0].Entries
 	for i, e := range resent[:12] {
-		if want := floor.Add(behindMargin + time.Duration(i)); !e.Timestamp.Equal(want) {
+		if want := floor.Add(BehindMargin + time.Duration(i)); !e.Timestamp.Equal(want) {
 			t.Errorf("entry %d resent at %v, want %v", i, e.Timestamp, want)
 		}
 	}
