@@ -30,7 +30,32 @@ var ShipperMetrics = []string{ShipperEventsRead, ShipperEventsSent, ShipperEvent
 	ShipperPushErrors, ShipperPushRetries, ShipperCheckpointTime, ShipperCheckpointID, ShipperPending, ShipperRecordLag,
 	ShipperResubscribes, ShipperRenderErrors, ShipperInFlightBytes, ShipperTruncated, ShipperRestamped, ShipperDumpReopens}
 
+// Reasons the eventlog-shipper gives up on an event (reason of
+// events_dropped_total) or sends it with another timestamp than TimeCreated
+// (reason of events_restamped_total).
+const (
+	DropTooLarge      = "too_large"          // over maxEventBytes, or Loki's line limit after repair
+	DropTooOld        = "too_old"            // older than Loki takes (tooOld: drop, or after repair)
+	DropOlderThanMax  = "older_than_max_age" // older than the shipper's maxAge
+	DropMalformed     = "malformed_xml"      // not well-formed XML
+	DropCorrupt       = "corrupt_checkpoint" // skipped by onCorruptCheckpoint
+	DropTooNew        = "too_new"            // ahead of Loki's grace after repair
+	DropTooFarBehind  = "too_far_behind"     // behind its stream after repair
+	DropStreamRefused = "stream_refused"     // Loki refused the stream's labels
+	// DropUnconfirmed: Loki answered a 400 that could not be attributed
+	// entry by entry, and no later 204 confirmed the entry.
+	DropUnconfirmed = "rejected_400"
+
+	RestampTooOld       = "too_old"        // older than limits.maxEntryAge
+	RestampTooFarBehind = "too_far_behind" // behind its stream's newest, or the oldest time Loki named
+	RestampTooNew       = "too_new"        // beyond limits.maxFuture
+)
+
 // ShipperDropReasons are the reasons the eventlog-shipper gives up on an
 // event; each is exported from start (at 0) for every channel.
-var ShipperDropReasons = []string{"too_large", "too_old", "older_than_max_age", "malformed_xml", "corrupt_checkpoint",
-	"too_new", "too_far_behind", "stream_refused", "rejected_400", "rejected_405", "rejected_422"}
+var ShipperDropReasons = []string{DropTooLarge, DropTooOld, DropOlderThanMax, DropMalformed, DropCorrupt,
+	DropTooNew, DropTooFarBehind, DropStreamRefused, DropUnconfirmed, "rejected_405", "rejected_422"}
+
+// ShipperRestampReasons are those of events_restamped_total, exported from
+// start for every channel.
+var ShipperRestampReasons = []string{RestampTooOld, RestampTooFarBehind, RestampTooNew}

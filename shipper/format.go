@@ -7,6 +7,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/winobs/winobs/catalog"
 	"github.com/winobs/winobs/shipper/checkpoint"
 	"github.com/winobs/winobs/shipper/eventxml"
 	"github.com/winobs/winobs/shipper/loki"
@@ -136,7 +137,7 @@ func (f *formatter) prepare(r record) entry {
 	e, err := eventxml.Parse(r.xml)
 	if err != nil {
 		f.m.renderErrors.WithLabelValues(r.channel).Inc()
-		f.m.dropped.WithLabelValues(r.channel, "malformed_xml").Inc()
+		f.m.dropped.WithLabelValues(r.channel, catalog.DropMalformed).Inc()
 		f.log.Warn("malformed_xml", "skipping an event that is not well-formed XML", "channel", r.channel, "offset", r.cp.Offset, "error", err)
 		return out
 	}
@@ -144,7 +145,7 @@ func (f *formatter) prepare(r record) entry {
 	ts := now
 	created, terr := e.Timestamp()
 	if maxAge := time.Duration(f.cfg.MaxAge.Model()); maxAge > 0 && terr == nil && created.Before(now.Add(-maxAge)) {
-		f.m.dropped.WithLabelValues(r.channel, "older_than_max_age").Inc()
+		f.m.dropped.WithLabelValues(r.channel, catalog.DropOlderThanMax).Inc()
 		return out
 	}
 	if f.cfg.Timestamp == shipconfig.EventTime && terr == nil {
@@ -158,7 +159,7 @@ func (f *formatter) prepare(r record) entry {
 	labels := f.streamLabels(r.channel, e.Computer())
 	ts, ok := f.withinLokiWindow(r.channel, labels, ts, now)
 	if !ok {
-		f.m.dropped.WithLabelValues(r.channel, "too_old").Inc()
+		f.m.dropped.WithLabelValues(r.channel, catalog.DropTooOld).Inc()
 		return out
 	}
 	out.labels, out.e, out.ok = labels, loki.Entry{Time: ts, Line: line}, true
@@ -211,14 +212,14 @@ func (f *formatter) withinLokiWindow(channel, stream string, ts, now time.Time) 
 		if known && newest.Before(now) {
 			ts = newest
 		}
-		f.m.restamped.WithLabelValues(channel, "too_new").Inc()
+		f.m.restamped.WithLabelValues(channel, catalog.RestampTooNew).Inc()
 	}
 	if cutoff := now.Add(-time.Duration(lim.MaxEntryAge.Model())); ts.Before(cutoff) {
 		if lim.TooOld == shipconfig.Drop {
 			return ts, false
 		}
 		ts = cutoff
-		f.m.restamped.WithLabelValues(channel, "too_old").Inc()
+		f.m.restamped.WithLabelValues(channel, catalog.RestampTooOld).Inc()
 	}
 	behind := false
 	if floor := newest.Add(-time.Duration(lim.MaxStreamLag.Model())); known && ts.Before(floor) {
@@ -231,7 +232,7 @@ func (f *formatter) withinLokiWindow(channel, stream string, ts, now time.Time) 
 		}
 	}
 	if behind {
-		f.m.restamped.WithLabelValues(channel, "too_far_behind").Inc()
+		f.m.restamped.WithLabelValues(channel, catalog.RestampTooFarBehind).Inc()
 	}
 	if ts.After(newest) {
 		newest = ts

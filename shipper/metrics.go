@@ -10,9 +10,6 @@ import (
 // pushStatuses are the answers counted from start in push_errors_total.
 var pushStatuses = []string{"0", "301", "302", "307", "308", "400", "401", "403", "404", "405", "413", "429", "500", "502", "503", "504"}
 
-// restampReasons say why an entry got another timestamp than TimeCreated.
-var restampReasons = []string{"too_old", "too_far_behind", "too_new"}
-
 // metrics are the shipper's own, registered on a private registry; /metrics
 // adds the Go and process collectors, which the textfile must not carry (the
 // exporter exports its own under the same names).
@@ -74,7 +71,7 @@ func newMetrics(channels []string) *metrics {
 		for _, r := range catalog.ShipperDropReasons {
 			m.dropped.WithLabelValues(c, r)
 		}
-		for _, r := range restampReasons {
+		for _, r := range catalog.ShipperRestampReasons {
 			m.restamped.WithLabelValues(c, r)
 		}
 		for _, r := range reopenReasons {

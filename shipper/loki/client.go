@@ -15,6 +15,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/winobs/winobs/catalog"
 	"github.com/winobs/winobs/conffile"
 	"github.com/winobs/winobs/endpoint"
 
@@ -285,7 +286,7 @@ func (c *Client) send(ctx context.Context, w work, rep *Report) error {
 			c.record(r, 0)
 			v := judge(w.streams, r.Body, c.now())
 			if v.unattributed > 0 {
-				c.logs.Error("unattributed_400", "Loki rejected entries in words the shipper cannot attribute; entries no later 204 confirms are counted as dropped ("+DropUnconfirmed+")",
+				c.logs.Error("unattributed_400", "Loki rejected entries in words the shipper cannot attribute; entries no later 204 confirms are counted as dropped ("+catalog.DropUnconfirmed+")",
 					"reject_lines", v.unattributed, "first", firstLine(r.Body))
 			}
 			next, progress := v.repair(w, rep)
@@ -307,7 +308,7 @@ func (c *Client) send(ctx context.Context, w work, rep *Report) error {
 				continue
 			}
 			c.record(r, -1)
-			c.dropAll(w.streams, DropTooLarge, rep)
+			c.dropAll(w.streams, catalog.DropTooLarge, rep)
 			return nil
 		case Rejected:
 			c.record(r, -1)

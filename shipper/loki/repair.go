@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/winobs/winobs/catalog"
 )
 
 // Report says what became of the entries given to Send, per stream (by its
@@ -37,26 +39,6 @@ func bump(m map[string]map[string]int, stream, reason string, n int) {
 	}
 	m[stream][reason] += n
 }
-
-// Reasons an entry is dropped with after Loki refused it.
-const (
-	// DropUnconfirmed: Loki answered a 400 the shipper could not attribute
-	// entry by entry, and no later 204 confirmed the entry.
-	DropUnconfirmed = "rejected_400"
-	// DropStreamRefused: Loki refused the whole stream (its label limits).
-	DropStreamRefused = "stream_refused"
-	DropTooLarge      = "too_large"
-	DropTooOld        = "too_old"
-	DropTooNew        = "too_new"
-	DropTooFarBehind  = "too_far_behind"
-)
-
-// Why a stored entry was sent with another timestamp.
-const (
-	RestampTooOld       = "too_old"
-	RestampTooNew       = "too_new"
-	RestampTooFarBehind = "too_far_behind"
-)
 
 // Loki's per-entry rejections (pkg/validation, pkg/ingester), one per line,
 // matched the way Loki has worded them across releases: any case,
@@ -110,8 +92,8 @@ const (
 	refused              // the stream's labels: cannot be repaired
 )
 
-var dropReasons = [...]string{unnamed: DropUnconfirmed, tooLong: DropTooLarge, tooOld: DropTooOld, tooNew: DropTooNew,
-	behind: DropTooFarBehind, refused: DropStreamRefused}
+var dropReasons = [...]string{unnamed: catalog.DropUnconfirmed, tooLong: catalog.DropTooLarge, tooOld: catalog.DropTooOld, tooNew: catalog.DropTooNew,
+	behind: catalog.DropTooFarBehind, refused: catalog.DropStreamRefused}
 
 // mark is a fault and how to repair it.
 type mark struct {
@@ -453,7 +435,7 @@ func (v *verdict) repair(w work, rep *Report) (next work, progress bool) {
 			m, reason := v.marks[i][k], w.why[i][k]
 			switch m.fault {
 			case refused:
-				rep.drop(s.Labels, DropStreamRefused, 1)
+				rep.drop(s.Labels, catalog.DropStreamRefused, 1)
 				progress = true
 				continue
 			case tooLong:
@@ -468,7 +450,7 @@ func (v *verdict) repair(w work, rep *Report) (next work, progress bool) {
 				}
 				if !ts.Equal(e.Time) {
 					e = Entry{Time: ts, Line: e.Line}
-					reason = [...]string{tooOld: RestampTooOld, tooNew: RestampTooNew, behind: RestampTooFarBehind}[m.fault]
+					reason = [...]string{tooOld: catalog.RestampTooOld, tooNew: catalog.RestampTooNew, behind: catalog.RestampTooFarBehind}[m.fault]
 					progress = true
 				}
 			}

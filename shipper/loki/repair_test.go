@@ -9,6 +9,7 @@ import (
 
 	"github.com/grafana/loki/pkg/push"
 
+	"github.com/winobs/winobs/catalog"
 	"github.com/winobs/winobs/endpoint"
 	"github.com/winobs/winobs/internal/fixture"
 )
@@ -53,7 +54,7 @@ func TestTooFarBehindBeyondTheNamedTen(t *testing.T) {
 		t.Errorf("the entry that fitted was changed: %v", resent[12].Timestamp)
 	}
 	rep := c.last
-	if rep.Stored[agent] != 13 || rep.Restamped[agent][RestampTooFarBehind] != 12 || !rep.Floors[agent].Equal(floor) {
+	if rep.Stored[agent] != 13 || rep.Restamped[agent][catalog.RestampTooFarBehind] != 12 || !rep.Floors[agent].Equal(floor) {
 		t.Errorf("report %+v", rep)
 	}
 }
@@ -93,7 +94,7 @@ func TestTooFarBehindUnprovenAnswers(t *testing.T) {
 			if len(c.last.Stored) != 0 && c.last.Stored[agent] != 0 {
 				t.Errorf("stored %v after refusals", c.last.Stored)
 			}
-			if sum := dropped[DropTooFarBehind] + dropped[DropUnconfirmed]; sum != 13 {
+			if sum := dropped[catalog.DropTooFarBehind] + dropped[catalog.DropUnconfirmed]; sum != 13 {
 				t.Errorf("dropped %v, want all 13", dropped)
 			}
 		})
@@ -112,7 +113,7 @@ func TestGiveUpKeepsWhatTheAnswerProves(t *testing.T) {
 	}
 	rep := newReport()
 	v.giveUp(newWork(behind12()), &rep)
-	if rep.Stored[agent] != 1 || rep.Dropped[agent][DropTooFarBehind] != 12 {
+	if rep.Stored[agent] != 1 || rep.Dropped[agent][catalog.DropTooFarBehind] != 12 {
 		t.Errorf("report %+v", rep)
 	}
 }
@@ -129,7 +130,7 @@ func TestRefusedStream(t *testing.T) {
 		{Labels: long, Entries: []Entry{{Time: time.Unix(1800000000, 0), Line: []byte("x")}}},
 		{Labels: labels, Entries: []Entry{{Time: time.Unix(1800000000, 0), Line: []byte("y")}}},
 	})
-	if dropped[DropStreamRefused] != 1 || c.last.Stored[labels] != 1 || len(rec.requests) != 2 || len(rec.requests[1].Streams) != 1 {
+	if dropped[catalog.DropStreamRefused] != 1 || c.last.Stored[labels] != 1 || len(rec.requests) != 2 || len(rec.requests[1].Streams) != 1 {
 		t.Errorf("dropped %v, stored %v, %d requests", dropped, c.last.Stored, len(rec.requests))
 	}
 }
