@@ -280,7 +280,7 @@ func TestReliabilityHostileNode(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newHarness(t, 10, "")
 			fifo := filepath.Join(h.dir, "fifo")
-			if err := mkfifo(fifo); err != nil {
+			if err := fixture.Mkfifo(fifo); err != nil {
 				t.Skip(err)
 			}
 			conf := mustRead(t, h.cfg)

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/winobs/winobs/internal/fixture"
 	"github.com/winobs/winobs/shipper/shipconfig"
 
 	"github.com/grafana/alloy/syntax/ast"
@@ -125,7 +126,7 @@ func TestObjectsOverTheAPIServerLimitAreRefused(t *testing.T) {
 // writer forever).
 func TestConfigFIFOIsRefusedAtOnce(t *testing.T) {
 	fifo := filepath.Join(t.TempDir(), "config.yaml")
-	if err := mkfifo(fifo); err != nil {
+	if err := fixture.Mkfifo(fifo); err != nil {
 		t.Skip(err)
 	}
 	done := make(chan int, 1)

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/winobs/winobs/internal/fixture"
 )
 
 func store(t *testing.T) *Store {
@@ -146,7 +148,7 @@ func TestHostileCheckpointFiles(t *testing.T) {
 		}},
 		{"FIFO", func(t *testing.T, path string) {
 			os.Remove(path)
-			if err := mkfifo(path); err != nil {
+			if err := fixture.Mkfifo(path); err != nil {
 				t.Skip(err)
 			}
 		}},

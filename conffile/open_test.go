@@ -1,14 +1,13 @@
-//go:build unix
-
 package conffile
 
 import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
+
+	"github.com/winobs/winobs/internal/fixture"
 )
 
 // Only regular files are read, and refusing the others never blocks: a
@@ -16,7 +15,7 @@ import (
 func TestOpenRegularRefusesWithoutBlocking(t *testing.T) {
 	dir := t.TempDir()
 	fifo := filepath.Join(dir, "fifo")
-	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+	if err := fixture.Mkfifo(fifo); err != nil {
 		t.Skip(err)
 	}
 	link := filepath.Join(dir, "zero")
