@@ -269,7 +269,7 @@ func (c *Client) Send(ctx context.Context, streams []Stream) (Report, error) {
 }
 
 func (c *Client) send(ctx context.Context, w work, rep *Report) error {
-	attempt, repairs := 0, 0
+	attempt, repairs, mostRepairs := 0, 0, maxRepairs+len(w.streams)
 	for len(w.streams) > 0 {
 		start := time.Now()
 		r := c.Push(ctx, w.streams)
@@ -290,7 +290,7 @@ func (c *Client) send(ctx context.Context, w work, rep *Report) error {
 					"reject_lines", v.unattributed, "first", firstLine(r.Body))
 			}
 			next, progress := v.repair(w, rep)
-			if !progress || repairs >= maxRepairs+len(w.streams) {
+			if !progress || repairs >= mostRepairs {
 				v.giveUp(w, rep)
 				c.logs.Error("given_up_400", "Loki keeps rejecting entries that cannot be repaired; they are counted as dropped", "entries", count(w.streams), "first", firstLine(r.Body))
 				return nil

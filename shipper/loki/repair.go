@@ -491,8 +491,11 @@ func (r *Report) stored(stream, why string) {
 // delivered counts every entry of a request Loki answered 204.
 func (r *Report) delivered(w work) {
 	for i, s := range w.streams {
-		for k := range s.Entries {
-			r.stored(s.Labels, w.why[i][k])
+		r.Stored[s.Labels] += len(s.Entries)
+		for _, why := range w.why[i] {
+			if why != "" {
+				bump(r.Restamped, s.Labels, why, 1)
+			}
 		}
 	}
 }
