@@ -416,11 +416,24 @@ const MaxFileSize = 1 << 20
 // config has about 300 nodes), so an alias bomb is refused before decoding.
 const maxExpandedNodes = 20000
 
+// ErrNotRegular and ErrTooLarge are what ReadFile and OpenRegular refuse.
+var (
+	ErrNotRegular = errors.New("not a regular file")
+	ErrTooLarge   = errors.New("larger than")
+)
+
 // ReadFile reads a regular file of at most max bytes. Devices, FIFOs and
 // directories are refused without reading them, so /dev/zero or a named pipe
-// cannot exhaust memory or hang the read.
-func ReadFile(path string, max int64) ([]byte, error) {
-	f, err := OpenRegular(path)
+// cannot exhaust memory or hang the read. A link is followed (Kubernetes
+// mounts Secrets as links).
+func ReadFile(path string, max int64) ([]byte, error) { return readFile(path, max, true) }
+
+// ReadFileNoFollow is ReadFile for files the program itself keeps (state,
+// checkpoints): a link at path is refused, never read through.
+func ReadFileNoFollow(path string, max int64) ([]byte, error) { return readFile(path, max, false) }
+
+func readFile(path string, max int64, follow bool) ([]byte, error) {
+	f, err := openRegular(path, follow)
 	if err != nil {
 		return nil, err
 	}
@@ -430,7 +443,7 @@ func ReadFile(path string, max int64) ([]byte, error) {
 		return nil, fmt.Errorf("cannot read: %w", err)
 	}
 	if int64(len(b)) > max {
-		return nil, fmt.Errorf("larger than %d bytes", max)
+		return nil, fmt.Errorf("%w %d bytes", ErrTooLarge, max)
 	}
 	return b, nil
 }
@@ -439,22 +452,28 @@ func ReadFile(path string, max int64) ([]byte, error) {
 // a device or a directory is refused before it is opened (opening a FIFO
 // would block until a writer comes, and reading a device never ends), the
 // open itself never blocks, and a file swapped in between is refused too.
-func OpenRegular(path string) (*os.File, error) {
-	st, err := os.Stat(path)
+func OpenRegular(path string) (*os.File, error) { return openRegular(path, true) }
+
+func openRegular(path string, follow bool) (*os.File, error) {
+	stat, flags := os.Stat, os.O_RDONLY|openNonBlocking
+	if !follow {
+		stat, flags = os.Lstat, flags|openNoFollow
+	}
+	st, err := stat(path)
 	if err != nil {
 		return nil, fmt.Errorf("cannot read: %w", err)
 	}
 	if !st.Mode().IsRegular() {
-		return nil, fmt.Errorf("not a regular file (%s)", st.Mode().Type())
+		return nil, fmt.Errorf("%w (%s)", ErrNotRegular, st.Mode().Type())
 	}
-	f, err := os.OpenFile(path, os.O_RDONLY|openNonBlocking, 0)
+	f, err := os.OpenFile(path, flags, 0)
 	if err != nil {
 		return nil, fmt.Errorf("cannot read: %w", err)
 	}
 	fst, err := f.Stat()
 	if err != nil || !fst.Mode().IsRegular() || !os.SameFile(st, fst) {
 		f.Close()
-		return nil, fmt.Errorf("not a regular file (replaced while opened)")
+		return nil, fmt.Errorf("%w (replaced while opened)", ErrNotRegular)
 	}
 	return f, nil
 }

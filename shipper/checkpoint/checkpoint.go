@@ -13,11 +13,12 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/winobs/winobs/conffile"
 )
 
 // Checkpoint is the delivered position of one channel.
@@ -182,11 +183,11 @@ func (s *Store) Peek(channel string) (Checkpoint, bool) {
 // read reads a checkpoint file: a regular file, never through a link, of at
 // most MaxFileBytes; anything else is corrupt (and so set aside by Load).
 func read(path, channel string) (Checkpoint, error) {
-	data, err := readRegular(path)
+	data, err := conffile.ReadFileNoFollow(path, MaxFileBytes)
 	switch {
 	case errors.Is(err, os.ErrNotExist):
 		return Checkpoint{}, err
-	case errors.Is(err, errNotRegular):
+	case errors.Is(err, conffile.ErrNotRegular) || errors.Is(err, conffile.ErrTooLarge):
 		return Checkpoint{}, fmt.Errorf("%w %s: %v", ErrCorrupt, path, err)
 	case err != nil:
 		return Checkpoint{}, err
@@ -206,37 +207,4 @@ func read(path, channel string) (Checkpoint, error) {
 		return Checkpoint{}, fmt.Errorf("%w %s: belongs to channel %q", ErrCorrupt, path, cp.Channel)
 	}
 	return cp, nil
-}
-
-// errNotRegular marks a checkpoint path that is a link, a device, a pipe or
-// too large.
-var errNotRegular = errors.New("not a regular file of at most 1 MiB")
-
-// readRegular reads path without following a link at it and without
-// blocking on a pipe: it must be a regular file (checked before and after
-// opening, so nothing can be swapped in between) of at most MaxFileBytes.
-func readRegular(path string) ([]byte, error) {
-	st, err := os.Lstat(path)
-	if err != nil {
-		return nil, err
-	}
-	if !st.Mode().IsRegular() {
-		return nil, fmt.Errorf("%w (%s)", errNotRegular, st.Mode().Type())
-	}
-	f, err := os.OpenFile(path, os.O_RDONLY|openNoFollow, 0)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	if fst, err := f.Stat(); err != nil || !os.SameFile(st, fst) || !fst.Mode().IsRegular() {
-		return nil, fmt.Errorf("%w (replaced while opened)", errNotRegular)
-	}
-	data, err := io.ReadAll(io.LimitReader(f, MaxFileBytes+1))
-	if err != nil {
-		return nil, err
-	}
-	if len(data) > MaxFileBytes {
-		return nil, fmt.Errorf("%w (larger)", errNotRegular)
-	}
-	return data, nil
 }

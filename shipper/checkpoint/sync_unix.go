@@ -2,13 +2,7 @@
 
 package checkpoint
 
-import (
-	"os"
-	"syscall"
-)
-
-// openNoFollow refuses a link at the path and does not block on a pipe.
-const openNoFollow = syscall.O_NOFOLLOW | syscall.O_NONBLOCK
+import "os"
 
 // syncDir makes the renames durable.
 func syncDir(dir string) error {
