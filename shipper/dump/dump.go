@@ -171,27 +171,32 @@ func (r *Reader) Read() int64 { return r.base + int64(len(r.buf)) }
 // malformed), or an oversized event whose end never came (ErrTooLarge).
 // The returned offset is the end of what was read.
 func (r *Reader) Rest() (Record, error) {
-	start, unit := startUTF8, 1
+	start := startUTF8
 	if r.utf16 {
-		start, unit = startUTF16, 2
+		start = startUTF16
 	}
+	s := r.find(start, 0)
+	var raw []byte
+	if s >= 0 {
+		raw = r.text(r.buf[s:])
+	}
+	r.advance(len(r.buf))
 	switch {
 	case r.skipping:
 		r.skipping = false
-		r.advance(len(r.buf))
 		return Record{Offset: r.base}, fmt.Errorf("%w (%d bytes, cut short)", ErrTooLarge, r.maxSize)
-	case len(r.buf) >= unit && r.find(start, 0) >= 0:
-		raw := r.buf[r.find(start, 0):]
-		if r.utf16 {
-			raw = decodeUTF16(raw)
-		} else {
-			raw = bytes.Clone(raw)
-		}
-		r.advance(len(r.buf))
+	case s >= 0:
 		return Record{XML: raw, Offset: r.base}, nil
 	}
-	r.advance(len(r.buf))
 	return Record{Offset: r.base}, io.EOF
+}
+
+// text is a copy of raw file bytes as UTF-8.
+func (r *Reader) text(raw []byte) []byte {
+	if r.utf16 {
+		return decodeUTF16(raw)
+	}
+	return bytes.Clone(raw)
 }
 
 // Next returns the next complete event, io.EOF when none is complete yet, or
@@ -229,12 +234,7 @@ func (r *Reader) NextContext(ctx context.Context) (Record, error) {
 				if r.maxSize > 0 && len(raw) > r.maxSize {
 					return Record{Offset: r.base}, fmt.Errorf("%w (%d bytes)", ErrTooLarge, r.maxSize)
 				}
-				if r.utf16 {
-					raw = decodeUTF16(raw)
-				} else {
-					raw = bytes.Clone(raw)
-				}
-				return Record{XML: raw, Offset: r.base}, nil
+				return Record{XML: r.text(raw), Offset: r.base}, nil
 			}
 			if r.maxSize > 0 && len(r.buf)-s > r.maxSize {
 				// Drop the oversized event up to its end, wherever that is.
