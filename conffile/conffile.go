@@ -145,16 +145,9 @@ func Lookup(n *yaml.Node, path string) *yaml.Node {
 		}
 		switch {
 		case n.Kind == yaml.MappingNode:
-			var next *yaml.Node
-			for i := 0; i+1 < len(n.Content); i += 2 {
-				if n.Content[i].Value == seg {
-					next = n.Content[i+1]
-				}
-			}
-			if next == nil {
+			if n = mapValue(n, seg, 0); n == nil {
 				return nil
 			}
-			n = next
 		case n.Kind == yaml.SequenceNode:
 			i, err := strconv.Atoi(seg)
 			if err != nil || i < 0 || i >= len(n.Content) {
@@ -166,6 +159,29 @@ func Lookup(n *yaml.Node, path string) *yaml.Node {
 		}
 	}
 	return n
+}
+
+// mapValue is the value of key in a mapping, an alias key or a merged map
+// (<<) included, as the decoder reads it.
+func mapValue(n *yaml.Node, key string, depth int) *yaml.Node {
+	if depth > 100 {
+		return nil
+	}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		if k := resolve(n.Content[i]); k.ShortTag() != "!!merge" && k.Value == key {
+			return n.Content[i+1]
+		}
+	}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		if k := resolve(n.Content[i]); k.ShortTag() == "!!merge" {
+			for _, m := range mergeSources(resolve(n.Content[i+1])) {
+				if v := mapValue(m, key, depth+1); v != nil {
+					return v
+				}
+			}
+		}
+	}
+	return nil
 }
 
 // splitPath turns `a.b[2].c["x.y/z"]` into ["a", "b", "2", "c", "x.y/z"].
@@ -193,40 +209,6 @@ func splitPath(path string) []string {
 		}
 	}
 	return out
-}
-
-// unknownFields walks the document against the Go types and reports every key
-// that no field takes, so one run lists them all (yaml's KnownFields stops at
-// the first).
-func unknownFields(file string, n *yaml.Node, out any) Problems {
-	var probs Problems
-	var walk func(n *yaml.Node, t reflect.Type, path string)
-	walk = func(n *yaml.Node, t reflect.Type, path string) {
-		for t.Kind() == reflect.Pointer {
-			t = t.Elem()
-		}
-		switch {
-		case t.Kind() == reflect.Struct && n.Kind == yaml.MappingNode:
-			fields := yamlFields(t)
-			for i := 0; i+1 < len(n.Content); i += 2 {
-				key, val := n.Content[i], n.Content[i+1]
-				p := Join(path, key.Value)
-				ft, ok := fields[key.Value]
-				if !ok {
-					probs = append(probs, Problem{File: file, Line: key.Line, Path: p,
-						Msg: "unknown field" + suggest(key.Value, fields)})
-					continue
-				}
-				walk(val, ft, p)
-			}
-		case t.Kind() == reflect.Slice && n.Kind == yaml.SequenceNode:
-			for i, item := range n.Content {
-				walk(item, t.Elem(), fmt.Sprintf("%s[%d]", path, i))
-			}
-		}
-	}
-	walk(n, reflect.TypeOf(out), "")
-	return probs
 }
 
 // yamlFields maps the yaml keys of a struct type to their field types; an
@@ -283,53 +265,6 @@ func editDistance(a, b string) int {
 
 var yamlLine = regexp.MustCompile(`^(?:yaml: )?line (\d+): (.*)$`)
 
-// typeProblem turns a yaml type error ("line 7: cannot unmarshal ...") into a
-// Problem carrying the field path found at that line.
-func typeProblem(file string, root *yaml.Node, msg string) Problem {
-	m := yamlLine.FindStringSubmatch(msg)
-	if m == nil {
-		return Problem{File: file, Msg: msg}
-	}
-	line, _ := strconv.Atoi(m[1])
-	// The error names the kind of node it could not decode.
-	collection := strings.Contains(m[2], "!!seq") || strings.Contains(m[2], "!!map")
-	return Problem{File: file, Line: line, Path: pathAtLine(root, line, collection), Msg: plainTypeError(m[2])}
-}
-
-// YAML tags and Go types in the decoder's words, as a user reads them.
-var (
-	reYAMLTag = regexp.MustCompile(`!!(str|int|float|bool|seq|map|null|timestamp)\b`)
-	reGoType  = regexp.MustCompile(`into (\[\][\w.*\[\]]+|map\[[^\]]+\][\w.*\[\]]+|u?int\d*|float\d+|bool|string|\*?[\w]+\.[\w]+)$`)
-)
-
-var yamlKinds = map[string]string{"str": "text", "int": "a number", "float": "a number", "bool": "true or false",
-	"seq": "a list", "map": "a map", "null": "nothing", "timestamp": "a timestamp"}
-
-// plainTypeError rewrites "cannot unmarshal !!str `x` into config.Services"
-// without YAML tags or Go type names.
-func plainTypeError(msg string) string {
-	msg = reGoType.ReplaceAllStringFunc(msg, func(m string) string {
-		t := strings.TrimPrefix(m, "into ")
-		switch {
-		case strings.HasPrefix(t, "[]"):
-			return "where a list is expected"
-		case strings.HasPrefix(t, "map["):
-			return "where a map of names to values is expected"
-		case strings.HasPrefix(t, "int") || strings.HasPrefix(t, "uint"):
-			return "where a whole number is expected"
-		case strings.HasPrefix(t, "float"):
-			return "where a number is expected"
-		case t == "bool":
-			return "where true or false is expected"
-		case t == "string":
-			return "where text is expected"
-		}
-		return "where this field's kind of value is expected"
-	})
-	msg = reYAMLTag.ReplaceAllStringFunc(msg, func(m string) string { return yamlKinds[m[2:]] })
-	return strings.Replace(msg, "cannot unmarshal ", "cannot read ", 1)
-}
-
 func syntaxProblem(file string, err error) Problem {
 	var te *yaml.TypeError
 	msg := err.Error()
@@ -341,45 +276,6 @@ func syntaxProblem(file string, err error) Problem {
 		return Problem{File: file, Line: line, Msg: "invalid YAML: " + m[2]}
 	}
 	return Problem{File: file, Msg: "invalid YAML: " + strings.TrimPrefix(msg, "yaml: ")}
-}
-
-// pathAtLine returns the path of the value on line. A flow collection and
-// its items share a line, so it picks the innermost collection when the error
-// is about one, else the first scalar.
-func pathAtLine(n *yaml.Node, line int, collection bool) string {
-	var first, inner, scalar string
-	var walk func(n *yaml.Node, path string)
-	walk = func(n *yaml.Node, path string) {
-		if n.Line == line && path != "" {
-			if first == "" {
-				first = path
-			}
-			if n.Kind == yaml.ScalarNode && scalar == "" {
-				scalar = path
-			}
-			if n.Kind != yaml.ScalarNode {
-				inner = path
-			}
-		}
-		switch n.Kind {
-		case yaml.MappingNode:
-			for i := 0; i+1 < len(n.Content); i += 2 {
-				walk(n.Content[i+1], Join(path, n.Content[i].Value))
-			}
-		case yaml.SequenceNode:
-			for i, c := range n.Content {
-				walk(c, fmt.Sprintf("%s[%d]", path, i))
-			}
-		}
-	}
-	walk(n, "")
-	switch {
-	case collection && inner != "":
-		return inner
-	case !collection && scalar != "":
-		return scalar
-	}
-	return first
 }
 
 // Join appends a plain key to a field path.
@@ -400,13 +296,41 @@ func (d Duration) Model() model.Duration {
 	return v
 }
 
+// Document is a decoded configuration file: where its values are, and
+// which of them could not be decoded.
+type Document struct {
+	file   string
+	root   *yaml.Node
+	failed map[string]bool
+}
+
 // Locate fills in the file and line of validation problems from their field
-// paths; a path the file does not set is reported against the defaults.
-func Locate(file string, root *yaml.Node, probs Problems) Problems {
-	for i := range probs {
-		probs[i].File, probs[i].Line = locate(file, root, probs[i].Path)
+// paths (a path the file does not set is reported against the defaults) and
+// drops those at or under a path that already failed to decode: a list that
+// could not be read is not also "empty". A nil Document (no file) reports
+// everything against the defaults.
+func (doc *Document) Locate(probs Problems) Problems {
+	if doc == nil {
+		doc = &Document{}
 	}
-	return probs
+	out := probs[:0:0]
+	for _, p := range probs {
+		if doc.underFailed(p.Path) {
+			continue
+		}
+		p.File, p.Line = locate(doc.file, doc.root, p.Path)
+		out = append(out, p)
+	}
+	return out
+}
+
+func (doc *Document) underFailed(path string) bool {
+	for f := range doc.failed {
+		if path == f || strings.HasPrefix(path, f+".") || strings.HasPrefix(path, f+"[") {
+			return true
+		}
+	}
+	return false
 }
 
 // MaxFileSize bounds a config file: a real one is a few KiB.
@@ -504,9 +428,10 @@ func expandedSize(n *yaml.Node, limit int, memo map[*yaml.Node]int) int {
 
 // Decode overlays the YAML document src (read from file) onto out, a
 // pointer to a struct already holding defaults: fields the document sets are
-// replaced, the rest kept. It reports every unknown key (with a suggestion)
-// and every type error, and returns the document for Locate.
-func Decode(file string, src []byte, out any) (*yaml.Node, Problems) {
+// replaced, the rest kept. It reports every unknown key (with a suggestion),
+// every value of the wrong kind and every key given twice, each at the path
+// and line of its own node, and returns the document for Locate.
+func Decode(file string, src []byte, out any) (*Document, Problems) {
 	// One document per file: a second one (even an empty first one before
 	// it) would otherwise be ignored without a word, syntax errors and all.
 	dec := yaml.NewDecoder(bytes.NewReader(src))
@@ -536,17 +461,13 @@ func Decode(file string, src []byte, out any) (*yaml.Node, Problems) {
 	if n := expandedSize(root, maxExpandedNodes, map[*yaml.Node]int{}); n > maxExpandedNodes {
 		return nil, Problems{{File: file, Line: root.Line, Msg: fmt.Sprintf("the document expands to more than %d YAML nodes (aliases repeated too often); a config needs far fewer", maxExpandedNodes)}}
 	}
-	probs := unknownFields(file, root, out)
-	if err := root.Decode(out); err != nil {
-		var te *yaml.TypeError
-		if !errors.As(err, &te) {
-			return root, append(probs, syntaxProblem(file, err))
-		}
-		for _, msg := range te.Errors {
-			probs = append(probs, typeProblem(file, root, msg))
-		}
+	d := &decoder{file: file, failed: map[string]bool{}}
+	v := reflect.ValueOf(out)
+	if v.Kind() != reflect.Pointer || v.IsNil() {
+		panic("conffile.Decode: out must be a non-nil pointer")
 	}
-	return root, probs
+	d.value(root, v.Elem(), "")
+	return &Document{file: file, root: root, failed: d.failed}, d.probs
 }
 
 // KeyPath is the field path of a map key: a.b.key, or a.b["key.with/dots"]

@@ -11,8 +11,6 @@ import (
 	"strconv"
 	"strings"
 
-	"go.yaml.in/yaml/v3"
-
 	"github.com/winobs/winobs"
 	"github.com/winobs/winobs/conffile"
 	"github.com/winobs/winobs/endpoint"
@@ -310,17 +308,7 @@ type UncordonedReboot struct {
 
 // Labels is a label map that a user file replaces as a whole rather than
 // merging into the default, so a default selector label can be dropped.
-type Labels map[string]string
-
-// UnmarshalYAML implements yaml.Unmarshaler.
-func (l *Labels) UnmarshalYAML(n *yaml.Node) error {
-	m := map[string]string{}
-	if err := n.Decode(&m); err != nil {
-		return err
-	}
-	*l = m
-	return nil
-}
+type Labels = conffile.Labels
 
 // Problem, Problems and Duration are conffile's: config files of both
 // binaries report problems the same way.
@@ -345,19 +333,19 @@ func Default() *Config {
 // listing every problem found, each with file, line and field path.
 func Load(path string) (*Config, error) {
 	cfg := pinnedDefaults()
-	if err := decodeStrict("(default)", defaultYAML, &cfg); err != nil {
-		return nil, fmt.Errorf("embedded default config: %w", err)
+	if _, probs := conffile.Decode("(default)", defaultYAML, &cfg); len(probs) > 0 {
+		return nil, fmt.Errorf("embedded default config: %w", probs)
 	}
-	var root *yaml.Node
+	var doc *conffile.Document
 	var probs Problems
 	if path != "" {
 		src, err := conffile.ReadFile(path, conffile.MaxFileSize)
 		if err != nil {
 			return nil, Problems{{File: path, Msg: err.Error()}}
 		}
-		root, probs = conffile.Decode(path, src, &cfg)
+		doc, probs = conffile.Decode(path, src, &cfg)
 	}
-	probs = append(probs, conffile.Locate(path, root, Validate(&cfg))...)
+	probs = append(probs, doc.Locate(Validate(&cfg))...)
 	if len(probs) > 0 {
 		return nil, probs.Sorted()
 	}
@@ -373,15 +361,6 @@ func pinnedDefaults() Config {
 	c.Alloy.Image = v.AlloyImage
 	c.Shipper.Image = v.EventlogShipperImage
 	return c
-}
-
-func decodeStrict(file string, src []byte, out *Config) error {
-	dec := yaml.NewDecoder(bytes.NewReader(src))
-	dec.KnownFields(true)
-	if err := dec.Decode(out); err != nil {
-		return fmt.Errorf("%s: %w", file, err)
-	}
-	return nil
 }
 
 // Services are Windows service key names (validated against the SCM's

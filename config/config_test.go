@@ -91,7 +91,7 @@ kubeStateMetrics:
 		p + `:13: alerts.exporterDown.for: must be a non-negative duration such as 30s, 5m or 1h, got "soon"`,
 		p + ":15: windowsExporter.job: must not be empty",
 		p + ":16: windowsExporter.scrape: unknown field",
-		p + ":18: kubeStateMetrics.job: cannot read a list where text is expected",
+		p + ":18: kubeStateMetrics.job: must be text, not a list",
 	}
 	if len(probs) != len(want) {
 		t.Errorf("got %d problems, want %d:\n%v", len(probs), len(want), err)

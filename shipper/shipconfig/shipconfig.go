@@ -154,7 +154,7 @@ func Load(path string, flags ...Overrides) (*Config, error) {
 	if err != nil {
 		return nil, fmt.Errorf("reading config %s: %w", path, err)
 	}
-	root, probs := conffile.Decode(path, src, c)
+	doc, probs := conffile.Decode(path, src, c)
 	for _, f := range flags {
 		if f.Listen != "" {
 			c.Listen = f.Listen
@@ -163,7 +163,7 @@ func Load(path string, flags ...Overrides) (*Config, error) {
 			c.StateDir = f.StateDir
 		}
 	}
-	probs = append(probs, conffile.Locate(path, root, c.validate())...)
+	probs = append(probs, doc.Locate(c.validate())...)
 	if len(probs) == 0 {
 		for k, env := range c.LabelsFromEnv {
 			if c.Labels == nil {
@@ -171,7 +171,7 @@ func Load(path string, flags ...Overrides) (*Config, error) {
 			}
 			c.Labels[k] = os.Getenv(env)
 			if c.Labels[k] == "" {
-				probs = append(probs, conffile.Locate(path, root, conffile.Problems{{Path: "labelsFromEnv." + k,
+				probs = append(probs, doc.Locate(conffile.Problems{{Path: "labelsFromEnv." + k,
 					Msg: fmt.Sprintf("environment variable %s is unset or empty", env)}})...)
 			}
 		}
@@ -186,7 +186,7 @@ func Load(path string, flags ...Overrides) (*Config, error) {
 // no Loki URL and no source).
 func Default() (*Config, error) {
 	var c Config
-	if root, probs := conffile.Decode("(default)", defaultYAML, &c); len(probs) > 0 || root == nil {
+	if doc, probs := conffile.Decode("(default)", defaultYAML, &c); len(probs) > 0 || doc == nil {
 		return nil, fmt.Errorf("embedded default: %v", probs)
 	}
 	return &c, nil
