@@ -26,9 +26,9 @@ type queries struct {
 func newQueries(cfg *config.Config) queries {
 	q := queries{
 		clusterLabel: cfg.Cluster.Label,
-		exporter:     "job=" + strconv.Quote(cfg.WindowsExporter.Job),
-		ksm:          "job=" + strconv.Quote(cfg.KubeStateMetrics.Job),
-		eventsJob:    "job=" + strconv.Quote(cfg.Logs.EventsJob),
+		exporter:     "job=" + literal(cfg.WindowsExporter.Job),
+		ksm:          "job=" + literal(cfg.KubeStateMetrics.Job),
+		eventsJob:    "job=" + literal(cfg.Logs.EventsJob),
 		services:     cfg.Alerts.NodeServices.Services.Regex(),
 	}
 	if multiCluster(cfg) {
@@ -37,8 +37,18 @@ func newQueries(cfg *config.Config) queries {
 	// The agents add the cluster label to every stream (Alloy's external
 	// label, the shipper's labels), so log queries select on it too.
 	q.events = q.eventsJob + q.cluster
-	q.podLogs = "job=" + strconv.Quote(cfg.Logs.PodLogsJob) + q.cluster
+	q.podLogs = "job=" + literal(cfg.Logs.PodLogsJob) + q.cluster
 	return q
+}
+
+// literal is a config value as a PromQL and LogQL string literal that
+// Grafana leaves alone. Grafana replaces $name, ${name…} and [[name]] in
+// query text before the data source reads it, and has no escape for them:
+// so '$' and '[' are written as the escapes \x24 and \x5b, which both query
+// languages read back as the same characters (a regex matcher included:
+// unquoting comes before the regex).
+func literal(s string) string {
+	return strings.NewReplacer("$", `\x24`, "[", `\x5b`).Replace(strconv.Quote(s))
 }
 
 // Selectors of the node and pod dashboards, narrowed by their variables.
@@ -110,7 +120,7 @@ func (q queries) netBits(direction string) string {
 }
 
 func (q queries) serviceStates() string {
-	return fmt.Sprintf(`windows_service_state{%s, name=~%s} == 1`, q.node(), strconv.Quote(q.services))
+	return fmt.Sprintf(`windows_service_state{%s, name=~%s} == 1`, q.node(), literal(q.services))
 }
 
 func (q queries) collectorSuccess() string {

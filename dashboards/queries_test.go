@@ -362,3 +362,61 @@ func TestAlertThresholdsAreOnTheirPanels(t *testing.T) {
 		}
 	}
 }
+
+// grafanaInterpolation is Grafana's own variable pattern (templateSrv's
+// regex: $name, [[name]], [[name:format]], ${name}, ${name.field},
+// ${name:format}), applied to query text before a data source sees it.
+var grafanaInterpolation = regexp.MustCompile(`\$(\w+)|\[\[(\w+?)(?::(\w+))?\]\]|\$\{(\w+)(?:\.([^:^\}]+))?(?::([^\}]+))?\}`)
+
+// Config values reach query text as literals Grafana cannot touch: a job
+// named like a variable ($instance, ${__user.login}, [[pod]]) or a service
+// with a '$' (SQL Server's MSSQL$NAME) is not interpolated, and the
+// query languages read the value back exactly.
+func TestConfigValuesSurviveGrafanaInterpolation(t *testing.T) {
+	cfg := config.Default()
+	cfg.Cluster.Name = "lab"
+	cfg.WindowsExporter.Job = "eu$instance"
+	cfg.KubeStateMetrics.Job = "${__user.login}"
+	cfg.Logs.EventsJob = "ev[[pod]]"
+	cfg.Logs.PodLogsJob = "$__all"
+	cfg.Alerts.NodeServices.Services = config.Services{"kubelet", "MSSQL$SQLEXPRESS"}
+	own := map[string]bool{"cluster": true, "instance": true, "namespace": true, "pod": true, "node": true,
+		"channel": true, "container": true, "level": true, "event_id": true, "search": true, "__rate_interval": true, "__interval": true, "__range": true, "__auto": true}
+	jobs := map[string]bool{"eu$instance": true, "${__user.login}": true, "ev[[pod]]": true, "$__all": true}
+	seen := map[string]bool{}
+	for _, q := range dashboardQueriesFor(t, cfg) {
+		for _, m := range grafanaInterpolation.FindAllStringSubmatch(q.expr, -1) {
+			if name := m[1] + m[2] + m[4]; !own[name] {
+				t.Errorf("%s: Grafana would interpolate %q in %s", q.where, m[0], q.expr)
+			}
+		}
+		if q.datasource != "prometheus" {
+			continue
+		}
+		expr := q.expr
+		if m := labelValues.FindStringSubmatch(expr); m != nil {
+			expr = m[1]
+		}
+		e, err := promqlParser.ParseExpr(substituteVariables(expr))
+		if err != nil {
+			t.Fatalf("%s: %q: %v", q.where, q.expr, err)
+		}
+		for _, vs := range parser.ExtractSelectors(e) {
+			for _, m := range vs {
+				switch {
+				case m.Name == "job" && !jobs[m.Value]:
+					t.Errorf("%s: job read back as %q", q.where, m.Value)
+				case m.Name == "job":
+					seen[m.Value] = true
+				case m.Name == "name" && strings.Contains(m.Value, "MSSQL") && !m.Matches("MSSQL$SQLEXPRESS"):
+					t.Errorf("%s: the service regex %q does not match MSSQL$SQLEXPRESS", q.where, m.Value)
+				}
+			}
+		}
+	}
+	for _, j := range []string{"eu$instance", "${__user.login}"} {
+		if !seen[j] {
+			t.Errorf("no PromQL query selects job %q", j)
+		}
+	}
+}

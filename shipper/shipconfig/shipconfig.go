@@ -171,7 +171,7 @@ func Load(path string, flags ...Overrides) (*Config, error) {
 			}
 			c.Labels[k] = os.Getenv(env)
 			if c.Labels[k] == "" {
-				probs = append(probs, doc.Locate(conffile.Problems{{Path: "labelsFromEnv." + k,
+				probs = append(probs, doc.Locate(conffile.Problems{{Path: conffile.KeyPath("labelsFromEnv", k),
 					Msg: fmt.Sprintf("environment variable %s is unset or empty", env)}})...)
 			}
 		}
@@ -215,14 +215,14 @@ func (c *Config) validate() conffile.Problems {
 	duration("loki.maxBackoff", c.Loki.MaxBackoff, true)
 	check("loki.maxBackoff", c.Loki.MaxBackoff.Model() >= c.Loki.MinBackoff.Model(), "must not be below loki.minBackoff")
 	for k, v := range c.Labels {
-		check("labels."+k, endpoint.IsLabelName(k) && k != "channel" && k != "computer",
+		check(conffile.KeyPath("labels", k), endpoint.IsLabelName(k) && k != "channel" && k != "computer",
 			"must be a label name other than channel and computer (set per event)")
-		check("labels."+k, v != "" && utf8.ValidString(v), "must be a non-empty UTF-8 value")
+		check(conffile.KeyPath("labels", k), v != "" && utf8.ValidString(v), "must be a non-empty UTF-8 value")
 	}
 	for k, env := range c.LabelsFromEnv {
-		check("labelsFromEnv."+k, endpoint.IsLabelName(k) && k != "channel" && k != "computer" && c.Labels[k] == "",
+		check(conffile.KeyPath("labelsFromEnv", k), endpoint.IsLabelName(k) && k != "channel" && k != "computer" && c.Labels[k] == "",
 			"must be a label name other than channel and computer, and not also in labels")
-		check("labelsFromEnv."+k, envName.MatchString(env), "must name an environment variable, got %q", env)
+		check(conffile.KeyPath("labelsFromEnv", k), envName.MatchString(env), "must name an environment variable, got %q", env)
 	}
 	check("labels", len(c.Labels)+len(c.LabelsFromEnv) <= endpoint.MaxLabels-2,
 		"at most %d static labels: Loki allows %d per stream, channel and computer are added", endpoint.MaxLabels-2, endpoint.MaxLabels)
