@@ -264,29 +264,97 @@ func removeStale(parent, base string) {
 		if m, err := os.Lstat(filepath.Join(d, incompleteMarker)); err == nil && m.Mode().IsRegular() {
 			os.RemoveAll(d)
 		} else if _, err := os.Lstat(filepath.Join(d, RecordFile)); err == nil && ownedOrAbsent(d) == nil {
-			os.RemoveAll(d)
+			_ = removeOwned(d)
 		}
 	}
 }
 
-// swap moves the complete tree tmp to dir, keeping the old dir until the new
-// one is in place.
+// swapHook, when set by a test, runs at the named moments of a swap, so a
+// test can play a writer racing gen.
+var swapHook func(stage string)
+
+func hook(stage string) {
+	if swapHook != nil {
+		swapHook(stage)
+	}
+}
+
+// swap moves the complete tree tmp to dir. The previous dir was checked
+// before rendering, but a file may have been written into it since: so it
+// is moved aside first (no path reaches it then), checked again against
+// its record, and put back untouched if it holds anything gen did not
+// write. It is then removed file by file, each file's hash checked as it
+// goes, so what appears even later is kept and named, never deleted.
 func swap(tmp, dir string) error {
+	hook("before-swap")
 	old := tmp + ".old"
-	hadOld := true
 	if err := os.Rename(dir, old); errors.Is(err, os.ErrNotExist) {
-		hadOld = false
+		if err := os.Rename(tmp, dir); err != nil {
+			return fmt.Errorf("moving the new output in place: %w", err)
+		}
+		return nil
 	} else if err != nil {
 		return fmt.Errorf("moving the previous output aside: %w", err)
 	}
+	if err := ownedOrAbsent(old); err != nil {
+		if rerr := os.Rename(old, dir); rerr != nil {
+			return fmt.Errorf("%w; and the previous output could not be put back from %s: %v", err, old, rerr)
+		}
+		return fmt.Errorf("%s changed while gen ran: %w", dir, err)
+	}
 	if err := os.Rename(tmp, dir); err != nil {
-		if hadOld {
-			_ = os.Rename(old, dir)
+		if rerr := os.Rename(old, dir); rerr != nil {
+			return fmt.Errorf("moving the new output in place: %w; and the previous output could not be put back from %s: %v", err, old, rerr)
 		}
 		return fmt.Errorf("moving the new output in place: %w", err)
 	}
-	if hadOld {
-		return os.RemoveAll(old)
+	hook("before-remove")
+	return removeOwned(old)
+}
+
+// removeOwned deletes a previous output gen wrote: each regular file listed
+// in its record whose hash still matches, then the directories left empty.
+// Anything else stays, and the error names where.
+func removeOwned(dir string) error {
+	rec, err := readRegular(filepath.Join(dir, RecordFile))
+	if err != nil {
+		return fmt.Errorf("the previous output was kept in %s: %s: %v", dir, RecordFile, err)
+	}
+	want, err := parseRecord(rec)
+	if err != nil {
+		return fmt.Errorf("the previous output was kept in %s: %w", dir, err)
+	}
+	var dirs []string
+	for rel, sum := range want {
+		p := filepath.Join(dir, filepath.FromSlash(rel))
+		if b, err := readRegular(p); err == nil && fmt.Sprintf("%x", sha256.Sum256(b)) == sum {
+			_ = os.Remove(p)
+		}
+		for d := path.Dir(rel); d != "."; d = path.Dir(d) {
+			dirs = append(dirs, filepath.Join(dir, filepath.FromSlash(d)))
+		}
+	}
+	_ = os.Remove(filepath.Join(dir, RecordFile))
+	// Deepest first; a directory that is not empty is kept.
+	sort.Slice(dirs, func(i, j int) bool { return len(dirs[i]) > len(dirs[j]) })
+	for _, d := range dirs {
+		_ = os.Remove(d)
+	}
+	if err := os.Remove(dir); err != nil && !errors.Is(err, os.ErrNotExist) {
+		var left []string
+		_ = filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+			if err == nil && !d.IsDir() {
+				rel, _ := filepath.Rel(dir, p)
+				left = append(left, filepath.ToSlash(rel))
+			}
+			return nil
+		})
+		sort.Strings(left)
+		if len(left) > 10 {
+			left = append(left[:10], fmt.Sprintf("and %d more", len(left)-10))
+		}
+		return fmt.Errorf("the new output is in place; the previous one was kept in %s, because files appeared in it while gen ran: %s",
+			dir, strings.Join(left, ", "))
 	}
 	return nil
 }

@@ -185,3 +185,89 @@ func TestEncodeRejectsBadFiles(t *testing.T) {
 		}
 	}
 }
+
+// A file written into the output while gen runs is never deleted: written
+// after the first check, the previous output is put back untouched and gen
+// fails naming it; written into the set-aside tree after the second check,
+// the new output is in place, the file is kept with the old tree, and gen
+// fails naming where.
+func TestSwapKeepsFilesWrittenDuringTheRun(t *testing.T) {
+	defer func() { swapHook = nil }()
+	for _, tc := range []struct {
+		stage, want string
+		newInPlace bool
+	}{
+		{"before-swap", "changed while gen ran", false},
+		{"before-remove", "the previous one was kept in", true},
+	} {
+		t.Run(tc.stage, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "out")
+			if _, err := Write(dir, sample()); err != nil {
+				t.Fatal(err)
+			}
+			before := read(t, filepath.Join(dir, RecordFile))
+			var kept string
+			swapHook = func(stage string) {
+				if stage != tc.stage {
+					return
+				}
+				target := dir
+				if stage == "before-remove" { // the set-aside tree, found by its name
+					m, _ := filepath.Glob(filepath.Join(filepath.Dir(dir), ".out.new-*.old"))
+					if len(m) != 1 {
+						t.Fatalf("set-aside trees %v", m)
+					}
+					target = m[0]
+				}
+				kept = filepath.Join(target, "a", "mine.txt")
+				if err := os.WriteFile(kept, []byte("mine"), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			files := append(sample(), File{Path: "extra.json", Raw: []byte("{}\n")})
+			_, err := Write(dir, files)
+			swapHook = nil
+			if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "mine.txt") {
+				t.Fatalf("err = %v, want %q naming mine.txt", err, tc.want)
+			}
+			if read(t, kept) != "mine" {
+				t.Error("the file written during the run is gone")
+			}
+			_, statErr := os.Stat(filepath.Join(dir, "extra.json"))
+			if tc.newInPlace != (statErr == nil) {
+				t.Errorf("new output in place = %v, want %v", statErr == nil, tc.newInPlace)
+			}
+			if !tc.newInPlace && read(t, filepath.Join(dir, RecordFile)) != before {
+				t.Error("the previous output was not put back as it was")
+			}
+			if left, _ := filepath.Glob(filepath.Join(filepath.Dir(dir), ".out.new-*")); !tc.newInPlace && len(left) > 0 {
+				t.Errorf("temporary trees left: %v", left)
+			}
+		})
+	}
+}
+
+// A run killed between moving the previous output aside and removing it
+// leaves that tree; the next run removes it, since every file in it is
+// gen's, unchanged.
+func TestStaleSetAsideTreeIsRemoved(t *testing.T) {
+	base := t.TempDir()
+	aside := filepath.Join(base, ".out.new-9.old")
+	if _, err := Write(aside, sample()); err != nil {
+		t.Fatal(err)
+	}
+	changed := filepath.Join(base, ".out.new-8.old")
+	if _, err := Write(changed, sample()); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(changed, "a", "raw.json"), []byte("edited"), 0o644)
+	if _, err := Write(filepath.Join(base, "out"), sample()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(aside); !os.IsNotExist(err) {
+		t.Error("the killed run's set-aside tree is still there")
+	}
+	if read(t, filepath.Join(changed, "a", "raw.json")) != "edited" {
+		t.Error("a set-aside tree with an edited file was removed")
+	}
+}
