@@ -332,24 +332,49 @@ func Default() *Config {
 // (none when path is empty), validated. On failure the error is a Problems
 // listing every problem found, each with file, line and field path.
 func Load(path string) (*Config, error) {
+	cfg, _, err := Read(path)
+	return cfg, err
+}
+
+// Read is Load that also returns the warnings: values that are legal but
+// probably wrong (the example lab's addresses, a firewall open to every
+// address), located like problems.
+func Read(path string) (*Config, Problems, error) {
+	cfg, doc, err := load(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	return cfg, doc.Locate(Warnings(cfg)).Sorted(), nil
+}
+
+func load(path string) (*Config, *conffile.Document, error) {
+	if path == "" {
+		return parse("", nil)
+	}
+	src, err := conffile.ReadFile(path, conffile.MaxFileSize)
+	if err != nil {
+		return nil, nil, Problems{{File: path, Msg: err.Error()}}
+	}
+	return parse(path, src)
+}
+
+// parse overlays src (read from file; none when file is "") on the
+// defaults and validates the result.
+func parse(file string, src []byte) (*Config, *conffile.Document, error) {
 	cfg := pinnedDefaults()
 	if _, probs := conffile.Decode("(default)", defaultYAML, &cfg); len(probs) > 0 {
-		return nil, fmt.Errorf("embedded default config: %w", probs)
+		return nil, nil, fmt.Errorf("embedded default config: %w", probs)
 	}
 	var doc *conffile.Document
 	var probs Problems
-	if path != "" {
-		src, err := conffile.ReadFile(path, conffile.MaxFileSize)
-		if err != nil {
-			return nil, Problems{{File: path, Msg: err.Error()}}
-		}
-		doc, probs = conffile.Decode(path, src, &cfg)
+	if file != "" {
+		doc, probs = conffile.Decode(file, src, &cfg)
 	}
 	probs = append(probs, doc.Locate(Validate(&cfg))...)
 	if len(probs) > 0 {
-		return nil, probs.Sorted()
+		return nil, nil, probs.Sorted()
 	}
-	return &cfg, nil
+	return &cfg, doc, nil
 }
 
 // pinnedDefaults holds the defaults that come from versions.json rather than

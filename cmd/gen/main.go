@@ -2,6 +2,7 @@
 // manifests) from one configuration.
 //
 //	go run ./cmd/gen [--config FILE] [--out DIR] [--check]
+//	go run ./cmd/gen init [--config FILE] [--loki-url URL] ...
 //
 // The flow is: load the config (embedded default overridden by FILE) and
 // validate it completely, build every artifact in memory, then write the tree
@@ -15,6 +16,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"text/tabwriter"
 
 	"github.com/winobs/winobs/bundle"
@@ -26,25 +28,63 @@ func main() {
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 
+const usage = `Usage:
+  gen [--config FILE] [--out DIR] [--check]   render the bundle (default: the built-in example)
+  gen init [flags]                            write a config for your cluster to start from
+  gen help                                    this text
+
+Run "gen init --help" or "gen --help" for their flags.
+`
+
 func run(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("gen", flag.ContinueOnError)
+	if len(args) > 0 {
+		switch args[0] {
+		case "init":
+			return runInit(args[1:], stdout, stderr)
+		case "help":
+			fmt.Fprint(stdout, usage)
+			return 0
+		}
+	}
+	return runRender(args, stdout, stderr)
+}
+
+// parseFlags parses args; asked for help, it prints the flags to stdout and
+// says to exit 0.
+func parseFlags(fs *flag.FlagSet, args []string, stdout, stderr io.Writer) (code int, ok bool) {
 	fs.SetOutput(stderr)
-	configPath := fs.String("config", "", "YAML file overriding the embedded default configuration")
+	fs.Usage = func() {}
+	err := fs.Parse(args)
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		fs.SetOutput(stdout)
+		fmt.Fprint(stdout, usage+"\nFlags of gen "+strings.TrimPrefix(fs.Name(), "gen")+":\n")
+		fs.PrintDefaults()
+		return 0, false
+	case err != nil:
+		fmt.Fprintln(stderr, "gen: run \"gen help\" for the usage")
+		return 2, false
+	case fs.NArg() > 0:
+		fmt.Fprintf(stderr, "gen: unexpected arguments %q\n", fs.Args())
+		return 2, false
+	}
+	return 0, true
+}
+
+func runRender(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("gen", flag.ContinueOnError)
+	configPath := fs.String("config", "", "YAML file overriding the embedded default configuration (gen init writes one)")
 	out := fs.String("out", "out", "output directory, replaced as a whole")
 	check := fs.Bool("check", false, "compare the output directory with a fresh render instead of writing; exit 1 if it differs")
-	if err := fs.Parse(args); err != nil {
-		return 2
-	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "gen: unexpected arguments %q\n", fs.Args())
-		return 2
+	if code, ok := parseFlags(fs, args, stdout, stderr); !ok {
+		return code
 	}
 	if err := render.CheckOutDir(*out); err != nil {
 		fmt.Fprintf(stderr, "gen: %v\n", err)
 		return 2
 	}
 
-	cfg, err := config.Load(*configPath)
+	cfg, warnings, err := config.Read(*configPath)
 	if err != nil {
 		fmt.Fprintf(stderr, "gen: %v\n", err)
 		var probs config.Problems
@@ -53,6 +93,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		}
 		return 1
 	}
+	printWarnings(stderr, *configPath, warnings)
 	files, err := bundle.Build(cfg)
 	if err != nil {
 		fmt.Fprintf(stderr, "gen: %v\n", err)
@@ -80,7 +121,7 @@ func checkFresh(dir string, files []render.File, stdout, stderr io.Writer) int {
 		return 1
 	}
 	if len(diffs) > 0 {
-		fmt.Fprintf(stderr, "gen: %s is stale; run `make generate` and commit the result:\n", dir)
+		fmt.Fprintf(stderr, "gen: %s is stale; render it again (gen --out %s with the same --config; in the winobs repository: make generate):\n", dir, dir)
 		for _, d := range diffs {
 			fmt.Fprintf(stderr, "  %s\n", d)
 		}
@@ -88,6 +129,18 @@ func checkFresh(dir string, files []render.File, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintf(stdout, "%s is up to date\n", dir)
 	return 0
+}
+
+// printWarnings says what is legal but probably wrong; rendering the
+// built-in example says so first, loudly.
+func printWarnings(w io.Writer, configPath string, warnings config.Problems) {
+	if configPath == "" {
+		fmt.Fprintln(w, "gen: WARNING: no --config: rendering the built-in example, the reference lab of docs/; its addresses are not your cluster's.")
+		fmt.Fprintln(w, "gen:          Start your own with: go run ./cmd/gen init --config winobs.yaml, then render with --config winobs.yaml.")
+	}
+	for _, p := range warnings {
+		fmt.Fprintf(w, "gen: warning: %v\n", p)
+	}
 }
 
 func printSummary(w io.Writer, dir string, sum render.Summary) {

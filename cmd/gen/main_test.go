@@ -75,3 +75,65 @@ func TestGenUsage(t *testing.T) {
 		t.Errorf("exit %d, want 2", code)
 	}
 }
+
+// help is asked for, so it is answered on stdout with exit 0, for gen and
+// gen init alike; an unknown flag is a usage error.
+func TestHelp(t *testing.T) {
+	for _, args := range [][]string{{"--help"}, {"-h"}, {"help"}, {"init", "--help"}} {
+		var stdout, stderr bytes.Buffer
+		if code := run(args, &stdout, &stderr); code != 0 || !strings.Contains(stdout.String(), "gen init") {
+			t.Errorf("%v: exit %d\n%s%s", args, code, stdout.String(), stderr.String())
+		}
+	}
+	var stdout, stderr bytes.Buffer
+	if code := run([]string{"--bogus"}, &stdout, &stderr); code != 2 {
+		t.Errorf("--bogus: exit %d", code)
+	}
+}
+
+// gen init writes a config that renders, never replaces one, and says which
+// example values are left; the render from the example says it loudly and
+// still exits 0.
+func TestInitThenRender(t *testing.T) {
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "winobs.yaml")
+	var stdout, stderr bytes.Buffer
+	if code := run([]string{"init", "--config", cfg, "--loki-url", "https://loki.example.org/loki/api/v1/push",
+		"--api-server", "api.example.org", "--release", "prom"}, &stdout, &stderr); code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+	if !strings.Contains(stderr.String(), cfg+":") || !strings.Contains(stderr.String(), "windowsExporter.firewall.allowFrom: is the example lab's value") ||
+		strings.Contains(stderr.String(), "loki.url") {
+		t.Errorf("init's warnings:\n%s", stderr.String())
+	}
+	before, _ := os.ReadFile(cfg)
+	if code := run([]string{"init", "--config", cfg}, &stdout, &stderr); code != 1 {
+		t.Errorf("a second init: exit %d", code)
+	}
+	if after, _ := os.ReadFile(cfg); !bytes.Equal(before, after) {
+		t.Error("init replaced an existing config")
+	}
+	stderr.Reset()
+	out := filepath.Join(dir, "out")
+	if code := run([]string{"--config", cfg, "--out", out}, &stdout, &stderr); code != 0 {
+		t.Fatalf("render: exit %d: %s", code, stderr.String())
+	}
+	if strings.Contains(stderr.String(), "built-in example") || !strings.Contains(stderr.String(), "gen: warning: "+cfg) {
+		t.Errorf("render's warnings:\n%s", stderr.String())
+	}
+	alloy, _ := os.ReadFile(filepath.Join(out, "alloy", "config.alloy"))
+	if !strings.Contains(string(alloy), "https://loki.example.org/loki/api/v1/push") {
+		t.Error("the init's Loki URL did not reach Alloy")
+	}
+	stderr.Reset()
+	if code := run([]string{"--out", filepath.Join(dir, "example")}, &stdout, &stderr); code != 0 || !strings.Contains(stderr.String(), "WARNING: no --config: rendering the built-in example") {
+		t.Errorf("example render: exit %d:\n%s", code, stderr.String())
+	}
+	stderr.Reset()
+	if code := run([]string{"init", "--config", filepath.Join(dir, "bad.yaml"), "--loki-url", "http://a.example/\nx: 1"}, &stdout, &stderr); code != 2 {
+		t.Errorf("a bad flag value: exit %d:\n%s", code, stderr.String())
+	}
+	if _, err := os.Stat(filepath.Join(dir, "bad.yaml")); !os.IsNotExist(err) {
+		t.Error("a refused init wrote its file")
+	}
+}

@@ -1,0 +1,67 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/winobs/winobs/config"
+)
+
+// runInit writes a commented config holding the values that differ per
+// cluster (from the flags, or the example's where a flag is not given),
+// validated before it is written; an existing file is never replaced.
+func runInit(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("gen init", flag.ContinueOnError)
+	path := fs.String("config", "winobs.yaml", "file to write (never replaced)")
+	var s config.Site
+	fs.StringVar(&s.Namespace, "namespace", "", "namespace of the rendered objects (kube-prometheus-stack's)")
+	fs.StringVar(&s.ClusterName, "cluster", "", "this cluster's name, when several share one Prometheus or Loki")
+	fs.StringVar(&s.Release, "release", "", "kube-prometheus-stack Helm release name (its Prometheus selects release=<name>)")
+	fs.StringVar(&s.LokiURL, "loki-url", "", "Loki push URL as the Windows nodes reach it")
+	fs.StringVar(&s.APIHost, "api-server", "", "API server DNS name or IP as the Windows nodes reach it")
+	fs.IntVar(&s.APIPort, "api-port", 0, "API server port (default 6443)")
+	scrape := fs.String("scrape-from", "", "comma-separated IPs or CIDRs of the nodes your Prometheus runs on")
+	fs.StringVar(&s.ServiceCIDR, "service-cidr", "", "the cluster's Service CIDR")
+	if code, ok := parseFlags(fs, args, stdout, stderr); !ok {
+		return code
+	}
+	if *scrape != "" {
+		s.ScrapeFrom = strings.Split(*scrape, ",")
+	}
+	src, warnings, err := config.Starter(s)
+	if err != nil {
+		fmt.Fprintf(stderr, "gen init: %v\n", err)
+		var probs config.Problems
+		if errors.As(err, &probs) {
+			return 2
+		}
+		return 1
+	}
+	f, err := os.OpenFile(*path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		fmt.Fprintf(stderr, "gen init: %v (an existing config is never replaced)\n", err)
+		return 1
+	}
+	if _, err := f.Write(src); err != nil {
+		f.Close()
+		os.Remove(*path)
+		fmt.Fprintf(stderr, "gen init: writing %s: %v\n", *path, err)
+		return 1
+	}
+	if err := f.Close(); err != nil {
+		os.Remove(*path)
+		fmt.Fprintf(stderr, "gen init: writing %s: %v\n", *path, err)
+		return 1
+	}
+	fmt.Fprintf(stdout, "wrote %s\n", *path)
+	for _, p := range warnings {
+		p.File = *path
+		fmt.Fprintf(stderr, "gen init: still the example's: %v\n", p)
+	}
+	fmt.Fprintf(stdout, "next: edit %s, then: go run ./cmd/gen --config %s --out out && kubectl apply -k out\n", *path, *path)
+	return 0
+}

@@ -1,0 +1,131 @@
+package config
+
+import (
+	"bytes"
+	"fmt"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// Site holds the values that differ from one cluster to the next, as
+// `gen init` takes them; an empty one keeps the example's value, which the
+// render then warns about.
+type Site struct {
+	Namespace   string
+	ClusterName string
+	// Release is the kube-prometheus-stack Helm release whose Prometheus
+	// must select the rules and the monitor (its "release" label).
+	Release     string
+	LokiURL     string
+	APIHost     string
+	APIPort     int
+	ScrapeFrom  []string
+	ServiceCIDR string
+}
+
+// Starter returns a commented configuration file holding every per-cluster
+// value, each explained, and validates it. Values are YAML nodes encoded by
+// the yaml package, never text pasted into a template, so no input can add
+// a key or a document.
+func Starter(s Site) ([]byte, Problems, error) {
+	lab := defaultValues()
+	or := func(v, example string) string {
+		if v == "" {
+			return example
+		}
+		return v
+	}
+	release := or(s.Release, lab.Prometheus.RuleLabels["release"])
+	port := s.APIPort
+	if port == 0 {
+		port = lab.APIServer.Port
+	}
+	scrape := s.ScrapeFrom
+	if len(scrape) == 0 {
+		scrape = lab.WindowsExporter.Firewall.AllowFrom
+	}
+	root := mapping(
+		field("namespace", or(s.Namespace, lab.Namespace),
+			"Namespace of the rendered objects: kube-prometheus-stack's, usually. HostProcess pods need it at Pod\n"+
+				"Security level \"privileged\" (createNamespace: true renders it so; otherwise label it yourself)."),
+		field("createNamespace", lab.CreateNamespace, ""),
+		field("cluster", mapping(
+			field("name", s.ClusterName, "This cluster's name, when several clusters share one Prometheus, Mimir or Loki; empty for one cluster."),
+		), ""),
+		field("prometheus", mapping(
+			field("ruleLabels", map[string]string{"release": release},
+				"Labels that make your Prometheus load the PrometheusRules: kube-prometheus-stack's ruleSelector\n"+
+					"(release: <its Helm release name> by default)."),
+		), ""),
+		field("windowsExporter", mapping(
+			field("monitorLabels", map[string]string{"release": release}, "Labels that make your Prometheus select the exporter's PodMonitor (podMonitorSelector)."),
+			field("firewall", mapping(
+				field("allowFrom", scrape,
+					"Addresses allowed to scrape port 9182 on the Windows nodes: the nodes your Prometheus pods run on\n"+
+						"(CNIs such as Calico SNAT pod traffic to the node address), as IPs or CIDRs."),
+			), ""),
+		), ""),
+		field("apiServer", mapping(
+			field("host", or(s.APIHost, lab.APIServer.Host),
+				"The API server as the Windows nodes reach it (HostProcess pods resolve no cluster DNS and reach no\n"+
+					"Service IP): a load balancer's or a control-plane node's DNS name or IP."),
+			field("port", port, ""),
+		), ""),
+		field("serviceCIDR", or(s.ServiceCIDR, lab.ServiceCIDR), "The cluster's Service CIDR, so an address the nodes cannot reach is refused."),
+		field("loki", mapping(
+			field("url", or(s.LokiURL, lab.Loki.URL),
+				"Loki's push URL as the Windows nodes reach it (not a Service name: see apiServer.host)."),
+			field("tenant", "", "X-Scope-OrgID, for a multi-tenant Loki."),
+			field("basicAuth", mapping(
+				field("username", "", ""),
+				field("passwordFile", "", ""),
+			), "Credentials are files the agents read on the node (passwordFile, bearerTokenFile).\n"+
+				"Over plain http they are refused unless allowInsecureCredentials: true."),
+			field("bearerTokenFile", "", ""),
+		), ""),
+	)
+	doc := &yaml.Node{Kind: yaml.DocumentNode, Content: []*yaml.Node{root},
+		HeadComment: "winobs configuration: the values that differ per cluster. Every other value keeps the built-in\n" +
+			"default (config/default.yaml documents them all); add any of them here to change it.\n" +
+			"Render with: go run ./cmd/gen --config THIS_FILE --out out"}
+	var b bytes.Buffer
+	enc := yaml.NewEncoder(&b)
+	enc.SetIndent(2)
+	if err := enc.Encode(doc); err != nil {
+		return nil, nil, fmt.Errorf("encoding the starter config: %w", err)
+	}
+	if err := enc.Close(); err != nil {
+		return nil, nil, err
+	}
+	cfg, parsed, err := parse("(init)", b.Bytes())
+	if err != nil {
+		return nil, nil, err
+	}
+	return b.Bytes(), parsed.Locate(Warnings(cfg)), nil
+}
+
+type kv struct {
+	key     string
+	value   *yaml.Node
+	comment string
+}
+
+func field(key string, value any, comment string) kv {
+	n, ok := value.(*yaml.Node)
+	if !ok {
+		n = &yaml.Node{}
+		if err := n.Encode(value); err != nil {
+			panic(err) // only strings, ints, bools, lists and maps of them
+		}
+	}
+	return kv{key, n, comment}
+}
+
+func mapping(fields ...kv) *yaml.Node {
+	m := &yaml.Node{Kind: yaml.MappingNode}
+	for _, f := range fields {
+		k := &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: f.key, HeadComment: f.comment}
+		m.Content = append(m.Content, k, f.value)
+	}
+	return m
+}

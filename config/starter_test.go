@@ -1,0 +1,101 @@
+package config
+
+import (
+	"strings"
+	"testing"
+)
+
+// The example's lab values are warned about wherever they come from; a
+// firewall open to every address is too; a config of one's own is quiet.
+func TestWarnings(t *testing.T) {
+	paths := func(ps Problems) string {
+		var out []string
+		for _, p := range ps {
+			out = append(out, p.Path)
+		}
+		return strings.Join(out, ",")
+	}
+	if got := paths(Warnings(Default())); got != "loki.url,apiServer.host,windowsExporter.firewall.allowFrom" {
+		t.Errorf("default: %s", got)
+	}
+	c := Default()
+	c.Loki.URL = "https://loki.example.org/loki/api/v1/push"
+	c.APIServer.Host = "api.example.org"
+	c.WindowsExporter.Firewall.AllowFrom = []string{"10.0.0.0/24"}
+	if w := Warnings(c); len(w) != 0 {
+		t.Errorf("own values: %v", w)
+	}
+	c.WindowsExporter.Firewall.AllowFrom = []string{"10.0.0.0/24", "0.0.0.0/0", "::/0"}
+	if got := paths(Warnings(c)); got != "windowsExporter.firewall.allowFrom[1],windowsExporter.firewall.allowFrom[2]" {
+		t.Errorf("open firewall: %s", got)
+	}
+	c.WindowsExporter.Firewall.Enabled = false
+	if w := Warnings(c); len(w) != 0 {
+		t.Errorf("no firewall rule, nothing opened: %v", w)
+	}
+}
+
+// Read locates the warnings in the user's file.
+func TestReadLocatesWarnings(t *testing.T) {
+	p := writeConfig(t, "namespace: monitoring\nwindowsExporter:\n  firewall:\n    allowFrom: [10.1.0.0/16, 0.0.0.0/0]\n")
+	_, w, err := Read(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, x := range w {
+		got = append(got, x.Error())
+	}
+	want := p + ":4: windowsExporter.firewall.allowFrom[1]: 0.0.0.0/0 lets every address"
+	if len(got) != 3 || !strings.HasPrefix(got[0], want) || !strings.HasPrefix(got[1], "(default): apiServer.host") {
+		t.Errorf("got %q, want first %q", got, want)
+	}
+}
+
+// The starter config carries the site's values exactly, validated, and
+// quiet once they are the user's; unset ones keep the example's, warned.
+func TestStarter(t *testing.T) {
+	src, w, err := Starter(Site{Namespace: "observability", ClusterName: "eu-1", Release: "prom", APIPort: 443,
+		LokiURL: "https://loki.example.org/loki/api/v1/push", APIHost: "api.example.org",
+		ScrapeFrom: []string{"10.0.1.0/24", "10.0.2.7"}, ServiceCIDR: "10.43.0.0/16"})
+	if err != nil || len(w) != 0 {
+		t.Fatalf("%v %v", err, w)
+	}
+	c, _, err := parse("init.yaml", src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Namespace != "observability" || c.Cluster.Name != "eu-1" || c.Prometheus.RuleLabels["release"] != "prom" ||
+		c.WindowsExporter.MonitorLabels["release"] != "prom" || c.APIServer.Port != 443 || c.ServiceCIDR != "10.43.0.0/16" ||
+		strings.Join(c.WindowsExporter.Firewall.AllowFrom, " ") != "10.0.1.0/24 10.0.2.7" {
+		t.Errorf("%+v", c)
+	}
+	if !strings.Contains(string(src), "# Loki's push URL as the Windows nodes reach it") {
+		t.Errorf("comments missing:\n%s", src)
+	}
+	_, w, err = Starter(Site{})
+	if err != nil || len(w) != 3 {
+		t.Errorf("example values: %v %v", err, w)
+	}
+}
+
+// Values that would add keys or documents to the file are refused as
+// values, with the field named; nothing is written by Starter.
+func TestStarterRefusesHostileValues(t *testing.T) {
+	for _, s := range []Site{
+		{Namespace: "x\nloki: {url: http://evil}"},
+		{LokiURL: "https://a.example/\n---\nnamespace: evil"},
+		{APIHost: "a.example\"\nshipper: {image: evil}"},
+		{ScrapeFrom: []string{"10.0.0.1\nalloy: {}"}},
+		{ClusterName: "a\n  label: job"},
+	} {
+		src, _, err := Starter(s)
+		if err == nil {
+			t.Errorf("%+v accepted:\n%s", s, src)
+			continue
+		}
+		if msg := err.Error(); !strings.Contains(msg, "(init):") || strings.Contains(msg, "unknown field") {
+			t.Errorf("%+v: %v", s, err)
+		}
+	}
+}
