@@ -74,7 +74,6 @@ func TestOneDocumentPerFile(t *testing.T) {
 	}
 }
 
-
 // testConfig exercises every kind the decoder sets.
 type testConfig struct {
 	Name     string            `yaml:"name"`

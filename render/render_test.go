@@ -195,7 +195,7 @@ func TestSwapKeepsFilesWrittenDuringTheRun(t *testing.T) {
 	defer func() { swapHook = nil }()
 	for _, tc := range []struct {
 		stage, want string
-		newInPlace bool
+		newInPlace  bool
 	}{
 		{"before-swap", "changed while gen ran", false},
 		{"before-remove", "the previous one was kept in", true},
