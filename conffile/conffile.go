@@ -114,7 +114,30 @@ func locate(file string, root *yaml.Node, path string) (string, int) {
 	if n := Lookup(root, path); n != nil {
 		return file, n.Line
 	}
+	// A field the file leaves unset, of an item or map the file writes (a
+	// toleration without its operator): the problem is the file's, at that
+	// item. Top-level sections do not count: setting one field of alerts
+	// does not make every other alert the file's.
+	segs := splitPath(path)
+	for i := len(segs) - 1; i >= 2; i-- {
+		if n := Lookup(root, joinSegs(segs[:i])); n != nil {
+			return file, n.Line
+		}
+	}
 	return "(default)", 0
+}
+
+// joinSegs is the inverse of splitPath, as far as Lookup needs.
+func joinSegs(segs []string) string {
+	path := ""
+	for _, s := range segs {
+		if _, err := strconv.Atoi(s); err == nil {
+			path += "[" + s + "]"
+			continue
+		}
+		path = KeyPath(path, s)
+	}
+	return path
 }
 
 // excerptMsg bounds a message that quotes a value (yaml's type errors quote

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"strconv"
 	"strings"
@@ -14,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/winobs/winobs/config"
 	"github.com/winobs/winobs/internal/fixture"
 	"github.com/winobs/winobs/shipper/shipconfig"
 
@@ -193,6 +195,14 @@ var hostileStrings = []string{
 	`example.com/team`,
 	`héllo wörld`,
 	strings.Repeat("x", 300),
+	// Grafana's variable syntax, paths the sidecar joins, API-host syntax.
+	`$instance`,
+	`[[pod]]`,
+	`${__user.login}`,
+	`../../etc`,
+	`/etc/grafana`,
+	"del\x7f",
+	`[::1%lo]:9498`,
 }
 
 // For every string field that reaches another language, every hostile
@@ -238,9 +248,24 @@ func TestHostileStringsPerTarget(t *testing.T) {
 		{"prometheus.ruleLabels.team", func(v string) string { return "prometheus:\n  ruleLabels: {team: " + quote(v) + "}\n" }, nil},
 		{"ruler.namespacePrefix", func(v string) string { return "ruler:\n  namespacePrefix: " + quote(v) + "\n" }, nil},
 	}
+	// Every other text field of the config, found by reflection: a field
+	// added later is covered without a line here.
+	listed := map[string]bool{}
+	for _, f := range fields {
+		listed[f.path] = true
+	}
+	for _, f := range textFields(reflect.TypeOf(config.Config{}), "") {
+		if !listed[f.path] {
+			fields = append(fields, struct {
+				path    string
+				yaml    func(v string) string
+				carried func(t *testing.T, out, v string)
+			}{f.path, f.yaml, nil})
+		}
+	}
 	var accepted, refused atomic.Int32
 	defer func() {
-		t.Logf("%d hostile values accepted and parsed back, %d refused", accepted.Load(), refused.Load())
+		t.Logf("%d fields: %d hostile values accepted and parsed back, %d refused", len(fields), accepted.Load(), refused.Load())
 	}()
 	for _, f := range fields {
 		for i, v := range hostileStrings {
@@ -249,7 +274,10 @@ func TestHostileStringsPerTarget(t *testing.T) {
 				switch code {
 				case 2:
 					refused.Add(1)
-					loc := regexp.MustCompile(regexp.QuoteMeta(cfg) + `:\d+: ` + regexp.QuoteMeta(f.path))
+					// At the field, or at a sibling the value made necessary
+					// (a toleration's operator, basic auth's password file).
+					parent := f.path[:max(strings.LastIndexAny(f.path, ".["), 0)]
+					loc := regexp.MustCompile(regexp.QuoteMeta(cfg) + `:\d+: ` + regexp.QuoteMeta(parent))
 					if !loc.MatchString(stderr) {
 						t.Errorf("refused %q without file:line: %s:\n%s", v, f.path, stderr)
 					}
@@ -265,6 +293,70 @@ func TestHostileStringsPerTarget(t *testing.T) {
 			})
 		}
 	}
+}
+
+// textField is a config field that holds text, and the YAML document that
+// sets it to a value.
+type textField struct {
+	path string
+	yaml func(v string) string
+}
+
+// textFields walks the config type for every field that holds text: plain
+// strings, items of string lists, keys and values of string maps, and the
+// text fields of the first item of a list of structs.
+func textFields(t reflect.Type, path string) []textField {
+	nest := func(path, leaf string) func(string) string {
+		return func(v string) string {
+			segs := strings.Split(path, ".")
+			var b strings.Builder
+			for i, s := range segs {
+				b.WriteString(strings.Repeat("  ", i) + s + ":")
+				if i < len(segs)-1 {
+					b.WriteString("\n")
+				}
+			}
+			return b.String() + " " + strings.ReplaceAll(leaf, "V", quote(v)) + "\n"
+		}
+	}
+	var out []textField
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		name, opts, _ := strings.Cut(f.Tag.Get("yaml"), ",")
+		if opts == "inline" {
+			out = append(out, textFields(f.Type, path)...)
+			continue
+		}
+		p := name
+		if path != "" {
+			p = path + "." + name
+		}
+		switch ft := f.Type; {
+		case ft.Kind() == reflect.String:
+			out = append(out, textField{p, nest(p, "V")})
+		case ft.Kind() == reflect.Slice && ft.Elem().Kind() == reflect.String:
+			out = append(out, textField{p + "[0]", nest(p, "[V]")})
+		case ft.Kind() == reflect.Map && ft.Elem().Kind() == reflect.String:
+			out = append(out, textField{p + ".k", nest(p, "{k: V}")}, textField{p, nest(p, "{V: v}")})
+		case ft.Kind() == reflect.Slice && ft.Elem().Kind() == reflect.Struct:
+			for _, sub := range textFields(ft.Elem(), "") {
+				first := p + "[0]." + sub.path
+				subYAML := sub.yaml
+				out = append(out, textField{first, func(v string) string {
+					// The item's document, indented under "- " at the list's depth.
+					lines := strings.Split(strings.TrimSuffix(subYAML(v), "\n"), "\n")
+					depth := strings.Count(p, ".") + 1
+					for j := range lines {
+						lines[j] = strings.Repeat("  ", depth) + map[bool]string{true: "- ", false: "  "}[j == 0] + lines[j]
+					}
+					return nest(p, "")(v) + strings.Join(lines, "\n") + "\n"
+				}})
+			}
+		case ft.Kind() == reflect.Struct:
+			out = append(out, textFields(ft, p)...)
+		}
+	}
+	return out
 }
 
 func quote(v string) string { return strconv.Quote(v) }
@@ -407,4 +499,63 @@ func TestLegitimateValuesRender(t *testing.T) {
 		t.Error("the prefixed rule label is missing")
 	}
 	alloyAttrHas(t, out, "eventlog_name", `"Microsoft-Windows-Windows Defender/Operational"`)
+}
+
+// Issue 19's mistakes in one file: one run, exit 2, every problem at its
+// file:line: path, none against the defaults, no Go types, no YAML tags.
+func TestEveryMistakeInOneRun(t *testing.T) {
+	body := `namespace: &ns monitoring
+eventLog:
+  channels: [{name: System, levels: [error]}]
+windowsExporter:
+  deploy: "yes"
+  firewall:
+    enabled: "true"
+  services: {kubelet: 1}
+loki:
+  url: http://loki.example.com/loki/api/v1/push?access_token=abc
+  bearerTokenFile: C:\token
+alloy:
+  *ns : x
+apiServer:
+  host: "evil.example/?#@x"
+dashboards:
+  folder: ../../etc
+shipper:
+  listen: "[::1%lo]:9498"
+nodes:
+  tolerations:
+    - {value: windows}
+`
+	code, stderr, out, cfg := genWith(t, body)
+	if code != 2 {
+		t.Fatalf("exit %d:\n%s", code, stderr)
+	}
+	for _, want := range []string{
+		`:3: eventLog.channels[0].levels[0]: must be a whole number, not the text "error"`,
+		`:5: windowsExporter.deploy: must be true or false, not the text "yes"`,
+		`:7: windowsExporter.firewall.enabled: must be true or false without quotes`,
+		`:8: windowsExporter.services: must be a list, not a map`,
+		`:10: loki.url: must not carry a secret in its query string`,
+		`:13: alloy.monitoring: unknown field`,
+		`:15: apiServer.host: must be a DNS name`,
+		`:17: dashboards.folder: must be a folder name, not a path`,
+		`:19: shipper.listen: must be a loopback address:port`,
+		`:22: nodes.tolerations[0].operator: must be Equal or Exists`,
+	} {
+		if !strings.Contains(stderr, cfg+want) {
+			t.Errorf("missing %q", want)
+		}
+	}
+	for _, not := range []string{"(default)", "!!", "config.", "map[", "[]string", "must list at least one level", "access_token=abc"} {
+		if strings.Contains(stderr, not) {
+			t.Errorf("%q in:\n%s", not, stderr)
+		}
+	}
+	if _, err := os.Stat(out); !os.IsNotExist(err) {
+		t.Error("a refused config wrote output")
+	}
+	if t.Failed() {
+		t.Log(stderr)
+	}
 }
