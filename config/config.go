@@ -42,6 +42,7 @@ type Config struct {
 	LogAgent         LogAgent         `yaml:"logAgent"`
 	Alloy            Alloy            `yaml:"alloy"`
 	Shipper          Shipper          `yaml:"shipper"`
+	Pods             Pods             `yaml:"pods"`
 	Logs             Logs             `yaml:"logs"`
 	Dashboards       Dashboards       `yaml:"dashboards"`
 	Alerts           Alerts           `yaml:"alerts"`
@@ -172,6 +173,21 @@ type Shipper struct {
 	TextfileDir string    `yaml:"textfileDir"`
 	Listen      string    `yaml:"listen"`
 	Resources   Resources `yaml:"resources"`
+}
+
+// Pods holds what every winobs DaemonSet's pods get: the exporter's,
+// Alloy's and the shipper's.
+type Pods struct {
+	// ImagePullSecrets name Secrets in the namespace for a private
+	// registry (the seed pulls from a private ghcr.io package).
+	ImagePullSecrets []string `yaml:"imagePullSecrets"`
+	// PriorityClassName, such as system-node-critical, keeps the node
+	// agents scheduled on a full node.
+	PriorityClassName string `yaml:"priorityClassName"`
+	// Labels and Annotations are added to the pod templates (not to the
+	// selectors, which stay fixed so an upgrade never orphans pods).
+	Labels      Labels            `yaml:"labels"`
+	Annotations map[string]string `yaml:"annotations"`
 }
 
 // LogAgent assigns each Windows node to exactly one log agent.

@@ -7,6 +7,8 @@ import (
 	"regexp"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -67,6 +69,8 @@ func Validate(c *Config) Problems {
 	v.labelKey("dashboards.sidecarLabel", c.Dashboards.SidecarLabel)
 	v.labelValue("dashboards.sidecarLabelValue", c.Dashboards.SidecarLabelValue)
 	v.labelKey("dashboards.folderAnnotation", c.Dashboards.FolderAnnotation)
+
+	validatePods(v, &c.Pods)
 
 	a := &c.Alerts
 	// runbook_url is expanded by Prometheus as a Go template: the URL grammar
@@ -251,6 +255,40 @@ func validateToleration(v *validator, p string, t Toleration) {
 	}
 	v.check(p+".effect", t.Effect == "" || t.Effect == "NoSchedule" || t.Effect == "PreferNoSchedule" || t.Effect == "NoExecute",
 		"must be NoSchedule, PreferNoSchedule, NoExecute or empty, got %q", t.Effect)
+}
+
+func validatePods(v *validator, p *Pods) {
+	seen := map[string]bool{}
+	for i, name := range p.ImagePullSecrets {
+		path := fmt.Sprintf("pods.imagePullSecrets[%d]", i)
+		for _, msg := range validation.IsDNS1123Subdomain(name) {
+			v.add(path, "must be a Secret name, got %q: %s", conffile.Excerpt(name), msg)
+		}
+		v.check(path, !seen[name], "%q is listed twice", name)
+		seen[name] = true
+	}
+	if p.PriorityClassName != "" {
+		for _, msg := range validation.IsDNS1123Subdomain(p.PriorityClassName) {
+			v.add("pods.priorityClassName", "must be a PriorityClass name, got %q: %s", conffile.Excerpt(p.PriorityClassName), msg)
+		}
+	}
+	v.labels("pods.labels", p.Labels)
+	for k := range p.Labels {
+		v.check(conffile.KeyPath("pods.labels", k), !strings.HasPrefix(k, "app.kubernetes.io/"),
+			"app.kubernetes.io/ labels are winobs's own (selectors and pruning rely on them)")
+	}
+	total := 0
+	for k, val := range p.Annotations {
+		path := conffile.KeyPath("pods.annotations", k)
+		for _, msg := range validation.IsQualifiedName(k) {
+			v.add(path, "invalid Kubernetes annotation key %q: %s", conffile.Excerpt(k), msg)
+		}
+		// Values may be long and multi-line; nothing else a terminal acts on.
+		v.check(path, utf8.ValidString(val) && strings.IndexFunc(val, func(r rune) bool { return unicode.IsControl(r) && r != '\n' }) < 0,
+			"must be UTF-8 text without control characters other than newlines")
+		total += len(k) + len(val)
+	}
+	v.check("pods.annotations", total <= 64<<10, "at most 64 KiB in all (the API server allows 256 KiB per object), got %d bytes", total)
 }
 
 func (v *validator) resources(path string, r Resources) {

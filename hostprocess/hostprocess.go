@@ -5,6 +5,7 @@
 package hostprocess
 
 import (
+	"maps"
 	"sort"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -60,6 +61,18 @@ func DaemonSet(cfg *config.Config, name, component, account string, pod corev1.P
 	pod.NodeSelector = map[string]string(cfg.Nodes.Selector)
 	pod.Tolerations = tolerations(cfg.Nodes.Tolerations)
 	pod.HostNetwork = true
+	pod.PriorityClassName = cfg.Pods.PriorityClassName
+	for _, name := range cfg.Pods.ImagePullSecrets {
+		pod.ImagePullSecrets = append(pod.ImagePullSecrets, corev1.LocalObjectReference{Name: name})
+	}
+	labels := meta.Labels(name, component)
+	for k, v := range cfg.Pods.Labels {
+		labels[k] = v // validated: never an app.kubernetes.io/ label
+	}
+	var annotations map[string]string
+	if len(cfg.Pods.Annotations) > 0 {
+		annotations = maps.Clone(cfg.Pods.Annotations)
+	}
 	pod.SecurityContext = &corev1.PodSecurityContext{WindowsOptions: &corev1.WindowsSecurityContextOptions{
 		HostProcess: ptr(true), RunAsUserName: ptr(account),
 	}}
@@ -74,7 +87,7 @@ func DaemonSet(cfg *config.Config, name, component, account string, pod corev1.P
 				RollingUpdate: &appsv1.RollingUpdateDaemonSet{MaxUnavailable: &maxUnavailable},
 			},
 			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: meta.Labels(name, component)},
+				ObjectMeta: metav1.ObjectMeta{Labels: labels, Annotations: annotations},
 				Spec:       pod,
 			},
 		},

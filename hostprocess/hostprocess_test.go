@@ -56,3 +56,25 @@ func TestEveryNodeGetsExactlyOneLogAgent(t *testing.T) {
 		}
 	}
 }
+
+// Every DaemonSet's pods get the pull secrets, the priority class and the
+// extra labels and annotations; the selector stays winobs's own.
+func TestPodsSettings(t *testing.T) {
+	cfg := config.Default()
+	cfg.Pods = config.Pods{ImagePullSecrets: []string{"ghcr-pull"}, PriorityClassName: "system-node-critical",
+		Labels: config.Labels{"team": "platform"}, Annotations: map[string]string{"example.com/owner": "ops\nteam"}}
+	ds := DaemonSet(cfg, "x", "agent", SystemAccount, corev1.PodSpec{})
+	pod := ds.Spec.Template
+	if len(pod.Spec.ImagePullSecrets) != 1 || pod.Spec.ImagePullSecrets[0].Name != "ghcr-pull" || pod.Spec.PriorityClassName != "system-node-critical" {
+		t.Errorf("%+v", pod.Spec)
+	}
+	if pod.Labels["team"] != "platform" || pod.Labels["app.kubernetes.io/name"] != "x" || pod.Annotations["example.com/owner"] != "ops\nteam" {
+		t.Errorf("%v %v", pod.Labels, pod.Annotations)
+	}
+	if _, ok := ds.Spec.Selector.MatchLabels["team"]; ok {
+		t.Error("an extra label reached the selector")
+	}
+	if def := DaemonSet(config.Default(), "x", "agent", SystemAccount, corev1.PodSpec{}); def.Spec.Template.Annotations != nil || def.Spec.Template.Spec.PriorityClassName != "" {
+		t.Error("the default adds pod settings")
+	}
+}

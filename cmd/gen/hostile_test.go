@@ -89,6 +89,10 @@ func TestHostileConfigsAreRefused(t *testing.T) {
 		{"an API host with a newline", "apiServer:\n  host: \"api.example\\r\\nX: 1\"\n", ":2: apiServer.host: must be a DNS name"},
 		{"an API host with URL syntax", "apiServer:\n  host: \"evil.example/?#@x\"\n", ":2: apiServer.host: must be a DNS name"},
 		{"an API host with DEL", "apiServer:\n  host: \"api\\x7f.example\"\n", ":2: apiServer.host: must be a DNS name"},
+		{"a pull secret that is not a name", "pods:\n  imagePullSecrets: [\"ghcr pull\"]\n", ":2: pods.imagePullSecrets[0]: must be a Secret name"},
+		{"a priority class with a slash", "pods:\n  priorityClassName: a/b\n", ":2: pods.priorityClassName: must be a PriorityClass name"},
+		{"a pod label taking winobs's selector", "pods:\n  labels: {app.kubernetes.io/name: x}\n", ":2: pods.labels[\"app.kubernetes.io/name\"]: app.kubernetes.io/ labels are winobs's own"},
+		{"an annotation with ESC", "pods:\n  annotations: {a: \"\\e[31m\"}\n", ":2: pods.annotations.a: must be UTF-8 text without control characters"},
 		{"a 200 KB API host", "apiServer:\n  host: " + strings.Repeat("a", 200<<10) + ".example\n", ":2: apiServer.host: must be a DNS name"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
