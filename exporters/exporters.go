@@ -106,7 +106,6 @@ func daemonSet(cfg *config.Config) any {
 		Volumes: []corev1.Volume{{Name: "config", VolumeSource: corev1.VolumeSource{
 			ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: Name}},
 		}}},
-		PriorityClassName: "system-node-critical",
 		// The exporter never calls the Kubernetes API (the upstream chart
 		// also turns the token off).
 		AutomountServiceAccountToken: new(bool),

@@ -74,7 +74,7 @@ func TestPodsSettings(t *testing.T) {
 	if _, ok := ds.Spec.Selector.MatchLabels["team"]; ok {
 		t.Error("an extra label reached the selector")
 	}
-	if def := DaemonSet(config.Default(), "x", "agent", SystemAccount, corev1.PodSpec{}); def.Spec.Template.Annotations != nil || def.Spec.Template.Spec.PriorityClassName != "" {
-		t.Error("the default adds pod settings")
+	if def := DaemonSet(config.Default(), "x", "agent", SystemAccount, corev1.PodSpec{}); def.Spec.Template.Annotations != nil || def.Spec.Template.Spec.PriorityClassName != "system-node-critical" || def.Spec.Template.Spec.ImagePullSecrets != nil {
+		t.Error("the default's pod settings")
 	}
 }
