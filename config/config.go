@@ -45,6 +45,7 @@ type Config struct {
 	Pods             Pods             `yaml:"pods"`
 	Logs             Logs             `yaml:"logs"`
 	Dashboards       Dashboards       `yaml:"dashboards"`
+	LokiRules        LokiRules        `yaml:"lokiRules"`
 	Alerts           Alerts           `yaml:"alerts"`
 }
 
@@ -64,6 +65,17 @@ type Dashboards struct {
 	// V2 also renders the dashboards as Grafana 13 dashboard.grafana.app/v2
 	// resources (dashboards-v2/).
 	V2 bool `yaml:"v2"`
+}
+
+// LokiRules renders the Loki alerts as a ConfigMap for the Loki Helm
+// chart's rules sidecar (sidecar.rules), so they arrive with kubectl apply -k.
+type LokiRules struct {
+	ConfigMap bool `yaml:"configMap"`
+	// Namespace the sidecar searches (the chart's searchNamespace; by
+	// default Loki's own); empty means the bundle's namespace.
+	Namespace  string `yaml:"namespace"`
+	Label      string `yaml:"label"`
+	LabelValue string `yaml:"labelValue"`
 }
 
 // Cluster names the label that separates clusters in a shared backend.

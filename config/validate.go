@@ -71,6 +71,13 @@ func Validate(c *Config) Problems {
 	v.labelKey("dashboards.folderAnnotation", c.Dashboards.FolderAnnotation)
 
 	validatePods(v, &c.Pods)
+	if c.LokiRules.Namespace != "" {
+		for _, msg := range validation.IsDNS1123Label(c.LokiRules.Namespace) {
+			v.add("lokiRules.namespace", "must be a DNS-1123 label, got %q: %s", conffile.Excerpt(c.LokiRules.Namespace), msg)
+		}
+	}
+	v.labelKey("lokiRules.label", c.LokiRules.Label)
+	v.labelValue("lokiRules.labelValue", c.LokiRules.LabelValue)
 
 	a := &c.Alerts
 	// runbook_url is expanded by Prometheus as a Go template: the URL grammar

@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/common/model"
 	"github.com/prometheus/prometheus/model/rulefmt"
 	"github.com/prometheus/prometheus/promql/parser"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
@@ -112,8 +113,25 @@ func Files(cfg *config.Config) ([]render.File, error) {
 			return nil, err
 		}
 		files = append(files, render.File{Path: f.path, Raw: raw})
+		if f.path == "loki-rules/"+LokiGroup+".yaml" && cfg.LokiRules.ConfigMap {
+			files = append(files, render.File{Path: "loki/" + LokiGroup + ".yaml", Objects: []any{lokiRulesConfigMap(cfg, raw)}})
+		}
 	}
 	return files, nil
+}
+
+// lokiRulesConfigMap holds the Loki rule file for the Loki chart's rules
+// sidecar, which writes each key as a file into the ruler's directory.
+func lokiRulesConfigMap(cfg *config.Config, raw []byte) *corev1.ConfigMap {
+	ns := cfg.LokiRules.Namespace
+	if ns == "" {
+		ns = cfg.Namespace
+	}
+	return &corev1.ConfigMap{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
+		ObjectMeta: meta.Object(ns, "winobs-loki-rules", meta.ComponentRules, map[string]string{cfg.LokiRules.Label: cfg.LokiRules.LabelValue}),
+		Data:       map[string]string{LokiGroup + ".yaml": string(raw)},
+	}
 }
 
 // RulerNamespace is a rule file as mimirtool, cortextool and lokitool load,

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
+
 	"github.com/winobs/winobs/config"
 )
 
@@ -115,5 +117,40 @@ func TestBinaryServiceKeyMatchesRealEvent(t *testing.T) {
 	}
 	if regexp.MustCompile(".*<Binary>" + BinaryServiceKey("wuau") + "0000.*").MatchString(eventData) {
 		t.Error("a prefix of the key matched")
+	}
+}
+
+// The Loki rules ConfigMap carries the rule file byte for byte, under the
+// label the Loki chart's sidecar selects, in the namespace it searches;
+// configMap: false leaves it out.
+func TestLokiRulesConfigMap(t *testing.T) {
+	cfg := config.Default()
+	cfg.LokiRules.Namespace, cfg.LokiRules.Label, cfg.LokiRules.LabelValue = "loki", "example.com/loki-rule", "yes"
+	files, err := Files(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var raw []byte
+	var cm *corev1.ConfigMap
+	for _, f := range files {
+		switch f.Path {
+		case "loki-rules/" + LokiGroup + ".yaml":
+			raw = f.Raw
+		case "loki/" + LokiGroup + ".yaml":
+			cm = f.Objects[0].(*corev1.ConfigMap)
+		}
+	}
+	if cm == nil || raw == nil {
+		t.Fatal("no ConfigMap or rule file")
+	}
+	if cm.Namespace != "loki" || cm.Labels["example.com/loki-rule"] != "yes" || cm.Data[LokiGroup+".yaml"] != string(raw) {
+		t.Errorf("%+v", cm.ObjectMeta)
+	}
+	cfg.LokiRules.ConfigMap = false
+	files, _ = Files(cfg)
+	for _, f := range files {
+		if strings.HasPrefix(f.Path, "loki/") {
+			t.Errorf("%s rendered with configMap: false", f.Path)
+		}
 	}
 }
