@@ -88,6 +88,7 @@ func daemonSet(cfg *config.Config) any {
 		// Let the bookmark and positions flush on shutdown.
 		TerminationGracePeriodSeconds: &grace,
 	}
+	hostprocess.MountLokiSecret(cfg, &pod)
 	// SYSTEM: LocalService and NetworkService cannot read C:\var\log\pods.
 	return hostprocess.DaemonSet(cfg, Name, Name, hostprocess.SystemAccount, pod)
 }

@@ -38,6 +38,7 @@ type Config struct {
 	APIServer        APIServer        `yaml:"apiServer"`
 	ServiceCIDR      string           `yaml:"serviceCIDR"`
 	Loki             Loki             `yaml:"loki"`
+	LokiSecret       LokiSecret       `yaml:"lokiSecret"`
 	EventLog         EventLog         `yaml:"eventLog"`
 	LogAgent         LogAgent         `yaml:"logAgent"`
 	Alloy            Alloy            `yaml:"alloy"`
@@ -153,6 +154,16 @@ type APIServer struct {
 // Loki is the push endpoint both log agents write to: the one type gen, the
 // shipper's config and its client share.
 type Loki = endpoint.Loki
+
+// LokiSecret mounts a Kubernetes Secret holding the Loki credentials into
+// the Alloy and shipper pods, read-only at MountPath (containerd 2 binds a
+// HostProcess container's volumes at their path on the node), so
+// loki.basicAuth.passwordFile, loki.bearerTokenFile and loki.caFile can
+// name MountPath\<key> instead of a file put on every node by hand.
+type LokiSecret struct {
+	Name      string `yaml:"name"`
+	MountPath string `yaml:"mountPath"`
+}
 
 // BasicAuth reads its password from a file on the node.
 type BasicAuth = endpoint.BasicAuth

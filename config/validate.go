@@ -201,6 +201,7 @@ func validateAgents(v *validator, c *Config) {
 	v.secretFile("loki.basicAuth.passwordFile", c.Loki.BasicAuth.PasswordFile)
 	v.secretFile("loki.bearerTokenFile", c.Loki.BearerTokenFile)
 	v.secretFile("loki.caFile", c.Loki.CAFile)
+	validateLokiSecret(v, c)
 
 	v.check("eventLog.channels", len(c.EventLog.Channels) > 0, "must list at least one channel")
 	seen, labels := map[string]bool{}, map[string]string{}
@@ -262,6 +263,31 @@ func validateToleration(v *validator, p string, t Toleration) {
 	}
 	v.check(p+".effect", t.Effect == "" || t.Effect == "NoSchedule" || t.Effect == "PreferNoSchedule" || t.Effect == "NoExecute",
 		"must be NoSchedule, PreferNoSchedule, NoExecute or empty, got %q", t.Effect)
+}
+
+// validateLokiSecret: a mounted Secret is read by at least one credential
+// file, and no credential file points into the mount without a Secret.
+func validateLokiSecret(v *validator, c *Config) {
+	s := c.LokiSecret
+	v.windowsPath("lokiSecret.mountPath", s.MountPath)
+	if s.Name != "" {
+		for _, msg := range validation.IsDNS1123Subdomain(s.Name) {
+			v.add("lokiSecret.name", "must be a Secret name, got %q: %s", conffile.Excerpt(s.Name), msg)
+		}
+	}
+	inMount := func(p string) bool {
+		return p != "" && strings.HasPrefix(strings.ToLower(p), strings.ToLower(strings.TrimSuffix(s.MountPath, `\`))+`\`)
+	}
+	used := false
+	for path, file := range map[string]string{"loki.basicAuth.passwordFile": c.Loki.BasicAuth.PasswordFile,
+		"loki.bearerTokenFile": c.Loki.BearerTokenFile, "loki.caFile": c.Loki.CAFile} {
+		if inMount(file) {
+			used = true
+			v.check(path, s.Name != "", "is under lokiSecret.mountPath (%s), but lokiSecret.name names no Secret to mount there", s.MountPath)
+		}
+	}
+	v.check("lokiSecret.name", s.Name == "" || used,
+		`is mounted at %s, but no loki.basicAuth.passwordFile, loki.bearerTokenFile or loki.caFile reads from it (such as %s\password)`, s.MountPath, s.MountPath)
 }
 
 func validatePods(v *validator, p *Pods) {

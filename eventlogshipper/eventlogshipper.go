@@ -104,6 +104,7 @@ func daemonSet(cfg *config.Config) any {
 		// No Kubernetes API access at all.
 		AutomountServiceAccountToken: new(bool),
 	}
+	hostprocess.MountLokiSecret(cfg, &pod)
 	// SYSTEM: reading the Security channel needs it (or membership of Event
 	// Log Readers, which LocalService does not have by default), and it can
 	// create the state directory and the textfile under C:\var\lib. The

@@ -94,6 +94,20 @@ func DaemonSet(cfg *config.Config, name, component, account string, pod corev1.P
 	}
 }
 
+// MountLokiSecret adds the Secret of cfg.LokiSecret, when one is named, to
+// the pod and read-only to its first container: the log agents read the
+// Loki credentials from it.
+func MountLokiSecret(cfg *config.Config, pod *corev1.PodSpec) {
+	if cfg.LokiSecret.Name == "" {
+		return
+	}
+	pod.Volumes = append(pod.Volumes, corev1.Volume{Name: "loki-credentials", VolumeSource: corev1.VolumeSource{
+		Secret: &corev1.SecretVolumeSource{SecretName: cfg.LokiSecret.Name},
+	}})
+	c := &pod.Containers[0]
+	c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: "loki-credentials", MountPath: cfg.LokiSecret.MountPath, ReadOnly: true})
+}
+
 func tolerations(ts []config.Toleration) []corev1.Toleration {
 	out := make([]corev1.Toleration, len(ts))
 	for i, t := range ts {

@@ -93,6 +93,10 @@ func TestHostileConfigsAreRefused(t *testing.T) {
 		{"a priority class with a slash", "pods:\n  priorityClassName: a/b\n", ":2: pods.priorityClassName: must be a PriorityClass name"},
 		{"a pod label taking winobs's selector", "pods:\n  labels: {app.kubernetes.io/name: x}\n", ":2: pods.labels[\"app.kubernetes.io/name\"]: app.kubernetes.io/ labels are winobs's own"},
 		{"an annotation with ESC", "pods:\n  annotations: {a: \"\\e[31m\"}\n", ":2: pods.annotations.a: must be UTF-8 text without control characters"},
+		{"a Secret mounted that nothing reads", "lokiSecret: {name: loki-creds}\n", ":1: lokiSecret.name: is mounted at"},
+		{"a credential file in the mount without a Secret", "loki:\n  url: https://l.example/loki/api/v1/push\n  bearerTokenFile: 'C:\\var\\run\\secrets\\winobs\\loki\\token'\n",
+			":3: loki.bearerTokenFile: is under lokiSecret.mountPath"},
+		{"a Secret name with a slash", "lokiSecret: {name: a/b}\n", ":1: lokiSecret.name: must be a Secret name"},
 		{"a 200 KB API host", "apiServer:\n  host: " + strings.Repeat("a", 200<<10) + ".example\n", ":2: apiServer.host: must be a DNS name"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

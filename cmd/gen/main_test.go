@@ -137,3 +137,29 @@ func TestInitThenRender(t *testing.T) {
 		t.Error("a refused init wrote its file")
 	}
 }
+
+// Loki credentials from a Kubernetes Secret: both log agents mount it
+// read-only where the config's credential files point.
+func TestLokiCredentialsFromASecret(t *testing.T) {
+	code, stderr, out, _ := genWith(t, `loki:
+  url: https://loki.example.org/loki/api/v1/push
+  basicAuth: {username: winobs, passwordFile: 'C:\var\run\secrets\winobs\loki\password'}
+lokiSecret:
+  name: loki-credentials
+`)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	for _, f := range []string{"alloy/alloy.yaml", "shipper/eventlog-shipper.yaml"} {
+		b, _ := os.ReadFile(filepath.Join(out, f))
+		for _, want := range []string{"secretName: loki-credentials", `mountPath: C:\var\run\secrets\winobs\loki`, "readOnly: true"} {
+			if !strings.Contains(string(b), want) {
+				t.Errorf("%s lacks %q", f, want)
+			}
+		}
+	}
+	alloy, _ := os.ReadFile(filepath.Join(out, "alloy", "config.alloy"))
+	if !strings.Contains(string(alloy), `password_file = "C:\\var\\run\\secrets\\winobs\\loki\\password"`) {
+		t.Errorf("config.alloy:\n%s", alloy)
+	}
+}
