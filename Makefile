@@ -9,6 +9,18 @@ VICTORIALOGS_VERSION := $(call version,victoriaLogs)
 PROMTOOL_VERSION := $(call version,promtool)
 STATICCHECK_VERSION := $(call version,staticcheck)
 CRDS_VERSION := $(call version,prometheusOperatorCRDs)
+WINOBS_VERSION := $(call version,winobs)
+ALLOY_VERSION := $(call version,alloy)
+
+# The HostProcess images (make images). The defaults are the images the
+# rendered manifests name; set both and shipper.image / alloy.image in your
+# config to use your own registry. PUSH=1 pushes, otherwise OCI archives are
+# written to bin/ (a Linux docker cannot load Windows images).
+SHIPPER_IMAGE ?= $(call version,eventlogShipperImage)
+ALLOY_IMAGE ?= $(call version,alloyImage)
+ALLOY_ZIP_SHA256 ?=
+PUSH ?= 0
+image_output = $(if $(filter 1,$(PUSH)),--push,--output type=oci,dest=$(BIN)/$(1).oci.tar)
 
 # Packages whose code or tests start goroutines: run under the race detector
 # in CI (gen and the schema checks are single-threaded).
@@ -16,7 +28,7 @@ RACE_PKGS := ./shipper/... ./internal/lokitest/...
 # Packages with Windows-only files, linted for Windows too.
 WINDOWS_PKGS := ./shipper/... ./cmd/eventlog-shipper/...
 
-.PHONY: help generate test race lint tidy-check vet fmt-check windows winapi-check check-generated ci bench promtool-test \
+.PHONY: images help generate test race lint tidy-check vet fmt-check windows winapi-check check-generated ci bench promtool-test \
 	reliability update-crds print-versions
 
 help: ## list targets
@@ -88,7 +100,20 @@ update-crds: ## refresh testdata/crds from the prometheus-operator module named 
 	for k in podmonitors servicemonitors prometheusrules; do \
 		install -m 644 "$$dir/example/prometheus-operator-crd/monitoring.coreos.com_$$k.yaml" testdata/crds/; done
 
+images: ## build the shipper and Alloy HostProcess images with docker buildx (windows/amd64; PUSH=1 pushes)
+	@mkdir -p $(BIN)
+	docker buildx build --platform windows/amd64 -f images/eventlog-shipper/Dockerfile \
+		--build-arg GO_IMAGE=$(call version,goImage) --build-arg BASE_IMAGE=$(call version,hostProcessBaseImage) \
+		--build-arg VERSION=$(WINOBS_VERSION) -t $(SHIPPER_IMAGE) $(call image_output,eventlog-shipper) .
+	docker buildx build --platform windows/amd64 -f images/alloy/Dockerfile \
+		--build-arg FETCH_IMAGE=$(call version,fetchImage) --build-arg BASE_IMAGE=$(call version,hostProcessBaseImage) \
+		--build-arg ALLOY_VERSION=$(ALLOY_VERSION) --build-arg ALLOY_ZIP_SHA256=$(ALLOY_ZIP_SHA256) \
+		-t $(ALLOY_IMAGE) $(call image_output,alloy-hostprocess) images/alloy
+
 print-versions: ## the versions this Makefile read from versions.json
+	@echo winobs=$(WINOBS_VERSION)
+	@echo shipperImage=$(SHIPPER_IMAGE)
+	@echo alloyImage=$(ALLOY_IMAGE)
 	@echo victoriaLogs=$(VICTORIALOGS_VERSION)
 	@echo promtool=$(PROMTOOL_VERSION)
 	@echo staticcheck=$(STATICCHECK_VERSION)

@@ -25,8 +25,18 @@ type Versions struct {
 	Alloy string `json:"alloy"`
 	// AlloyImage is the default HostProcess image holding alloy.exe.
 	AlloyImage string `json:"alloyImage"`
-	// EventlogShipperImage is the default eventlog-shipper image.
+	// EventlogShipperImage is the default eventlog-shipper image; its tag
+	// is Winobs (the image is built from this repository's code).
 	EventlogShipperImage string `json:"eventlogShipperImage"`
+	// HostProcessBaseImage is the base of both HostProcess images
+	// (images/*/Dockerfile).
+	HostProcessBaseImage string `json:"hostProcessBaseImage"`
+	// GoImage compiles the shipper in its image's build stage (the Go of
+	// go.mod).
+	GoImage string `json:"goImage"`
+	// FetchImage downloads and checks the Alloy release in the Alloy
+	// image's first stage.
+	FetchImage string `json:"fetchImage"`
 	// VictoriaLogs is the Loki-protocol receiver of the shipper's end-to-end
 	// tests (go install).
 	VictoriaLogs string `json:"victoriaLogs"`

@@ -31,9 +31,24 @@ import (
 	"github.com/winobs/winobs/shipper"
 )
 
+// version is set at build time (images/eventlog-shipper/Dockerfile:
+// -ldflags -X main.version=...).
+var version = "dev"
+
+const usage = `Usage:
+  eventlog-shipper --config FILE [--listen ADDR] [--state-dir DIR]
+      ship the configured event log channels and dumps to Loki
+  eventlog-shipper probe URL
+      exit 0 if URL answers 200 (the kubelet's exec probe: HTTP probes of a
+      HostProcess pod cannot reach the shipper's loopback listener)
+  eventlog-shipper --version
+
+Flags:
+`
+
 func main() {
 	tuneGC()
-	os.Exit(run(os.Args[1:], os.Stderr))
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 
 // tuneGC collects less often than Go's default, which spends a tenth of the
@@ -48,20 +63,32 @@ func tuneGC() {
 	}
 }
 
-func run(args []string, stderr io.Writer) int {
+func run(args []string, stdout, stderr io.Writer) int {
 	if len(args) == 2 && args[0] == "probe" {
 		return probe(args[1], stderr)
 	}
 	fs := flag.NewFlagSet("eventlog-shipper", flag.ContinueOnError)
 	fs.SetOutput(stderr)
+	fs.Usage = func() {}
 	configPath := fs.String("config", "", "YAML configuration file (required)")
 	listen := fs.String("listen", "", "address for /metrics, /healthz and /readyz, overriding the file (default 127.0.0.1:9498)")
 	stateDir := fs.String("state-dir", "", "checkpoint directory, overriding the file")
-	if err := fs.Parse(args); err != nil {
+	showVersion := fs.Bool("version", false, "print the version and exit")
+	if err := fs.Parse(args); errors.Is(err, flag.ErrHelp) {
+		fmt.Fprint(stdout, usage)
+		fs.SetOutput(stdout)
+		fs.PrintDefaults()
+		return 0
+	} else if err != nil {
+		fmt.Fprint(stderr, usage)
 		return 2
 	}
+	if *showVersion {
+		fmt.Fprintln(stdout, "eventlog-shipper", version)
+		return 0
+	}
 	if *configPath == "" || fs.NArg() > 0 {
-		fmt.Fprintln(stderr, "usage: eventlog-shipper --config FILE")
+		fmt.Fprint(stderr, usage)
 		return 2
 	}
 	log := slog.New(slog.NewJSONHandler(stderr, nil))

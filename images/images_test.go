@@ -1,0 +1,248 @@
+// Package images_test checks the inputs of the image builds that cannot run
+// here (docker buildx, a registry): the Dockerfiles, the Makefile's images
+// target and the release workflow, against versions.json, go.mod and the
+// DaemonSets that run the images.
+package images_test
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"go.yaml.in/yaml/v3"
+	appsv1 "k8s.io/api/apps/v1"
+
+	"github.com/winobs/winobs"
+	"github.com/winobs/winobs/alloy"
+	"github.com/winobs/winobs/config"
+	"github.com/winobs/winobs/eventlogshipper"
+	"github.com/winobs/winobs/render"
+)
+
+// instruction is one Dockerfile instruction, continuation lines joined.
+type instruction struct{ cmd, args string }
+
+func parseDockerfile(t *testing.T, path string) []instruction {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []instruction
+	var cur string
+	for _, line := range strings.Split(string(b), "\n") {
+		trimmed := strings.TrimSpace(line)
+		if cur == "" && (trimmed == "" || strings.HasPrefix(trimmed, "#")) {
+			continue
+		}
+		if strings.HasSuffix(trimmed, `\`) && !strings.HasPrefix(trimmed, "ENTRYPOINT") {
+			cur += strings.TrimSuffix(trimmed, `\`) + " "
+			continue
+		}
+		cur += trimmed
+		cmd, args, _ := strings.Cut(cur, " ")
+		out = append(out, instruction{strings.ToUpper(cmd), strings.TrimSpace(args)})
+		cur = ""
+	}
+	return out
+}
+
+// buildArgs are the --build-arg names the Makefile passes with the given
+// Dockerfile, and the build context it names.
+func buildArgs(t *testing.T, dockerfile string) (map[string]bool, string) {
+	t.Helper()
+	b, err := os.ReadFile("../Makefile")
+	if err != nil {
+		t.Fatal(err)
+	}
+	recipe := regexp.MustCompile(`(?s)docker buildx build [^\n]*-f ` + regexp.QuoteMeta(dockerfile) + `(.*?)\n\t(?:docker|$)|` +
+		`docker buildx build [^\n]*-f ` + regexp.QuoteMeta(dockerfile) + `(.*)`).FindStringSubmatch(string(b))
+	if recipe == nil {
+		t.Fatalf("the Makefile does not build %s", dockerfile)
+	}
+	body := strings.ReplaceAll(recipe[1]+recipe[2], "\\\n", " ")
+	if i := strings.Index(body, "\n"); i >= 0 {
+		body = body[:i]
+	}
+	args := map[string]bool{}
+	for _, m := range regexp.MustCompile(`--build-arg (\w+)=`).FindAllStringSubmatch(body, -1) {
+		args[m[1]] = true
+	}
+	fields := strings.Fields(body)
+	return args, fields[len(fields)-1]
+}
+
+// command is the container command of the DaemonSet a builder renders.
+func command(t *testing.T, files func(*config.Config) ([]render.File, error)) string {
+	t.Helper()
+	fs, err := files(config.Default())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range fs {
+		for _, o := range f.Objects {
+			if ds, ok := o.(*appsv1.DaemonSet); ok {
+				return ds.Spec.Template.Spec.Containers[0].Command[0]
+			}
+		}
+	}
+	t.Fatal("no DaemonSet")
+	return ""
+}
+
+// Each Dockerfile builds on Linux (no RUN in its Windows stage), takes its
+// bases and versions only from the Makefile's build args, copies only what
+// exists, and starts what its DaemonSet runs from where it put it.
+func TestDockerfiles(t *testing.T) {
+	for _, tc := range []struct {
+		dockerfile, copied string
+		files      func(*config.Config) ([]render.File, error)
+		sources    []string // paths in the build context the build reads
+	}{
+		{"images/eventlog-shipper/Dockerfile", "/eventlog-shipper.exe", eventlogshipper.Files, []string{"go.mod", "go.sum", "cmd/eventlog-shipper/main.go"}},
+		{"images/alloy/Dockerfile", "/alloy/alloy.exe", alloy.Files, nil},
+	} {
+		t.Run(tc.dockerfile, func(t *testing.T) {
+			ins := parseDockerfile(t, filepath.Join("..", tc.dockerfile))
+			passed, context := buildArgs(t, tc.dockerfile)
+			declared, stages, last := map[string]bool{}, map[string]bool{}, -1
+			for i, in := range ins {
+				switch in.cmd {
+				case "ARG":
+					name, _, hasDefault := strings.Cut(in.args, "=")
+					declared[name] = true
+					if !passed[name] && !hasDefault {
+						t.Errorf("ARG %s is never passed by the Makefile and has no default", name)
+					}
+				case "FROM":
+					last = i
+					if f := strings.Fields(in.args); len(f) >= 3 && strings.EqualFold(f[len(f)-2], "AS") {
+						stages[f[len(f)-1]] = true
+					}
+					for _, m := range regexp.MustCompile(`\$\{?(\w+)`).FindAllStringSubmatch(in.args, -1) {
+						if m[1] != "BUILDPLATFORM" && !declared[m[1]] {
+							t.Errorf("FROM uses %s, not declared before it", m[1])
+						}
+					}
+				}
+			}
+			for name := range passed {
+				if !declared[name] {
+					t.Errorf("the Makefile passes %s, which the Dockerfile does not declare", name)
+				}
+			}
+			final := ins[last:]
+			if final[0].args != "${BASE_IMAGE}" {
+				t.Errorf("the final stage is FROM %s, want ${BASE_IMAGE} (versions.json hostProcessBaseImage)", final[0].args)
+			}
+			var entrypoint []string
+			copied := false
+			for _, in := range final {
+				switch in.cmd {
+				case "RUN":
+					t.Errorf("RUN in the Windows stage cannot be built on Linux: %s", in.args)
+				case "COPY":
+					f := strings.Fields(in.args)
+					if from, ok := strings.CutPrefix(f[0], "--from="); !ok || !stages[from] {
+						t.Errorf("COPY %s: the Windows stage copies only from an earlier stage", in.args)
+					}
+					copied = copied || f[len(f)-1] == tc.copied
+				case "ENTRYPOINT":
+					if err := json.Unmarshal([]byte(in.args), &entrypoint); err != nil {
+						t.Errorf("ENTRYPOINT %s is not the exec form (a JSON array): %v", in.args, err)
+					}
+				}
+			}
+			if !copied {
+				t.Errorf("nothing is copied to %s", tc.copied)
+			}
+			cmd := command(t, tc.files)
+			if len(entrypoint) != 1 || entrypoint[0] != cmd || strings.ReplaceAll("/"+cmd, `\`, "/") != tc.copied {
+				t.Errorf("ENTRYPOINT %q, the DaemonSet runs %q, the binary is at %s", entrypoint, cmd, tc.copied)
+			}
+			for _, src := range tc.sources {
+				if _, err := os.Stat(filepath.Join("..", context, src)); err != nil {
+					t.Errorf("the build reads %s from context %s: %v", src, context, err)
+				}
+			}
+		})
+	}
+}
+
+// The images' tags follow versions.json: the shipper's is this winobs, the
+// Alloy image's is the Alloy release it packs; the Go image is go.mod's Go.
+func TestImageTagsFollowVersions(t *testing.T) {
+	v := winobs.Pinned()
+	tag := func(ref string) string { return ref[strings.LastIndex(ref, ":")+1:] }
+	if tag(v.EventlogShipperImage) != v.Winobs {
+		t.Errorf("eventlogShipperImage %s, winobs %s", v.EventlogShipperImage, v.Winobs)
+	}
+	if tag(v.AlloyImage) != v.Alloy {
+		t.Errorf("alloyImage %s, alloy %s", v.AlloyImage, v.Alloy)
+	}
+	mod, err := os.ReadFile("../go.mod")
+	if err != nil {
+		t.Fatal(err)
+	}
+	goVersion := regexp.MustCompile(`(?m)^go (\S+)$`).FindSubmatch(mod)
+	if goVersion == nil || !strings.HasPrefix(tag(v.GoImage), string(goVersion[1])) {
+		t.Errorf("goImage %s, go.mod says go %s", v.GoImage, goVersion)
+	}
+	cfg := config.Default()
+	if cfg.Shipper.Image != v.EventlogShipperImage || cfg.Alloy.Image != v.AlloyImage {
+		t.Errorf("the rendered images %s, %s are not versions.json's", cfg.Shipper.Image, cfg.Alloy.Image)
+	}
+}
+
+// The release workflow runs on version tags, refuses a tag that is not
+// versions.json's, checks the manifests and pushes with make images.
+func TestReleaseWorkflow(t *testing.T) {
+	b, err := os.ReadFile("../.github/workflows/release.yml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wf struct {
+		On struct {
+			Push struct{ Tags []string }
+		}
+		Permissions map[string]string
+		Jobs        map[string]struct {
+			Steps []struct{ Run, Uses string }
+		}
+	}
+	if err := yaml.Unmarshal(b, &wf); err != nil {
+		t.Fatal(err)
+	}
+	if len(wf.On.Push.Tags) != 1 || wf.On.Push.Tags[0] != "v*" || wf.Permissions["packages"] != "write" || wf.Permissions["contents"] != "read" {
+		t.Errorf("%+v", wf)
+	}
+	var runs []string
+	for _, s := range wf.Jobs["images"].Steps {
+		runs = append(runs, s.Run)
+	}
+	all := strings.Join(runs, "\n")
+	for _, want := range []string{`test "$GITHUB_REF_NAME" = "$want"`, "make check-generated", "make images PUSH=1"} {
+		if !strings.Contains(all, want) {
+			t.Errorf("the workflow does not run %q", want)
+		}
+	}
+}
+
+// The shipper's build context keeps what go build reads.
+func TestDockerignoreKeepsTheBuildInputs(t *testing.T) {
+	b, err := os.ReadFile("../.dockerignore")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		line = strings.TrimSpace(line)
+		for _, kept := range []string{"go.mod", "go.sum", "cmd/", "shipper/", "conffile/", "endpoint/", "versions.json"} {
+			if line != "" && !strings.HasPrefix(line, "#") && strings.HasPrefix(kept, strings.TrimSuffix(line, "/")) {
+				t.Errorf(".dockerignore line %q drops %s", line, kept)
+			}
+		}
+	}
+}
