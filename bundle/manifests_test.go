@@ -3,6 +3,8 @@ package bundle_test
 import (
 	"bytes"
 	"fmt"
+	"os"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -262,6 +264,72 @@ func TestRecommendedLabels(t *testing.T) {
 					}
 				}
 			}
+		}
+	}
+}
+
+// docs/upgrade.md's prune command lists exactly the kinds gen renders (for
+// every switch of the config), except Namespace, which must never be pruned;
+// every object carries the label the prune selects.
+func TestPruneAllowlistCoversEveryKind(t *testing.T) {
+	doc, err := os.ReadFile("../docs/upgrade.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	allow := map[string]bool{}
+	for _, m := range regexp.MustCompile(`--prune-allowlist=(\S+)`).FindAllStringSubmatch(string(doc), -1) {
+		allow[m[1]] = true
+	}
+	variants := map[string]func(*config.Config){
+		"default":           func(*config.Config) {},
+		"ServiceMonitor":    func(c *config.Config) { c.WindowsExporter.Monitor = config.ServiceMonitor },
+		"createNamespace":   func(c *config.Config) { c.CreateNamespace = true },
+		"no exporter":       func(c *config.Config) { c.WindowsExporter.Deploy = false },
+		"no Loki ConfigMap": func(c *config.Config) { c.LokiRules.ConfigMap = false },
+		"shipper default":   func(c *config.Config) { c.LogAgent.Default = config.AgentShipper },
+	}
+	rendered := map[string]bool{}
+	for name, mutate := range variants {
+		cfg := config.Default()
+		mutate(cfg)
+		for path, b := range renderAll(t, cfg) {
+			if !strings.HasSuffix(path, ".yaml") || path == "kustomization.yaml" {
+				continue
+			}
+			for _, d := range bytes.Split(b, []byte("\n---\n")) {
+				var obj struct {
+					APIVersion string `json:"apiVersion"`
+					Kind       string `json:"kind"`
+					Metadata   struct {
+						Name   string            `json:"name"`
+						Labels map[string]string `json:"labels"`
+					} `json:"metadata"`
+				}
+				if err := yaml.Unmarshal(d, &obj); err != nil || obj.Kind == "" {
+					continue // rule files and other plain YAML
+				}
+				gv := obj.APIVersion
+				if !strings.Contains(gv, "/") {
+					gv = "core/" + gv
+				}
+				key := gv + "/" + obj.Kind
+				rendered[key] = true
+				if obj.Metadata.Labels["app.kubernetes.io/part-of"] != "winobs" {
+					t.Errorf("%s: %s %s lacks app.kubernetes.io/part-of=winobs", name, key, obj.Metadata.Name)
+				}
+				if obj.Kind == "Namespace" {
+					if allow[key] {
+						t.Error("Namespace is in the prune allowlist: pruning it would delete what else lives there")
+					}
+				} else if !allow[key] {
+					t.Errorf("%s: %s is rendered but not in docs/upgrade.md's --prune-allowlist", name, key)
+				}
+			}
+		}
+	}
+	for key := range allow {
+		if !rendered[key] {
+			t.Errorf("docs/upgrade.md allows pruning %s, which gen never renders", key)
 		}
 	}
 }
