@@ -56,6 +56,18 @@ func Objects(cfg *config.Config, conf []byte) []any {
 	return []any{sa, role, binding, cm, daemonSet(cfg)}
 }
 
+// readyProbe asks Alloy's /-/ready from inside the node: an HTTP probe of
+// a HostProcess pod goes to the node's address and cannot reach Alloy's
+// loopback listener, so the kubelet execs curl.exe (in System32 on Windows
+// Server 2019 and later), with the validated loopback address as an
+// argument, no shell.
+func readyProbe(cfg *config.Config, failures int32) *corev1.Probe {
+	return &corev1.Probe{ProbeHandler: corev1.ProbeHandler{Exec: &corev1.ExecAction{
+		Command: []string{"curl.exe", "--fail", "--silent", "--show-error", "--max-time", "5", "--output", "NUL",
+			"http://" + cfg.Alloy.ListenAddress + "/-/ready"},
+	}}, InitialDelaySeconds: 10, PeriodSeconds: 20, TimeoutSeconds: 10, FailureThreshold: failures}
+}
+
 func daemonSet(cfg *config.Config) any {
 	grace := int64(30)
 	container := corev1.Container{
@@ -77,6 +89,11 @@ func daemonSet(cfg *config.Config) any {
 		},
 		Resources:    hostprocess.Resources(cfg.Alloy.Resources),
 		VolumeMounts: []corev1.VolumeMount{{Name: "config", MountPath: configDir}},
+		// /-/ready: the config is loaded. Not /-/healthy, which fails while
+		// any component does (Loki unreachable) and would restart Alloy in
+		// a loop without fixing anything.
+		ReadinessProbe: readyProbe(cfg, 3),
+		LivenessProbe:  readyProbe(cfg, 6),
 	}
 	pod := corev1.PodSpec{
 		ServiceAccountName: Name,

@@ -3,6 +3,7 @@ package bundle_test
 import (
 	"bytes"
 	"fmt"
+	"net/url"
 	"os"
 	"regexp"
 	"slices"
@@ -211,6 +212,21 @@ func TestDaemonSetsOnWindowsNodes(t *testing.T) {
 			for _, a := range c.Args {
 				if strings.Contains(a, "listen-addr=") && !strings.Contains(a, "=127.0.0.1:") {
 					t.Errorf("%s/%s listens beyond loopback: %s", ds.Name, c.Name, a)
+				}
+			}
+			// Every agent is probed; an exec probe asks a loopback URL that
+			// parses (an HTTP probe cannot reach a loopback listener).
+			for kind, p := range map[string]*corev1.Probe{"readiness": c.ReadinessProbe, "liveness": c.LivenessProbe} {
+				if p == nil {
+					t.Errorf("%s/%s has no %s probe", ds.Name, c.Name, kind)
+					continue
+				}
+				if p.Exec == nil {
+					continue
+				}
+				last := p.Exec.Command[len(p.Exec.Command)-1]
+				if u, err := url.Parse(last); err != nil || u.Hostname() != "127.0.0.1" || u.Port() == "" {
+					t.Errorf("%s/%s %s probe asks %q", ds.Name, c.Name, kind, last)
 				}
 			}
 		}

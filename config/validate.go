@@ -231,6 +231,9 @@ func validateAgents(v *validator, c *Config) {
 		v.add("alloy.listenAddress", "must be address:port such as 127.0.0.1:12345, got %q", c.Alloy.ListenAddress)
 	} else if !ap.Addr().IsLoopback() {
 		v.add("alloy.listenAddress", "%s would open Alloy's HTTP server to the node network: HostProcess pods share the host's network, use 127.0.0.1", c.Alloy.ListenAddress)
+	} else if ap.Addr().Zone() != "" || ap.Port() == 0 {
+		// The probes' URL is built from it.
+		v.add("alloy.listenAddress", "must be a loopback address and a port other than 0, without a zone, got %q", c.Alloy.ListenAddress)
 	}
 	v.resources("alloy.resources", c.Alloy.Resources)
 	v.image("shipper.image", c.Shipper.Image)
