@@ -23,6 +23,14 @@ func TestBinariesLinkOnlyWhatTheyNeed(t *testing.T) {
 			t.Errorf("cmd/gen links %s", d)
 		}
 	}
+	// The config knows nothing of what is built from it (ARCHITECTURE.md).
+	for _, d := range deps("./config") {
+		for _, builder := range []string{"rules", "dashboards", "alloy", "exporters", "eventlogshipper", "hostprocess", "bundle", "render", "shipper"} {
+			if d == "github.com/winobs/winobs/"+builder || strings.HasPrefix(d, "github.com/winobs/winobs/"+builder+"/") {
+				t.Errorf("config links %s", d)
+			}
+		}
+	}
 	for _, goos := range []string{"linux", "windows"} {
 		cmd := exec.Command("go", "list", "-deps", "./cmd/eventlog-shipper")
 		cmd.Env = append(cmd.Environ(), "GOOS="+goos)

@@ -79,10 +79,14 @@ func Starter(s Site) ([]byte, Problems, error) {
 			field("basicAuth", mapping(
 				field("username", "", ""),
 				field("passwordFile", "", ""),
-			), "Credentials are files the agents read on the node (passwordFile, bearerTokenFile).\n"+
+			), "Credentials are files the agents read (passwordFile, bearerTokenFile), on the node or from lokiSecret.\n"+
 				"Over plain http they are refused unless allowInsecureCredentials: true."),
 			field("bearerTokenFile", "", ""),
 		), ""),
+		field("lokiSecret", mapping(
+			field("name", "", ""),
+		), "Or a Secret in the namespace holding the credentials, mounted read-only into the log agents at\n"+
+			lab.LokiSecret.MountPath+": then passwordFile: "+lab.LokiSecret.MountPath+"\\password (docs/upgrade.md)."),
 	)
 	doc := &yaml.Node{Kind: yaml.DocumentNode, Content: []*yaml.Node{root},
 		HeadComment: "winobs configuration: the values that differ per cluster. Every other value keeps the built-in\n" +
