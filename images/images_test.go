@@ -99,8 +99,8 @@ func command(t *testing.T, files func(*config.Config) ([]render.File, error)) st
 func TestDockerfiles(t *testing.T) {
 	for _, tc := range []struct {
 		dockerfile, copied string
-		files      func(*config.Config) ([]render.File, error)
-		sources    []string // paths in the build context the build reads
+		files              func(*config.Config) ([]render.File, error)
+		sources            []string // paths in the build context the build reads
 	}{
 		{"images/eventlog-shipper/Dockerfile", "/eventlog-shipper.exe", eventlogshipper.Files, []string{"go.mod", "go.sum", "cmd/eventlog-shipper/main.go"}},
 		{"images/alloy/Dockerfile", "/alloy/alloy.exe", alloy.Files, nil},
