@@ -76,19 +76,18 @@ func TestOneDocumentPerFile(t *testing.T) {
 
 // testConfig exercises every kind the decoder sets.
 type testConfig struct {
-	Name     string            `yaml:"name"`
-	Enabled  bool              `yaml:"enabled"`
-	Port     int               `yaml:"port"`
-	Small    int8              `yaml:"small"`
-	Ratio    float64           `yaml:"ratio"`
-	Wait     Duration          `yaml:"wait"`
-	Items    []testItem        `yaml:"items"`
-	Labels   Labels            `yaml:"labels"`
-	Limits   map[string]string `yaml:"limits"`
-	Nested   testNested        `yaml:"nested"`
-	Pointer  *testNested       `yaml:"pointer"`
-	Inlined  `yaml:",inline"`
-	internal string
+	Name    string            `yaml:"name"`
+	Enabled bool              `yaml:"enabled"`
+	Port    int               `yaml:"port"`
+	Small   int8              `yaml:"small"`
+	Ratio   float64           `yaml:"ratio"`
+	Wait    Duration          `yaml:"wait"`
+	Items   []testItem        `yaml:"items"`
+	Labels  Labels            `yaml:"labels"`
+	Limits  map[string]string `yaml:"limits"`
+	Nested  testNested        `yaml:"nested"`
+	Pointer *testNested       `yaml:"pointer"`
+	Inlined `yaml:",inline"`
 }
 
 type testItem struct {
