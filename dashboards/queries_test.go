@@ -179,6 +179,15 @@ func substituteVariables(expr string) string {
 	})
 }
 
+// parsePromQL parses a dashboard's PromQL as Prometheus receives it: a
+// label_values() variable's selector, Grafana's variables substituted.
+func parsePromQL(expr string) (parser.Expr, error) {
+	if m := labelValues.FindStringSubmatch(expr); m != nil {
+		expr = m[1]
+	}
+	return promqlParser.ParseExpr(substituteVariables(expr))
+}
+
 // TestDashboardPromQLSelectsKnownMetrics: every PromQL query parses once
 // Grafana's variables are substituted, and selects only metrics that
 // windows_exporter 0.31.8, kube-state-metrics or our rules produce. A misspelt
@@ -200,11 +209,7 @@ func TestDashboardPromQLSelectsKnownMetrics(t *testing.T) {
 		if q.datasource != "prometheus" {
 			continue
 		}
-		expr := q.expr
-		if m := labelValues.FindStringSubmatch(expr); m != nil {
-			expr = m[1]
-		}
-		e, err := promqlParser.ParseExpr(substituteVariables(expr))
+		e, err := parsePromQL(q.expr)
 		if err != nil {
 			t.Errorf("%s: %q does not parse: %v", q.where, q.expr, err)
 			continue
@@ -393,11 +398,7 @@ func TestConfigValuesSurviveGrafanaInterpolation(t *testing.T) {
 		if q.datasource != "prometheus" {
 			continue
 		}
-		expr := q.expr
-		if m := labelValues.FindStringSubmatch(expr); m != nil {
-			expr = m[1]
-		}
-		e, err := promqlParser.ParseExpr(substituteVariables(expr))
+		e, err := parsePromQL(q.expr)
 		if err != nil {
 			t.Fatalf("%s: %q: %v", q.where, q.expr, err)
 		}

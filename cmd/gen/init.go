@@ -1,7 +1,6 @@
 package main
 
 import (
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -34,12 +33,7 @@ func runInit(args []string, stdout, stderr io.Writer) int {
 	}
 	src, warnings, err := config.Starter(s)
 	if err != nil {
-		fmt.Fprintf(stderr, "gen init: %v\n", err)
-		var probs config.Problems
-		if errors.As(err, &probs) {
-			return 2
-		}
-		return 1
+		return configFailed(stderr, "gen init", err)
 	}
 	f, err := os.OpenFile(*path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 	if err != nil {

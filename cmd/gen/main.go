@@ -86,12 +86,7 @@ func runRender(args []string, stdout, stderr io.Writer) int {
 
 	cfg, warnings, err := config.Read(*configPath)
 	if err != nil {
-		fmt.Fprintf(stderr, "gen: %v\n", err)
-		var probs config.Problems
-		if errors.As(err, &probs) {
-			return 2
-		}
-		return 1
+		return configFailed(stderr, "gen", err)
 	}
 	printWarnings(stderr, *configPath, warnings)
 	files, err := bundle.Build(cfg)
@@ -112,6 +107,17 @@ func runRender(args []string, stdout, stderr io.Writer) int {
 	}
 	printSummary(stdout, *out, sum)
 	return 0
+}
+
+// configFailed reports a config that could not be used: exit 2 when it is
+// the configuration's fault (every problem listed), 1 otherwise.
+func configFailed(stderr io.Writer, cmd string, err error) int {
+	fmt.Fprintf(stderr, "%s: %v\n", cmd, err)
+	var probs config.Problems
+	if errors.As(err, &probs) {
+		return 2
+	}
+	return 1
 }
 
 func checkFresh(dir string, files []render.File, stdout, stderr io.Writer) int {
