@@ -112,7 +112,7 @@ images: ## build the shipper and Alloy HostProcess images with docker buildx (wi
 
 print-versions: ## the versions this Makefile read from versions.json
 	@echo winobs=$(WINOBS_VERSION)
-	@echo shipperImage=$(SHIPPER_IMAGE)
+	@echo eventlogShipperImage=$(SHIPPER_IMAGE)
 	@echo alloyImage=$(ALLOY_IMAGE)
 	@echo victoriaLogs=$(VICTORIALOGS_VERSION)
 	@echo promtool=$(PROMTOOL_VERSION)

@@ -28,13 +28,14 @@ const (
 // syntheticCluster returns a load script for benchNodes Windows nodes with
 // benchContainers containers each, scraped by the kube-prometheus-stack
 // ServiceMonitor (exported_* labels), plus kube-state-metrics series for every
-// container and node, 21 samples 30 s apart (the usual scrape interval, so
-// [1m] ranges hold two samples).
-func syntheticCluster() (script string, series int) {
+// container and node, steps+1 samples 30 s apart (the usual scrape interval,
+// so [1m] ranges hold two samples).
+func syntheticCluster(steps int) (script string, series int) {
 	var b strings.Builder
 	b.WriteString("load 30s\n")
+	// Values are written as "<start>[+<delta>]x20" and stretched to steps.
 	add := func(s, values string) {
-		fmt.Fprintf(&b, "  %s %s\n", s, values)
+		fmt.Fprintf(&b, "  %s %sx%d\n", s, strings.TrimSuffix(values, "x20"), steps)
 		series++
 	}
 	for n := range benchNodes {
@@ -129,15 +130,18 @@ type ruleBench struct {
 // synthetic data.
 var benchEvalTime = time.Unix(0, 0).Add(10 * time.Minute)
 
-func newRuleBench(b *testing.B) *ruleBench {
+func newRuleBench(b *testing.B) *ruleBench { return newBench(b, benchEvalTime) }
+
+// newBench loads the synthetic cluster up to end (30 s steps).
+func newBench(b *testing.B, end time.Time) *ruleBench {
 	b.Helper()
-	script, inputs := syntheticCluster()
+	script, inputs := syntheticCluster(int(end.Sub(time.Unix(0, 0)) / (30 * time.Second)))
 	suite, err := promqltest.NewLazyLoader(script, promqltest.LazyLoaderOpts{Parser: promqlParser})
 	if err != nil {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { _ = suite.Close() })
-	suite.WithSamplesTill(benchEvalTime, func(err error) {
+	suite.WithSamplesTill(end, func(err error) {
 		if err != nil {
 			b.Fatal(err)
 		}
