@@ -144,6 +144,17 @@ func queryVar(name string, ds common.DataSourceRef, def string, multi bool) *das
 	return v
 }
 
+// hiddenListVar is a hidden variable holding every value of its query,
+// formatted by Grafana as a regex of exactly those values (no ".*" all
+// value), so a selector =~ it reads only the series it lists.
+func hiddenListVar(name string, ds common.DataSourceRef, def string) *dashboard.QueryVariableBuilder {
+	return dashboard.NewQueryVariableBuilder(name).Label(name).Datasource(ds).
+		Query(dashboard.StringOrMap{String: cog.ToPtr(def)}).
+		Refresh(dashboard.VariableRefreshOnTimeRangeChanged).Sort(dashboard.VariableSortAlphabeticalAsc).
+		Multi(true).IncludeAll(true).Hide(dashboard.VariableHideHideVariable).
+		Current(dashboard.VariableOption{Text: str("All"), Value: str("$__all")})
+}
+
 func str(s string) dashboard.StringOrArrayOfString {
 	return dashboard.StringOrArrayOfString{String: &s}
 }

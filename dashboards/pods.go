@@ -16,7 +16,10 @@ func pods(cfg *config.Config, q queries) *dashboard.DashboardBuilder {
 		"Windows pods: committed memory against the job-object limit (what makes allocations fail) next to the working set kubectl top shows, CPU, restarts, network.",
 		promVar).
 		WithVariable(queryVar("namespace", promDS, q.namespaceValues(), false)).
-		WithVariable(queryVar("pod", promDS, q.podValues(), true)).
+		// Several pods may be chosen, not All: the dashboard opens on the
+		// first pod, at the cost of a glance, however big the namespace.
+		WithVariable(queryVar("pod", promDS, q.podValues(), false).Multi(true)).
+		WithVariable(hiddenListVar("container_id", promDS, q.containerIDValues())).
 		WithRow(dashboard.NewRowBuilder("Memory")).
 		WithPanel(graph("Committed memory and limit",
 			"The container's job object caps committed memory: when it reaches the limit, allocations fail with error 1455 and the process exits with an error, never OOMKilled.",

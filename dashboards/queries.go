@@ -66,6 +66,14 @@ func (q queries) namespaceValues() string {
 	return fmt.Sprintf("label_values(%s{%s}, namespace)", rules.ContainerInfo, strings.TrimPrefix(q.cluster, ", "))
 }
 
+// containerIDValues are the container ids of the pods shown, for the hidden
+// container_id variable: the pod queries select the exporter's series by
+// it before they join, so opening the dashboard reads the containers on
+// screen, not every container of the cluster.
+func (q queries) containerIDValues() string {
+	return fmt.Sprintf("label_values(%s{%s}, container_id)", rules.ContainerInfo, q.pod())
+}
+
 func (q queries) podValues() string {
 	return fmt.Sprintf(`label_values(%s{namespace="$namespace"%s}, pod)`, rules.ContainerInfo, q.cluster)
 }
@@ -139,19 +147,24 @@ func (q queries) podRecord(record string) string { return fmt.Sprintf("%s{%s}", 
 // below run at query time over those pods only (see rules.ContainerView).
 func (q queries) podInfo() string { return fmt.Sprintf("%s{%s}", rules.ContainerInfo, q.pod()) }
 
-// exporterRate is the rate of a windows-exporter counter over Grafana's
-// rate interval.
-func (q queries) exporterRate(counter string) string {
-	return fmt.Sprintf("rate(%s{%s%s}[$__rate_interval])", counter, q.exporter, q.cluster)
+// podContainers selects windows-exporter's series of the containers shown.
+func (q queries) podContainers() string {
+	return q.exporter + q.cluster + `, container_id=~"$container_id"`
+}
+
+// podRate is the rate of a windows-exporter container counter over
+// Grafana's rate interval, for the containers shown.
+func (q queries) podRate(counter string) string {
+	return fmt.Sprintf("rate(%s{%s}[$__rate_interval])", counter, q.podContainers())
 }
 
 func (q queries) podWorkingSet() string {
-	return rules.ContainerView(fmt.Sprintf("windows_container_memory_usage_private_working_set_bytes{%s%s}", q.exporter, q.cluster),
+	return rules.ContainerView(fmt.Sprintf("windows_container_memory_usage_private_working_set_bytes{%s}", q.podContainers()),
 		q.podInfo(), q.clusterLabel)
 }
 
 func (q queries) podCPUCores() string {
-	return rules.ContainerView(q.exporterRate("windows_container_cpu_usage_seconds_total"), q.podInfo(), q.clusterLabel)
+	return rules.ContainerView(q.podRate("windows_container_cpu_usage_seconds_total"), q.podInfo(), q.clusterLabel)
 }
 
 // podResource is a kube-state-metrics limit or request of the containers
@@ -162,7 +175,7 @@ func (q queries) podResource(metric, resource string) string {
 
 // podNetworkBits shows a pod's traffic in bits per second.
 func (q queries) podNetworkBits(direction string) string {
-	return rules.PodNetworkView(q.exporterRate("windows_container_network_"+direction+"_bytes_total"), q.podInfo(), q.clusterLabel) + "\n* 8"
+	return rules.PodNetworkView(q.podRate("windows_container_network_"+direction+"_bytes_total"), q.podInfo(), q.clusterLabel) + "\n* 8"
 }
 
 func (q queries) podRestarts() string {
@@ -175,7 +188,7 @@ func (q queries) commitToLimitTable() string {
 }
 
 func (q queries) noMemoryLimit() string {
-	return rules.NoMemoryLimitView(rules.ContainerInfo+q.clusterOnly(), q.ksm+q.cluster, q.clusterLabel)
+	return rules.ContainerNoMemoryLimit + q.clusterOnly()
 }
 
 func (q queries) clusterOnly() string {

@@ -386,7 +386,7 @@ func TestConfigValuesSurviveGrafanaInterpolation(t *testing.T) {
 	cfg.Logs.PodLogsJob = "$__all"
 	cfg.Alerts.NodeServices.Services = config.Services{"kubelet", "MSSQL$SQLEXPRESS"}
 	own := map[string]bool{"cluster": true, "instance": true, "namespace": true, "pod": true, "node": true,
-		"channel": true, "container": true, "level": true, "event_id": true, "search": true, "__rate_interval": true, "__interval": true, "__range": true, "__auto": true}
+		"channel": true, "container": true, "container_id": true, "level": true, "event_id": true, "search": true, "__rate_interval": true, "__interval": true, "__range": true, "__auto": true}
 	jobs := map[string]bool{"eu$instance": true, "${__user.login}": true, "ev[[pod]]": true, "$__all": true}
 	seen := map[string]bool{}
 	for _, q := range dashboardQueriesFor(t, cfg) {

@@ -86,7 +86,7 @@ func alertDefs(a *config.Alerts) []alertDef {
 		},
 		{
 			name: AlertContainerNoMemoryLimit, severity: "warning",
-			expr:    NoMemoryLimitView("$[ContainerInfo]", "$[ksm]", "$[cluster]"),
+			expr:    "$[ContainerNoMemoryLimit]",
 			hold:    a.ContainerNoMemoryLimit.For,
 			summary: "Windows container " + containerRef + " has no memory limit.",
 			description: "Without a limit the container can commit memory until the node reaches its commit limit, and then allocations fail in every container on the node. " +
@@ -250,8 +250,8 @@ func seconds(d config.Duration) string {
 }
 
 // NoMemoryLimitView is the Windows containers in info (a selector of
-// ContainerInfo) that kube-state-metrics reports without a memory limit. The
-// alert and the pod dashboard's table both show it.
+// ContainerInfo) that kube-state-metrics reports without a memory limit
+// (recorded as ContainerNoMemoryLimit).
 func NoMemoryLimitView(info, ksm, cluster string) string {
 	return `max by (` + cluster + `, namespace, pod, container) (
   ` + info + `

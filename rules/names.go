@@ -29,6 +29,11 @@ const (
 	// ContainerCommitToLimit is committed memory over the memory limit: at 1,
 	// VirtualAlloc fails with ERROR_COMMITMENT_LIMIT (1455).
 	ContainerCommitToLimit = "namespace_pod_container:winobs_windows_container_memory_commit_to_limit:ratio"
+
+	// ContainerNoMemoryLimit is 1 for every running Windows container that
+	// kube-state-metrics reports without a memory limit: the alert and the
+	// fleet table of the pod dashboard read it.
+	ContainerNoMemoryLimit = "namespace_pod_container:winobs_windows_container_without_memory_limit:max"
 )
 
 // Node-level records carry cluster and instance, plus node when the scrape

@@ -60,6 +60,9 @@ var records = []struct{ record, expr string }{
 		$[ContainerCommitBytes]
 		/ on ($[cluster], namespace, pod, container)
 		($[ContainerMemoryLimitBytes] > 0)`},
+	// Read by an alert and a fleet panel: recorded once rather than joined
+	// by both.
+	{ContainerNoMemoryLimit, NoMemoryLimitView("$[ContainerInfo]", "$[ksm]", "$[cluster]")},
 
 	// windows_exporter_build_info is present whatever collectors are enabled.
 	{NodeInfo, `

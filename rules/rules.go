@@ -199,6 +199,7 @@ func newExpander(cfg *config.Config) *expander {
 		"ContainerCommitBytes":      ContainerCommitBytes,
 		"ContainerMemoryLimitBytes": ContainerMemoryLimitBytes,
 		"ContainerCommitToLimit":    ContainerCommitToLimit,
+		"ContainerNoMemoryLimit":    ContainerNoMemoryLimit,
 		"NodeInfo":                  NodeInfo,
 		"NodeCommitRatio":           NodeCommitRatio,
 		"NodeCommitToPhysical":      NodeCommitToPhysical,

@@ -69,10 +69,13 @@ func syntheticCluster(steps int) (script string, series int) {
 			add(`windows_logical_disk_write_latency_seconds_total{`+v+`}`, "0+0.9x20")
 			add(`windows_logical_disk_reads_total{`+v+`}`, "0+300x20")
 			add(`windows_logical_disk_writes_total{`+v+`}`, "0+450x20")
+			add(`windows_logical_disk_idle_seconds_total{`+v+`}`, "0+27x20")
 		}
 		for _, nic := range []string{"vEthernet (Ethernet)", "Ethernet"} {
 			v := fmt.Sprintf(`%s,nic="%s"`, target, nic)
 			add(`windows_net_bytes_total{`+v+`}`, "0+300000x20")
+			add(`windows_net_bytes_received_total{`+v+`}`, "0+200000x20")
+			add(`windows_net_bytes_sent_total{`+v+`}`, "0+100000x20")
 			add(`windows_net_packets_total{`+v+`}`, "0+3000x20")
 			add(`windows_net_packets_received_errors_total{`+v+`}`, "0x20")
 			add(`windows_net_packets_outbound_errors_total{`+v+`}`, "0x20")
@@ -88,6 +91,27 @@ func syntheticCluster(steps int) (script string, series int) {
 		}
 		for _, c := range []string{"cpu", "memory", "container", "service"} {
 			add(fmt.Sprintf(`windows_exporter_collector_success{%s,collector="%s"}`, target, c), "1x20")
+			add(fmt.Sprintf(`windows_exporter_collector_duration_seconds{%s,collector="%s"}`, target, c), "0.05x20")
+		}
+		// Every tenth node ships its events with the eventlog-shipper, whose
+		// metrics arrive through the exporter's textfile collector.
+		if n%10 == 0 {
+			for _, ch := range []string{"System", "Application"} {
+				c := fmt.Sprintf(`%s,channel="%s"`, target, ch)
+				add(`winobs_shipper_events_read_total{`+c+`}`, "0+60x20")
+				add(`winobs_shipper_events_sent_total{`+c+`}`, "0+60x20")
+				add(`winobs_shipper_checkpoint_timestamp_seconds{`+c+`}`, "0+30x20")
+				add(`winobs_shipper_pending_events{`+c+`}`, "3x20")
+				add(`winobs_shipper_resubscribes_total{`+c+`}`, "0x20")
+				add(`winobs_shipper_render_errors_total{`+c+`}`, "0x20")
+			}
+			add(`winobs_shipper_events_dropped_total{`+target+`,reason="too_large"}`, "0+1x20")
+			add(`winobs_shipper_push_errors_total{`+target+`,status="429"}`, "0+1x20")
+			add(`winobs_shipper_push_retries_total{`+target+`}`, "0+1x20")
+			add(`winobs_shipper_in_flight_bytes{`+target+`}`, "65536x20")
+			for i, le := range []string{"0.1", "0.5", "1", "+Inf"} {
+				add(fmt.Sprintf(`winobs_shipper_push_duration_seconds_bucket{%s,le="%s"}`, target, le), fmt.Sprintf("0+%dx20", 10+i))
+			}
 		}
 		add(fmt.Sprintf(`kube_node_info{job="kube-state-metrics",instance="10.244.0.9:8080",node="%s",internal_ip="%s",os_image="Windows Server 2025 Datacenter"}`, node, ip), "1x20")
 		add(fmt.Sprintf(`kube_node_spec_unschedulable{job="kube-state-metrics",instance="10.244.0.9:8080",node="%s"}`, node), "0x20")
@@ -105,7 +129,10 @@ func syntheticCluster(steps int) (script string, series int) {
 			add(`windows_container_network_transmit_bytes_total{`+target+`,`+exported+`,`+iface+`}`, "0+15000x20")
 			ksm := fmt.Sprintf(`job="kube-state-metrics",instance="10.244.0.9:8080",namespace="ns-%d",pod="%s",container="%s",uid="%08x-0000-4000-8000-000000000000"`, c/2%10, pod, name, n*1000+c/2)
 			add(`kube_pod_container_info{`+ksm+`,image="ghcr.io/example/app:1",container_id="`+id+`"}`, "1x20")
-			add(`kube_pod_container_resource_limits{`+ksm+`,node="`+node+`",resource="memory",unit="byte"}`, "268435456x20")
+			add(`kube_pod_container_status_restarts_total{`+ksm+`}`, "0x20")
+			if c != benchContainers-1 { // one container per node without a memory limit
+				add(`kube_pod_container_resource_limits{`+ksm+`,node="`+node+`",resource="memory",unit="byte"}`, "268435456x20")
+			}
 			add(`kube_pod_container_resource_requests{`+ksm+`,node="`+node+`",resource="memory",unit="byte"}`, "268435456x20")
 			add(`kube_pod_container_resource_limits{`+ksm+`,node="`+node+`",resource="cpu",unit="core"}`, "1x20")
 			add(`kube_pod_container_resource_requests{`+ksm+`,node="`+node+`",resource="cpu",unit="core"}`, "0.5x20")

@@ -16,8 +16,8 @@ import (
 // TestPodDashboardQueriesAreTested: the pod dashboard's query-time joins
 // (working set, CPU, limits, network) are not records, so their exact values
 // are tested as expressions in records.yaml. This keeps those expressions
-// equal to what the dashboard runs, with $namespace=shop, $pod=.* and
-// $__rate_interval=5m.
+// equal to what the dashboard runs, with $namespace=shop, $pod=.*,
+// $container_id its containers and $__rate_interval=5m.
 func TestPodDashboardQueriesAreTested(t *testing.T) {
 	tested := map[string]bool{}
 	for _, tg := range loadTestFile(t, "records.yaml").Tests {
@@ -31,7 +31,10 @@ func TestPodDashboardQueriesAreTested(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fill := strings.NewReplacer("$namespace", "shop", "$pod", ".*", "$__rate_interval", "5m")
+	// $container_id as Grafana formats the hidden variable: a regex of the
+	// shop namespace's container ids.
+	fill := strings.NewReplacer("$namespace", "shop", "$pod", ".*", "$__rate_interval", "5m",
+		"$container_id", "(containerd://4b5e57f6eb2f42b9039b3d1e13929295f231749c510cbe341cd68036d9af97e2|containerd://6c8b4535ccc87f19061c4646189e33d78f01c8b63dc4e3cb2f630b1796ee93b6)")
 	joins := 0
 	for _, d := range ds {
 		if *d.Uid != dashboards.PodsUID {
