@@ -19,6 +19,7 @@ import (
 	"github.com/winobs/winobs/config"
 	"github.com/winobs/winobs/meta"
 	"github.com/winobs/winobs/render"
+	"github.com/winobs/winobs/vocab"
 )
 
 // Stable dashboard uids: links and bookmarks survive regeneration.
@@ -41,7 +42,7 @@ var order = []string{NodesUID, PodsUID, EventsUID, PipelineUID}
 
 // Build returns the four dashboards for cfg.
 func Build(cfg *config.Config) ([]dashboard.Dashboard, error) {
-	q := newQueries(cfg)
+	q := queries{vocab.ForDashboards(cfg)}
 	builders := map[string]*dashboard.DashboardBuilder{
 		NodesUID:    nodes(cfg, q),
 		PodsUID:     pods(cfg, q),
@@ -113,7 +114,7 @@ func newDashboard(cfg *config.Config, q queries, uid, desc string, datasources .
 	for _, ds := range datasources {
 		b.WithVariable(dashboard.NewDatasourceVariableBuilder(ds).Label(map[string]string{promVar: "Prometheus", lokiVar: "Loki"}[ds]).Type(ds))
 	}
-	if multiCluster(cfg) {
+	if vocab.MultiCluster(cfg) {
 		v := queryVar("cluster", promDS, q.clusterValues(), false)
 		if !slices.Contains(datasources, promVar) {
 			v = queryVar("cluster", lokiDS, q.clusterLogValues(), false)
@@ -128,9 +129,6 @@ func newDashboard(cfg *config.Config, q queries, uid, desc string, datasources .
 	}
 	return b
 }
-
-// multiCluster: a cluster name is configured, so queries select on it.
-func multiCluster(cfg *config.Config) bool { return cfg.Cluster.Name != "" }
 
 // queryVar is a variable filled from label values; multi adds "All" (.*).
 func queryVar(name string, ds common.DataSourceRef, def string, multi bool) *dashboard.QueryVariableBuilder {

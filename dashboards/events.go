@@ -7,21 +7,22 @@ import (
 	"github.com/grafana/grafana-foundation-sdk/go/dashboard"
 
 	"github.com/winobs/winobs/config"
+	"github.com/winobs/winobs/vocab"
 )
 
 func events(cfg *config.Config, q queries) *dashboard.DashboardBuilder {
 	return newDashboard(cfg, q, EventsUID,
 		"Windows event logs and pod logs in Loki, as Alloy's loki.source.windowsevent and winobs's eventlog-shipper write them.",
 		lokiVar).
-		WithVariable(queryVar("node", lokiDS, lokiValues(q.events, "node"), true)).
-		WithVariable(queryVar("channel", lokiDS, lokiValues(q.events, "channel"), true)).
+		WithVariable(queryVar("node", lokiDS, lokiValues(q.t.Events(), "node"), true)).
+		WithVariable(queryVar("channel", lokiDS, lokiValues(q.t.Events(), "channel"), true)).
 		WithVariable(dashboard.NewCustomVariableBuilder("level").Label("level").
 			Values(dashboard.StringOrMap{String: cog.ToPtr("Critical,Error,Warning,Information,Verbose")}).
 			Multi(true).IncludeAll(true).AllValue(".*")).
 		WithVariable(textVar("event_id", ".+")).
-		WithVariable(queryVar("namespace", lokiDS, lokiValues(q.podLogs, "namespace"), true)).
-		WithVariable(queryVar("pod", lokiDS, lokiValues(q.podLogs+`, namespace=~"$namespace"`, "pod"), true)).
-		WithVariable(queryVar("container", lokiDS, lokiValues(q.podLogs+`, namespace=~"$namespace", pod=~"$pod"`, "container"), true)).
+		WithVariable(queryVar("namespace", lokiDS, lokiValues(q.t.PodLogs(), "namespace"), true)).
+		WithVariable(queryVar("pod", lokiDS, lokiValues(q.t.PodLogs(vocab.Var("namespace", "=~", "namespace")), "pod"), true)).
+		WithVariable(queryVar("container", lokiDS, lokiValues(q.t.PodLogs(vocab.Var("namespace", "=~", "namespace"), podVar), "container"), true)).
 		WithVariable(textVar("search", "")).
 		WithRow(dashboard.NewRowBuilder("Events")).
 		WithPanel(graph("Event rate by channel, level and provider", "Events per interval.",
@@ -32,10 +33,6 @@ func events(cfg *config.Config, q queries) *dashboard.DashboardBuilder {
 		WithPanel(logLines("Events", "Filtered by node, channel, level, event id (regex) and text.", logQL(q.eventLogs(), ""))).
 		WithRow(dashboard.NewRowBuilder("Windows pod logs")).
 		WithPanel(logLines("Pod logs", "Container output from C:\\var\\log\\pods, filtered by node, namespace, pod, container and text.", logQL(q.podLogLines(), "")))
-}
-
-func lokiValues(selector, label string) string {
-	return "label_values({" + selector + "}, " + label + ")"
 }
 
 func textVar(name, def string) *dashboard.TextBoxVariableBuilder {

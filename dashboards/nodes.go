@@ -7,7 +7,7 @@ import (
 	"github.com/grafana/grafana-foundation-sdk/go/units"
 
 	"github.com/winobs/winobs/config"
-	"github.com/winobs/winobs/rules"
+	"github.com/winobs/winobs/vocab"
 )
 
 var running = map[string]string{"1": "running", "0": "not running"}
@@ -30,20 +30,19 @@ func nodes(cfg *config.Config, q queries) *dashboard.DashboardBuilder {
 		WithRow(dashboard.NewRowBuilder("Fleet")).
 		WithPanel(grid("Windows nodes",
 			"One row per node. OS build and revision show the monthly patch level; commit charge is the share of RAM plus page files already promised.",
-			units.Short, []query{promTable(q.fleetOS())}, []column{
-				{title: "Uptime", unit: units.Seconds, query: q.fleetUptime()},
-				{title: "kubelet", unit: units.Short, query: q.fleetService("kubelet"), mapping: running},
-				{title: "containerd", unit: units.Short, query: q.fleetService("containerd"), mapping: running},
-				{title: "Commit charge", unit: units.PercentUnit, query: q.fleetRecord(rules.NodeCommitRatio), steps: commitSteps},
-				{title: "CPU", unit: units.PercentUnit, query: q.fleetRecord(rules.NodeCPUUtilisation)},
-				{title: "Physical memory", unit: units.PercentUnit, query: q.fleetRecord(rules.NodeMemoryUtilisation)},
+			units.Short, []query{promTable(q.fleetOS())}, append(append([]column{
+				{title: "Uptime", unit: units.Seconds, query: q.fleetUptime()}},
+				q.fleetServices()...), []column{
+				{title: "Commit charge", unit: units.PercentUnit, query: q.fleetRecord(vocab.NodeCommitRatio), steps: commitSteps},
+				{title: "CPU", unit: units.PercentUnit, query: q.fleetRecord(vocab.NodeCPUUtilisation)},
+				{title: "Physical memory", unit: units.PercentUnit, query: q.fleetRecord(vocab.NodeMemoryUtilisation)},
 				{title: "C: free", unit: units.PercentUnit, query: q.fleetSystemVolumeFree(), steps: freeSteps[:2], low: true},
-			}, "Commit charge").Height(10)).
+			}...), "Commit charge").Height(10)).
 		// One row per selected node.
 		WithRow(dashboard.NewRowBuilder("Node $instance").Repeat("instance")).
 		WithPanel(graph("Commit charge",
 			"Committed bytes over the commit limit. At 100 % every allocation on the node fails (error 1455); dashed lines are the alert thresholds.",
-			units.PercentUnit, []query{prom(q.nodeRecord(rules.NodeCommitRatio), "{{instance}}")}, commitSteps...)).
+			units.PercentUnit, []query{prom(q.nodeRecord(vocab.NodeCommitRatio), "{{instance}}")}, commitSteps...)).
 		WithPanel(graph("Committed, commit limit and physical memory",
 			"Committed memory is what Windows has promised; the commit limit is RAM plus page files. Above physical memory the node pages.",
 			units.BytesIEC, []query{
@@ -53,20 +52,20 @@ func nodes(cfg *config.Config, q queries) *dashboard.DashboardBuilder {
 			})).
 		WithPanel(graph("Commit / physical memory",
 			"Committed bytes over installed RAM. Above the dashed line while paging is high, the node is overcommitted: every container slows down.",
-			units.PercentUnit, []query{prom(q.nodeRecord(rules.NodeCommitToPhysical), "{{instance}}")}, a.NodeOvercommit.CommitToPhysical)).
+			units.PercentUnit, []query{prom(q.nodeRecord(vocab.NodeCommitToPhysical), "{{instance}}")}, a.NodeOvercommit.CommitToPhysical)).
 		WithPanel(graph("Physical memory in use", "1 - available / installed RAM. Available includes the standby cache; the dashed line is the saturation alert.",
-			units.PercentUnit, []query{prom(q.nodeRecord(rules.NodeMemoryUtilisation), "{{instance}}")}, memorySteps...)).
+			units.PercentUnit, []query{prom(q.nodeRecord(vocab.NodeMemoryUtilisation), "{{instance}}")}, memorySteps...)).
 		WithPanel(graph("Page file use", "Used share of each page file. The commit limit is RAM plus the page files, so a full page file is a full commit limit.",
-			units.PercentUnit, []query{prom(q.nodeRecord(rules.PagefileUsage), "{{instance}} {{file}}")}, a.Pagefile.Ratio)).
+			units.PercentUnit, []query{prom(q.nodeRecord(vocab.PagefileUsage), "{{instance}} {{file}}")}, a.Pagefile.Ratio)).
 		WithPanel(graph("Paging", "Hard-fault paging to and from disk.",
-			unitPagesPerSecond, []query{prom(q.nodeRecord(rules.NodePagingRate), "{{instance}}")}, a.NodeOvercommit.PagesPerSecond)).
+			unitPagesPerSecond, []query{prom(q.nodeRecord(vocab.NodePagingRate), "{{instance}}")}, a.NodeOvercommit.PagesPerSecond)).
 		WithPanel(graph("CPU utilisation", "Non-idle share of all logical processors; the dashed line is the saturation alert.",
-			units.PercentUnit, []query{prom(q.nodeRecord(rules.NodeCPUUtilisation), "{{instance}}")}, cpuSteps...)).
+			units.PercentUnit, []query{prom(q.nodeRecord(vocab.NodeCPUUtilisation), "{{instance}}")}, cpuSteps...)).
 		WithPanel(graphLow("Volume free space",
 			"Free space of each volume with a drive letter. Dashed lines: critical (the kubelet evicts pods at 10 % free), warning (image garbage collection from 85 % used), and the level below which a volume's trend is watched.",
-			units.PercentUnit, []query{prom(q.nodeRecord(rules.VolumeFreeRatio), "{{instance}} {{volume}}")}, freeSteps...)).
+			units.PercentUnit, []query{prom(q.nodeRecord(vocab.VolumeFreeRatio), "{{instance}} {{volume}}")}, freeSteps...)).
 		WithPanel(graph("Volume I/O latency", "Average seconds per read or write over 5 minutes; the dashed line is the alert threshold.",
-			units.Seconds, []query{prom(q.nodeRecord(rules.VolumeLatency), "{{instance}} {{volume}}")}, a.VolumeLatency.Seconds)).
+			units.Seconds, []query{prom(q.nodeRecord(vocab.VolumeLatency), "{{instance}} {{volume}}")}, a.VolumeLatency.Seconds)).
 		WithPanel(graph("Volume busy", "Share of time the volume was not idle, bounded at 100 %.",
 			units.PercentUnit, []query{prom(q.diskBusy(), "{{instance}} {{volume}}")})).
 		WithPanel(graph("Network", "Bits per second per adapter; received above the axis, sent below.",
@@ -75,11 +74,11 @@ func nodes(cfg *config.Config, q queries) *dashboard.DashboardBuilder {
 				prom("-"+q.netBits("sent"), "{{instance}} {{nic}} sent"),
 			})).
 		WithPanel(graph("Network errors and discards", "Receive and transmit errors and discards per packet, per adapter; the dashed line is the alert threshold.",
-			units.PercentUnit, []query{prom(q.nodeRecord(rules.NetworkErrorRatio), "{{instance}} {{nic}}")}, a.NetworkErrors.Ratio)).
+			units.PercentUnit, []query{prom(q.nodeRecord(vocab.NetworkErrorRatio), "{{instance}} {{nic}}")}, a.NetworkErrors.Ratio)).
 		WithPanel(graph("Clock offset", "Absolute offset of the node's clock from its time source (windows-exporter's time collector); the dashed line is the alert threshold.",
-			units.Seconds, []query{prom(q.nodeRecord(rules.NodeClockOffset), "{{instance}}")}, a.Clock.MaxOffsetSeconds)).
+			units.Seconds, []query{prom(q.nodeRecord(vocab.NodeClockOffset), "{{instance}}")}, a.Clock.MaxOffsetSeconds)).
 		WithPanel(graphLow("NTP time sources", "Time sources the Windows Time service uses; at 0 the clock drifts freely (the alert).",
-			units.Short, []query{prom(q.nodeRecord(rules.NodeTimeSources), "{{instance}}")}, 0)).
+			units.Short, []query{prom(q.nodeRecord(vocab.NodeTimeSources), "{{instance}}")}, 0)).
 		WithRow(dashboard.NewRowBuilder("Services and exporter")).
 		WithPanel(grid("Node services", "Current state of the services Kubernetes needs on the node.",
 			units.Short, []query{promTable(q.serviceStates())}, nil, "").Span(12)).
@@ -87,4 +86,14 @@ func nodes(cfg *config.Config, q queries) *dashboard.DashboardBuilder {
 			units.Short, []query{prom(q.collectorSuccess(), "{{instance}} {{collector}}")})).
 		WithPanel(graph("Collector duration", "Time each collector took on the last scrape.",
 			units.Seconds, []query{prom(q.collectorDuration(), "{{instance}} {{collector}}")}))
+}
+
+// fleetServices is a column per node service the alert watches
+// (alerts.nodeServices), in its order.
+func (q queries) fleetServices() []column {
+	var cols []column
+	for _, name := range q.t.Services() {
+		cols = append(cols, column{title: name, unit: units.Short, query: q.fleetService(name), mapping: running})
+	}
+	return cols
 }

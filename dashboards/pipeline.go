@@ -16,7 +16,7 @@ func pipeline(cfg *config.Config, q queries) *dashboard.DashboardBuilder {
 	return newDashboard(cfg, q, PipelineUID,
 		"Windows log pipeline: what each node's agent delivers to Loki. A node that stops sending events is a broken agent, not a quiet node.",
 		lokiVar, promVar).
-		WithVariable(queryVar("node", lokiDS, lokiValues(q.events, "node"), true)).
+		WithVariable(queryVar("node", lokiDS, lokiValues(q.t.Events(), "node"), true)).
 		WithVariable(queryVar("instance", promDS, q.shipperInstanceValues(), true)).
 		WithRow(dashboard.NewRowBuilder("Delivered to Loki")).
 		WithPanel(graph("Events per node and channel", "Event log entries stored per interval.",

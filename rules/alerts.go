@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/winobs/winobs/config"
+	"github.com/winobs/winobs/vocab"
 )
 
 // Alert names, also the anchors of their sections in docs/runbooks.md.
@@ -32,11 +33,6 @@ const (
 	AlertNodeNoTimeSource            = "WindowsNodeNoTimeSource"
 )
 
-// SupportedExporterVersions matches the windows_exporter versions whose metric
-// names the rules are tested against. 0.32 renames windows_memory_commit_limit
-// to a name not yet established, so it is deliberately outside.
-const SupportedExporterVersions = `v?0\.(29|30|31)\..*`
-
 type alertDef struct {
 	name, severity string
 	expr           string
@@ -51,7 +47,7 @@ const (
 	containerRef = "{{ $labels.namespace }}/{{ $labels.pod }}/{{ $labels.container }}"
 )
 
-func alertDefs(a *config.Alerts) []alertDef {
+func alertDefs(t vocab.Terms, a *config.Alerts) []alertDef {
 	commit := func(severity string, threshold float64) alertDef {
 		return alertDef{
 			name: AlertNodeCommitChargeHigh, severity: severity,
@@ -107,7 +103,7 @@ func alertDefs(a *config.Alerts) []alertDef {
 			name: AlertNodeServiceNotRunning, severity: "critical",
 			expr: `
 				max by ($[cluster], instance, node, name) (
-				  windows_service_state{$[exporter], name=~` + strconv.Quote(a.NodeServices.Services.Regex()) + `, state="running"}
+				  ` + t.Exporter(t.ServiceMatcher(), vocab.Eq("state", "running")).Of("windows_service_state") + `
 				) == 0`,
 			hold:    a.NodeServices.For,
 			summary: "Service {{ $labels.name }} is not running on Windows node " + nodeRef + ".",
@@ -116,14 +112,10 @@ func alertDefs(a *config.Alerts) []alertDef {
 		},
 		{
 			name: AlertNodeRebootedWithoutDrain, severity: "warning",
-			// The boot time names of 0.31 (and 0.30.6+), 0.30 and 0.29.
+			// The boot time under each exporter version's name.
 			expr: `
 				(
-				  time() - max by ($[cluster], instance) (
-				    windows_system_boot_time_timestamp{$[exporter]}
-				    or windows_system_boot_time_timestamp_seconds{$[exporter]}
-				    or windows_system_system_up_time{$[exporter]}
-				  ) < ` + seconds(a.UncordonedReboot.Window) + `
+				  time() - ` + indent(vocab.BootTime(t.By("instance"), t.Exporter()), "\t\t\t\t  ") + ` < ` + seconds(a.UncordonedReboot.Window) + `
 				)
 				* on ($[cluster], instance) group_left (node) $[NodeInfo]
 				unless on ($[cluster], node)
@@ -151,7 +143,7 @@ func alertDefs(a *config.Alerts) []alertDef {
 		{
 			name: AlertExporterVersionUntested, severity: "info",
 			expr: `max by ($[cluster], instance, node, version) (windows_exporter_build_info{$[exporter], version!~"` +
-				strings.ReplaceAll(SupportedExporterVersions, `\`, `\\`) + `"})`,
+				strings.ReplaceAll(vocab.SupportedExporterVersions, `\`, `\\`) + `"})`,
 			hold:    a.ExporterVersion.For,
 			summary: "windows-exporter {{ $labels.version }} on " + nodeRef + " is outside the tested versions.",
 			description: "winobs rules are tested against windows_exporter 0.29 to 0.31. Version {{ $labels.version }} may have renamed metrics " +
@@ -249,15 +241,6 @@ func seconds(d config.Duration) string {
 	return num(time.Duration(d.Model()).Seconds())
 }
 
-// NoMemoryLimitView is the Windows containers in info (a selector of
-// ContainerInfo) that kube-state-metrics reports without a memory limit
-// (recorded as ContainerNoMemoryLimit).
-func NoMemoryLimitView(info, ksm, cluster string) string {
-	return `max by (` + cluster + `, namespace, pod, container) (
-  ` + info + `
-  and on (` + cluster + `, namespace, pod, container)
-  kube_pod_container_info{` + ksm + `}
-)
-unless on (` + cluster + `, namespace, pod, container)
-kube_pod_container_resource_limits{` + ksm + `, resource="memory"}`
-}
+// indent puts prefix before every line of s but the first, so a built
+// expression lines up inside a template.
+func indent(s, prefix string) string { return strings.ReplaceAll(s, "\n", "\n"+prefix) }

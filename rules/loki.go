@@ -1,15 +1,12 @@
 package rules
 
 import (
-	"encoding/hex"
 	"fmt"
-	"strconv"
-	"strings"
-	"unicode/utf16"
 
 	"github.com/prometheus/prometheus/model/rulefmt"
 
 	"github.com/winobs/winobs/config"
+	"github.com/winobs/winobs/vocab"
 )
 
 // LokiGroup is the Loki ruler group of event log alerts.
@@ -21,46 +18,18 @@ const (
 	AlertServiceStartFailed    = "WindowsServiceStartFailed"
 )
 
-// Service Control Manager event ids, for these rules and the event log
-// dashboard.
-const (
-	SCMStartFailed    = "7000" // the service failed to start
-	SCMStartTimeout   = "7009" // timed out waiting for the service to connect
-	SCMTerminated     = "7031" // terminated unexpectedly, recovery action follows
-	SCMTerminatedOnce = "7034" // terminated unexpectedly, no recovery action
-	SCMStateChange    = "7036" // entered the running or stopped state
-)
-
-// SCMStream selects the Service Control Manager's events in the System
-// channel's streams chosen by matchers (such as job="windows-events"), as
-// Alloy's line names their source.
-func SCMStream(matchers string) string {
-	return fmt.Sprintf(`{%s, channel="System"} | json | source="Service Control Manager"`, matchers)
-}
-
-// BinaryServiceKey is how a service key name appears in an SCM event's
-// <Binary> payload: UTF-16LE, upper-case hex. Matching it, unlike the
-// display name in param1, does not depend on the node's language.
-func BinaryServiceKey(name string) string {
-	units := utf16.Encode([]rune(name))
-	b := make([]byte, 0, 2*len(units))
-	for _, u := range units {
-		b = append(b, byte(u), byte(u>>8))
-	}
-	return strings.ToUpper(hex.EncodeToString(b))
-}
-
 // LokiGroups returns the event log alerts for the Loki ruler: one rule per
 // node service that terminated unexpectedly, and one for any service that
 // failed to start or timed out (at boot, often a slow disk).
 func LokiGroups(cfg *config.Config) rulefmt.RuleGroups {
-	scm := SCMStream("job=" + strconv.Quote(cfg.Logs.EventsJob))
+	t := vocab.ForRules(cfg)
+	scm := vocab.SCMStream(t.Events())
 	g := rulefmt.RuleGroup{Name: LokiGroup}
 	for _, svc := range cfg.WindowsExporter.Services {
 		g.Rules = append(g.Rules, rulefmt.Rule{
 			Alert: AlertNodeServiceTerminated,
-			Expr: fmt.Sprintf(`sum by (%s, node) (count_over_time(%s | event_id=~"%s|%s" | event_data=~".*<Binary>%s0000.*" [10m])) > 0`,
-				cfg.Cluster.Label, scm, SCMTerminated, SCMTerminatedOnce, BinaryServiceKey(svc)),
+			Expr: fmt.Sprintf(`sum by (%s) (count_over_time(%s | event_id=~"%s|%s" | event_data=~".*<Binary>%s0000.*" [10m])) > 0`,
+				t.By("node"), scm, vocab.SCMTerminated, vocab.SCMTerminatedOnce, vocab.BinaryServiceKey(svc)),
 			Labels: map[string]string{"severity": "critical", "service": svc},
 			Annotations: map[string]string{
 				"summary": "Service " + svc + " terminated unexpectedly on Windows node {{ $labels.node }}.",
@@ -71,8 +40,8 @@ func LokiGroups(cfg *config.Config) rulefmt.RuleGroups {
 	}
 	g.Rules = append(g.Rules, rulefmt.Rule{
 		Alert: AlertServiceStartFailed,
-		Expr: fmt.Sprintf(`sum by (%s, node) (count_over_time(%s | event_id=~"%s|%s" [15m])) > 0`,
-			cfg.Cluster.Label, scm, SCMStartFailed, SCMStartTimeout),
+		Expr: fmt.Sprintf(`sum by (%s) (count_over_time(%s | event_id=~"%s|%s" [15m])) > 0`,
+			t.By("node"), scm, vocab.SCMStartFailed, vocab.SCMStartTimeout),
 		Labels: map[string]string{"severity": "warning"},
 		Annotations: map[string]string{
 			"summary": "A service failed to start on Windows node {{ $labels.node }}.",

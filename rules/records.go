@@ -1,5 +1,7 @@
 package rules
 
+import "github.com/winobs/winobs/vocab"
+
 // Recording rules, in evaluation order: later rules read earlier ones at the
 // same timestamp. $[name] placeholders are expanded by expand (selectors and
 // the cluster label from the config, record names from names.go).
@@ -11,6 +13,7 @@ package rules
 // requests) are the same joins run by the pod dashboard at query time, narrowed
 // to the pods on screen (ContainerView and friends), which costs the ruler
 // nothing. BenchmarkRecordsVsKubePrometheusStack measures the difference.
+// The views themselves live in package vocab, shared with the dashboards.
 //
 // Three rules hold throughout:
 //   - Scrape labels (instance, pod, endpoint, service, exported_*, ...) are
@@ -21,17 +24,18 @@ package rules
 //     series per join key, so no join can fail as many-to-many.
 //   - Every aggregation and join keeps the cluster label, so one ruler can
 //     evaluate the rules over many clusters (tests/cluster_test.go walks them).
-var records = []struct{ record, expr string }{
-	// The container's own labels from the first source that has them:
-	//  1. exported_* : windows-exporter 0.31+ scraped without honorLabels (the
-	//     kube-prometheus-stack ServiceMonitor), where the target's labels won;
-	//  2. plain labels: scraped with honorLabels, or by an agent that adds no
-	//     pod labels; series carrying the exporter pod's own target labels (an
-	//     empty or pre-0.31 value) are recognised by matching the exporter's
-	//     build_info on the same instance and skipped;
-	//  3. kube-state-metrics by container_id: exporters before 0.31, and
-	//     containers whose labels the exporter left empty.
-	{ContainerInfo, `
+func recordDefs(t vocab.Terms) []struct{ record, expr string } {
+	return []struct{ record, expr string }{
+		// The container's own labels from the first source that has them:
+		//  1. exported_* : windows-exporter 0.31+ scraped without honorLabels (the
+		//     kube-prometheus-stack ServiceMonitor), where the target's labels won;
+		//  2. plain labels: scraped with honorLabels, or by an agent that adds no
+		//     pod labels; series carrying the exporter pod's own target labels (an
+		//     empty or pre-0.31 value) are recognised by matching the exporter's
+		//     build_info on the same instance and skipped;
+		//  3. kube-state-metrics by container_id: exporters before 0.31, and
+		//     containers whose labels the exporter left empty.
+		{vocab.ContainerInfo, `
 		max by ($[cluster], container_id, namespace, pod, container) (
 		  label_replace(label_replace(label_replace(
 		    max by ($[cluster], container_id, exported_namespace, exported_pod, exported_container) (
@@ -54,18 +58,18 @@ var records = []struct{ record, expr string }{
 		  windows_container_available{$[exporter], exported_pod=""}
 		)`},
 
-	{ContainerCommitBytes, ContainerView("windows_container_memory_usage_commit_bytes{$[exporter]}", "$[ContainerInfo]", "$[cluster]")},
-	{ContainerMemoryLimitBytes, ContainerResourceView("kube_pod_container_resource_limits", "memory", "$[ksm]", "$[ContainerInfo]", "$[cluster]")},
-	{ContainerCommitToLimit, `
+		{vocab.ContainerCommitBytes, t.ContainerView(t.Exporter().Of("windows_container_memory_usage_commit_bytes"), "$[ContainerInfo]")},
+		{vocab.ContainerMemoryLimitBytes, t.ContainerResourceView("kube_pod_container_resource_limits", "memory", t.KSM(), "$[ContainerInfo]")},
+		{vocab.ContainerCommitToLimit, `
 		$[ContainerCommitBytes]
 		/ on ($[cluster], namespace, pod, container)
 		($[ContainerMemoryLimitBytes] > 0)`},
-	// Read by an alert and a fleet panel: recorded once rather than joined
-	// by both.
-	{ContainerNoMemoryLimit, NoMemoryLimitView("$[ContainerInfo]", "$[ksm]", "$[cluster]")},
+		// Read by an alert and a fleet panel: recorded once rather than joined
+		// by both.
+		{vocab.ContainerNoMemoryLimit, t.NoMemoryLimitView("$[ContainerInfo]")},
 
-	// windows_exporter_build_info is present whatever collectors are enabled.
-	{NodeInfo, `
+		// windows_exporter_build_info is present whatever collectors are enabled.
+		{vocab.NodeInfo, `
 		max by ($[cluster], instance, node) (windows_exporter_build_info{$[exporter], node!=""})
 		or on ($[cluster], instance)
 		max by ($[cluster], instance, node) (
@@ -76,40 +80,40 @@ var records = []struct{ record, expr string }{
 		  * on ($[cluster], internal_ip) group_left (node)
 		  max by ($[cluster], internal_ip, node) (kube_node_info{$[ksm]})
 		)`},
-	// Every ratio divides by a capacity > 0: a collector glitch reporting 0
-	// gives no series rather than +Inf (and a critical page).
-	{NodeCommitRatio, `
+		// Every ratio divides by a capacity > 0: a collector glitch reporting 0
+		// gives no series rather than +Inf (and a critical page).
+		{vocab.NodeCommitRatio, `
 		max by ($[cluster], instance, node) (windows_memory_committed_bytes{$[exporter]})
 		/
 		(max by ($[cluster], instance, node) (windows_memory_commit_limit{$[exporter]}) > 0)`},
-	{NodeCommitToPhysical, `
+		{vocab.NodeCommitToPhysical, `
 		max by ($[cluster], instance, node) (windows_memory_committed_bytes{$[exporter]})
 		/
 		(max by ($[cluster], instance, node) (windows_memory_physical_total_bytes{$[exporter]}) > 0)`},
-	{NodeMemoryUtilisation, `
+		{vocab.NodeMemoryUtilisation, `
 		1 -
 		max by ($[cluster], instance, node) (windows_memory_available_bytes{$[exporter]})
 		/
 		(max by ($[cluster], instance, node) (windows_memory_physical_total_bytes{$[exporter]}) > 0)`},
-	{NodeCPUUtilisation, `
+		{vocab.NodeCPUUtilisation, `
 		1 - avg by ($[cluster], instance, node) (
 		  max by ($[cluster], instance, node, core) (rate(windows_cpu_time_total{$[exporter], mode="idle"}[5m]))
 		)`},
-	{NodePagingRate, `
+		{vocab.NodePagingRate, `
 		max by ($[cluster], instance, node) (rate(windows_memory_swap_page_operations_total{$[exporter]}[5m]))`},
-	{NodeClockOffset, `
+		{vocab.NodeClockOffset, `
 		max by ($[cluster], instance, node) (abs(windows_time_computed_time_offset_seconds{$[exporter]}))`},
-	{NodeTimeSources, `
+		{vocab.NodeTimeSources, `
 		max by ($[cluster], instance, node) (windows_time_ntp_client_time_sources{$[exporter]})`},
 
-	// Volumes with a drive letter only: the HarddiskVolumeN partitions
-	// (recovery, EFI, reserved) are full by design and nothing writes to them.
-	{VolumeFreeRatio, `
+		// Volumes with a drive letter only: the HarddiskVolumeN partitions
+		// (recovery, EFI, reserved) are full by design and nothing writes to them.
+		{vocab.VolumeFreeRatio, `
 		max by ($[cluster], instance, node, volume) (windows_logical_disk_free_bytes{$[exporter], $[volumes]})
 		/
 		(max by ($[cluster], instance, node, volume) (windows_logical_disk_size_bytes{$[exporter], $[volumes]}) > 0)`},
-	// Seconds spent per I/O: the latency counters' rate over the operations'.
-	{VolumeLatency, `
+		// Seconds spent per I/O: the latency counters' rate over the operations'.
+		{vocab.VolumeLatency, `
 		(
 		  max by ($[cluster], instance, node, volume) (rate(windows_logical_disk_read_latency_seconds_total{$[exporter], $[volumes]}[5m]))
 		  + max by ($[cluster], instance, node, volume) (rate(windows_logical_disk_write_latency_seconds_total{$[exporter], $[volumes]}[5m]))
@@ -121,7 +125,7 @@ var records = []struct{ record, expr string }{
 		    + max by ($[cluster], instance, node, volume) (rate(windows_logical_disk_writes_total{$[exporter], $[volumes]}[5m]))
 		  ) > 0
 		)`},
-	{NetworkErrorRatio, `
+		{vocab.NetworkErrorRatio, `
 		(
 		  max by ($[cluster], instance, node, nic) (rate(windows_net_packets_received_errors_total{$[exporter]}[5m]))
 		  + max by ($[cluster], instance, node, nic) (rate(windows_net_packets_outbound_errors_total{$[exporter]}[5m]))
@@ -130,46 +134,10 @@ var records = []struct{ record, expr string }{
 		)
 		/
 		(max by ($[cluster], instance, node, nic) (rate(windows_net_packets_total{$[exporter]}[5m])) > 0)`},
-	{PagefileUsage, `
+		{vocab.PagefileUsage, `
 		1 -
 		max by ($[cluster], instance, node, file) (windows_pagefile_free_bytes{$[exporter]})
 		/
 		(max by ($[cluster], instance, node, file) (windows_pagefile_limit_bytes{$[exporter]}) > 0)`},
-}
-
-// ContainerView gives a per-container series of windows-exporter (or a
-// function of one, such as a rate) its container's real labels, one series
-// per container, by joining it on container_id to info (a selector of
-// ContainerInfo). The records use it for what the alerts read; the pod
-// dashboard uses it at query time, with info narrowed to the pods shown, for
-// what only people look at (see the comment on records).
-func ContainerView(series, info, cluster string) string {
-	return `max by (` + cluster + `, namespace, pod, container) (
-  max by (` + cluster + `, container_id) (` + series + `)
-  * on (` + cluster + `, container_id) group_left (namespace, pod, container)
-  ` + info + `
-)`
-}
-
-// PodNetworkView is a pod's bytes per second on its HNS endpoints from a
-// rate of one of windows-exporter's per-container network counters, as
-// ContainerView takes its series. The exporter repeats an endpoint's
-// counters on every container of the pod, so they are deduplicated (max per
-// endpoint), not summed.
-func PodNetworkView(rate, info, cluster string) string {
-	return `sum by (` + cluster + `, namespace, pod) (
-  max by (` + cluster + `, namespace, pod, interface) (
-    max by (` + cluster + `, container_id, interface) (` + rate + `)
-    * on (` + cluster + `, container_id) group_left (namespace, pod)
-    ` + info + `
-  )
-)`
-}
-
-// ContainerResourceView is a kube-state-metrics resource series (limits or
-// requests of memory or cpu) restricted to the containers in info.
-func ContainerResourceView(metric, resource, ksm, info, cluster string) string {
-	return `max by (` + cluster + `, namespace, pod, container) (` + metric + `{` + ksm + `, resource="` + resource + `"})
-and on (` + cluster + `, namespace, pod, container)
-` + info
+	}
 }

@@ -7,8 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"regexp"
-	"strconv"
 	"strings"
 
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
@@ -22,6 +20,7 @@ import (
 	"github.com/winobs/winobs/config"
 	"github.com/winobs/winobs/meta"
 	"github.com/winobs/winobs/render"
+	"github.com/winobs/winobs/vocab"
 )
 
 // Build returns the rule groups for cfg. Every expression is parsed and the
@@ -34,10 +33,10 @@ func Build(cfg *config.Config) (rulefmt.RuleGroups, error) {
 // build returns the groups and, for each, its checked rule-file encoding.
 func build(cfg *config.Config) (rulefmt.RuleGroups, [][]byte, error) {
 	p := parser.NewParser(parser.Options{})
-	x := newExpander(cfg)
+	t := vocab.ForRules(cfg)
 	var errs []error
 	expr := func(name, tmpl string) string {
-		s, err := x.expr(p, tmpl)
+		s, err := expand(t, p, tmpl)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", name, err))
 		}
@@ -45,11 +44,11 @@ func build(cfg *config.Config) (rulefmt.RuleGroups, [][]byte, error) {
 	}
 
 	recs := rulefmt.RuleGroup{Name: RecordsGroup}
-	for _, r := range records {
+	for _, r := range recordDefs(t) {
 		recs.Rules = append(recs.Rules, rulefmt.Rule{Record: r.record, Expr: expr(r.record, r.expr)})
 	}
 	alerts := rulefmt.RuleGroup{Name: AlertsGroup}
-	for _, a := range alertDefs(&cfg.Alerts) {
+	for _, a := range alertDefs(t, &cfg.Alerts) {
 		alerts.Rules = append(alerts.Rules, rulefmt.Rule{
 			Alert:  a.name,
 			Expr:   expr(a.name, a.expr),
@@ -183,52 +182,13 @@ func prometheusRule(cfg *config.Config, g rulefmt.RuleGroup) *monitoringv1.Prome
 	}
 }
 
-// expander fills $[name] placeholders in expression templates.
-type expander struct{ vars map[string]string }
-
-var placeholder = regexp.MustCompile(`\$\[(\w+)\]`)
-
-func newExpander(cfg *config.Config) *expander {
-	return &expander{vars: map[string]string{
-		"cluster":  cfg.Cluster.Label,
-		"exporter": "job=" + strconv.Quote(cfg.WindowsExporter.Job),
-		"ksm":      "job=" + strconv.Quote(cfg.KubeStateMetrics.Job),
-		"volumes":  VolumeSelector,
-
-		"ContainerInfo":             ContainerInfo,
-		"ContainerCommitBytes":      ContainerCommitBytes,
-		"ContainerMemoryLimitBytes": ContainerMemoryLimitBytes,
-		"ContainerCommitToLimit":    ContainerCommitToLimit,
-		"ContainerNoMemoryLimit":    ContainerNoMemoryLimit,
-		"NodeInfo":                  NodeInfo,
-		"NodeCommitRatio":           NodeCommitRatio,
-		"NodeCommitToPhysical":      NodeCommitToPhysical,
-		"NodePagingRate":            NodePagingRate,
-		"NodeCPUUtilisation":        NodeCPUUtilisation,
-		"NodeMemoryUtilisation":     NodeMemoryUtilisation,
-		"NodeClockOffset":           NodeClockOffset,
-		"NodeTimeSources":           NodeTimeSources,
-		"VolumeFreeRatio":           VolumeFreeRatio,
-		"VolumeLatency":             VolumeLatency,
-		"NetworkErrorRatio":         NetworkErrorRatio,
-		"PagefileUsage":             PagefileUsage,
-	}}
-}
-
-// expr expands a template, checks that it parses, and returns it dedented,
-// keeping the template's hand-made layout.
-func (x *expander) expr(p parser.Parser, tmpl string) (string, error) {
-	var missing []string
-	s := placeholder.ReplaceAllStringFunc(tmpl, func(m string) string {
-		name := m[2 : len(m)-1]
-		v, ok := x.vars[name]
-		if !ok {
-			missing = append(missing, name)
-		}
-		return v
-	})
-	if len(missing) > 0 {
-		return "", fmt.Errorf("unknown placeholders %v", missing)
+// expand fills a template's placeholders from the vocabulary, checks that
+// it parses, and returns it dedented, keeping the template's hand-made
+// layout.
+func expand(t vocab.Terms, p parser.Parser, tmpl string) (string, error) {
+	s, err := t.Expand(tmpl)
+	if err != nil {
+		return "", err
 	}
 	s = dedent(s)
 	if _, err := p.ParseExpr(s); err != nil {

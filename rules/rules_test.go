@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/winobs/winobs/config"
+	"github.com/winobs/winobs/vocab"
 )
 
 func defaultConfig(*testing.T) *config.Config { return config.Default() }
@@ -84,13 +85,6 @@ func TestBuildFollowsConfig(t *testing.T) {
 	}
 }
 
-func TestExpanderRejectsUnknownPlaceholders(t *testing.T) {
-	_, err := newExpander(defaultConfig(t)).expr(nil, "up{$[nope]}")
-	if err == nil || !strings.Contains(err.Error(), "nope") {
-		t.Fatalf("want an error naming the placeholder, got %v", err)
-	}
-}
-
 func TestDedent(t *testing.T) {
 	got := dedent("\n\t\tsum by (a) (\n\t\t  x\n\n\t\t)\n\t")
 	if want := "sum by (a) (\n  x\n\n)"; got != want {
@@ -99,7 +93,7 @@ func TestDedent(t *testing.T) {
 }
 
 func TestSupportedVersions(t *testing.T) {
-	re := regexp.MustCompile("^(?:" + SupportedExporterVersions + ")$")
+	re := regexp.MustCompile("^(?:" + vocab.SupportedExporterVersions + ")$")
 	for v, want := range map[string]bool{"0.29.2": true, "0.30.6": true, "v0.31.8": true, "0.32.0": false, "0.28.1": false, "1.0.0": false} {
 		if re.MatchString(v) != want {
 			t.Errorf("version %s supported = %v, want %v", v, !want, want)
@@ -111,11 +105,11 @@ func TestSupportedVersions(t *testing.T) {
 // matches for a service key, NUL-terminated so "hns" cannot match "hnsfoo".
 func TestBinaryServiceKeyMatchesRealEvent(t *testing.T) {
 	const eventData = "<Data Name='param1'>Windows Update</Data><Data Name='param2'>1</Data><Binary>770075006100750073006500720076000000</Binary>"
-	match := regexp.MustCompile(".*<Binary>" + BinaryServiceKey("wuauserv") + "0000.*")
+	match := regexp.MustCompile(".*<Binary>" + vocab.BinaryServiceKey("wuauserv") + "0000.*")
 	if !match.MatchString(eventData) {
 		t.Errorf("pattern %s does not match the sample", match)
 	}
-	if regexp.MustCompile(".*<Binary>" + BinaryServiceKey("wuau") + "0000.*").MatchString(eventData) {
+	if regexp.MustCompile(".*<Binary>" + vocab.BinaryServiceKey("wuau") + "0000.*").MatchString(eventData) {
 		t.Error("a prefix of the key matched")
 	}
 }

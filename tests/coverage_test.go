@@ -2,6 +2,7 @@ package tests
 
 import (
 	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -16,7 +17,7 @@ import (
 	"github.com/prometheus/prometheus/promql/parser"
 	"sigs.k8s.io/yaml"
 
-	winrules "github.com/winobs/winobs/rules"
+	"github.com/winobs/winobs/vocab"
 )
 
 const manifests = "../manifests"
@@ -180,19 +181,21 @@ func TestRecordNamesAreOurs(t *testing.T) {
 			}
 		}
 	}
-	// The constants dashboards use are the records the rules produce.
-	for _, name := range []string{
-		winrules.ContainerInfo, winrules.ContainerCommitBytes, winrules.ContainerMemoryLimitBytes,
-		winrules.ContainerCommitToLimit, winrules.NodeInfo, winrules.NodeCommitRatio, winrules.NodeCommitToPhysical,
-		winrules.NodeMemoryUtilisation, winrules.NodeCPUUtilisation, winrules.NodePagingRate,
-	} {
-		found := false
-		for _, g := range groups {
-			for _, r := range g.Rules {
-				found = found || r.Record == name
+	// Every record name of the vocabulary is recorded by a rule, and every
+	// record a rule writes has its name in the vocabulary.
+	recorded := map[string]bool{}
+	for _, g := range groups {
+		for _, r := range g.Rules {
+			if r.Record != "" {
+				recorded[r.Record] = true
+				if !slices.Contains(slices.Collect(maps.Values(vocab.Records)), r.Record) {
+					t.Errorf("record %s is not in vocab.Records", r.Record)
+				}
 			}
 		}
-		if !found {
+	}
+	for _, name := range vocab.Records {
+		if !recorded[name] {
 			t.Errorf("exported record name %s is not recorded by any rule", name)
 		}
 	}

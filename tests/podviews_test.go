@@ -10,7 +10,7 @@ import (
 
 	"github.com/winobs/winobs/config"
 	"github.com/winobs/winobs/dashboards"
-	"github.com/winobs/winobs/rules"
+	"github.com/winobs/winobs/vocab"
 )
 
 // TestPodDashboardQueriesAreTested: the pod dashboard's query-time joins
@@ -46,7 +46,7 @@ func TestPodDashboardQueriesAreTested(t *testing.T) {
 			}
 			for _, tg := range pr.Panel.Targets {
 				q, ok := tg.(prometheus.Dataquery)
-				if !ok || !strings.Contains(q.Expr, rules.ContainerInfo+`{namespace="$namespace"`) ||
+				if !ok || !strings.Contains(q.Expr, vocab.ContainerInfo+`{namespace="$namespace"`) ||
 					!strings.Contains(q.Expr, "group_left") && !strings.Contains(q.Expr, "_resource_") {
 					continue
 				}

@@ -1,0 +1,35 @@
+package vocab
+
+import (
+	"encoding/hex"
+	"strings"
+	"unicode/utf16"
+)
+
+// Service Control Manager event ids, for the Loki rules and the event log
+// dashboard.
+const (
+	SCMStartFailed    = "7000" // the service failed to start
+	SCMStartTimeout   = "7009" // timed out waiting for the service to connect
+	SCMTerminated     = "7031" // terminated unexpectedly, recovery action follows
+	SCMTerminatedOnce = "7034" // terminated unexpectedly, no recovery action
+	SCMStateChange    = "7036" // entered the running or stopped state
+)
+
+// SCMStream selects the Service Control Manager's events in the System
+// channel's streams that sel chooses, as Alloy's line names their source.
+func SCMStream(sel Selector) string {
+	return sel.With(Eq("channel", "System")).String() + ` | json | source="Service Control Manager"`
+}
+
+// BinaryServiceKey is how a service key name appears in an SCM event's
+// <Binary> payload: UTF-16LE, upper-case hex. Matching it, unlike the
+// display name in param1, does not depend on the node's language.
+func BinaryServiceKey(name string) string {
+	units := utf16.Encode([]rune(name))
+	b := make([]byte, 0, 2*len(units))
+	for _, u := range units {
+		b = append(b, byte(u), byte(u>>8))
+	}
+	return strings.ToUpper(hex.EncodeToString(b))
+}

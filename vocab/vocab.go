@@ -1,0 +1,201 @@
+// Package vocab is the one vocabulary winobs's queries are written in:
+// rules (package rules) and dashboards (package dashboards) are siblings
+// over it. It holds the typed selectors, rendered one way, with the cluster
+// label in one form; the record names; the per-container and per-pod views;
+// the metric names that differ between windows_exporter versions; and the
+// Service Control Manager's event stream. Every selector is read from the
+// config, and each definition is written once, here, as kubernetes-mixin
+// keeps its selectors in one config.
+package vocab
+
+import (
+	"fmt"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/winobs/winobs/config"
+)
+
+// Matcher is one label matcher. Its value is a literal, quoted by Literal,
+// or the name of a Grafana variable.
+type Matcher struct {
+	Name, Op, Value string
+	// Variable: Value names a dashboard variable, written "$Value".
+	Variable bool
+}
+
+// Eq, NotEq, Re and Var build matchers.
+func Eq(name, value string) Matcher    { return Matcher{Name: name, Op: "=", Value: value} }
+func NotEq(name, value string) Matcher { return Matcher{Name: name, Op: "!=", Value: value} }
+func Re(name, value string) Matcher    { return Matcher{Name: name, Op: "=~", Value: value} }
+
+// Var matches a label against a dashboard variable: op "=" for a single
+// value, "=~" for a multi-value or All one.
+func Var(name, op, variable string) Matcher {
+	return Matcher{Name: name, Op: op, Value: variable, Variable: true}
+}
+
+func (m Matcher) String() string {
+	if m.Variable {
+		return m.Name + m.Op + `"$` + m.Value + `"`
+	}
+	return m.Name + m.Op + Literal(m.Value)
+}
+
+// Selector is a list of matchers, rendered `{a="b", c=~"d"}` everywhere.
+type Selector []Matcher
+
+// With returns the selector with more matchers, leaving s as it was.
+func (s Selector) With(ms ...Matcher) Selector { return append(slices.Clip(s), ms...) }
+
+// Matchers renders the matchers without braces, for a selector that adds
+// its own (metric{$[exporter], mode="idle"} in a template).
+func (s Selector) Matchers() string {
+	parts := make([]string, len(s))
+	for i, m := range s {
+		parts[i] = m.String()
+	}
+	return strings.Join(parts, ", ")
+}
+
+func (s Selector) String() string { return "{" + s.Matchers() + "}" }
+
+// Of selects metric (the metric alone when there are no matchers).
+func (s Selector) Of(metric string) string {
+	if len(s) == 0 {
+		return metric
+	}
+	return metric + s.String()
+}
+
+// Literal is a value as a PromQL and LogQL string literal that Grafana
+// leaves alone. Grafana replaces $name, ${name…} and [[name]] in query text
+// before the data source reads it and has no escape for them, so every '$'
+// and every '[' followed by another are written as the escapes \x24 and \x5b, which
+// both languages read back as the same characters (a regex matcher
+// included: unquoting comes before the regex). Rules use the same form, so
+// a query is one text wherever it runs.
+func Literal(s string) string {
+	q := strconv.Quote(s)
+	var b strings.Builder
+	for i := 0; i < len(q); i++ {
+		switch {
+		case q[i] == '$':
+			b.WriteString(`\x24`)
+		case q[i] == '[' && i+1 < len(q) && q[i+1] == '[':
+			b.WriteString(`\x5b`)
+		default:
+			b.WriteByte(q[i])
+		}
+	}
+	return b.String()
+}
+
+// Terms is the vocabulary of one configuration, for rules (every cluster at
+// once) or for dashboards (the cluster the $cluster variable names, when the
+// config has one).
+type Terms struct {
+	// ClusterLabel is kept by every aggregation and join.
+	ClusterLabel string
+	// cluster is what every selector adds: nothing for rules,
+	// cluster="$cluster" on a multi-cluster config's dashboards.
+	cluster                        Selector
+	exporter, ksm, events, podLogs Matcher
+	services                       config.Services
+}
+
+// ForRules is the vocabulary of the rules: they evaluate every cluster's
+// series, so selectors name no cluster.
+func ForRules(cfg *config.Config) Terms {
+	return Terms{
+		ClusterLabel: cfg.Cluster.Label,
+		exporter:     Eq("job", cfg.WindowsExporter.Job),
+		ksm:          Eq("job", cfg.KubeStateMetrics.Job),
+		events:       Eq("job", cfg.Logs.EventsJob),
+		podLogs:      Eq("job", cfg.Logs.PodLogsJob),
+		services:     cfg.Alerts.NodeServices.Services,
+	}
+}
+
+// ForDashboards is the vocabulary of the dashboards: with a cluster name in
+// the config, every selector also selects the $cluster variable.
+func ForDashboards(cfg *config.Config) Terms {
+	t := ForRules(cfg)
+	if MultiCluster(cfg) {
+		t.cluster = Selector{Var(cfg.Cluster.Label, "=", "cluster")}
+	}
+	return t
+}
+
+// MultiCluster: a cluster name is configured, so dashboards select on it.
+func MultiCluster(cfg *config.Config) bool { return cfg.Cluster.Name != "" }
+
+// Exporter selects windows_exporter's series.
+func (t Terms) Exporter(ms ...Matcher) Selector {
+	return Selector{t.exporter}.With(t.cluster...).With(ms...)
+}
+
+// KSM selects kube-state-metrics' series.
+func (t Terms) KSM(ms ...Matcher) Selector { return Selector{t.ksm}.With(t.cluster...).With(ms...) }
+
+// Cluster selects the cluster alone: the selector of a record, which carries
+// no job.
+func (t Terms) Cluster(ms ...Matcher) Selector { return slices.Clip(t.cluster).With(ms...) }
+
+// Events selects the event log streams (LogQL).
+func (t Terms) Events(ms ...Matcher) Selector {
+	return Selector{t.events}.With(t.cluster...).With(ms...)
+}
+
+// AllEvents selects the event log streams of every cluster (the Loki
+// dashboard's cluster variable lists them).
+func (t Terms) AllEvents() Selector { return Selector{t.events} }
+
+// PodLogs selects the pod log streams (LogQL).
+func (t Terms) PodLogs(ms ...Matcher) Selector {
+	return Selector{t.podLogs}.With(t.cluster...).With(ms...)
+}
+
+// By is an aggregation's label list: the cluster label, then labels.
+func (t Terms) By(labels ...string) string {
+	return strings.Join(append([]string{t.ClusterLabel}, labels...), ", ")
+}
+
+// Services are the node services that must run.
+func (t Terms) Services() config.Services { return t.services }
+
+// ServiceMatcher matches the node services, case-insensitively (services
+// report the case they were registered with).
+func (t Terms) ServiceMatcher() Matcher { return Re("name", t.services.Regex()) }
+
+var placeholder = regexp.MustCompile(`\$\[(\w+)\]`)
+
+// Expand fills a rule template's $[name] placeholders from the vocabulary:
+// cluster (the label), exporter and ksm (matchers without braces), volumes
+// (the drive-letter matcher) and every record name by its Go name. An
+// unknown placeholder is an error.
+func (t Terms) Expand(tmpl string) (string, error) {
+	terms := map[string]string{
+		"cluster":  t.ClusterLabel,
+		"exporter": t.Exporter().Matchers(),
+		"ksm":      t.KSM().Matchers(),
+		"volumes":  Volumes.String(),
+	}
+	for name, record := range Records {
+		terms[name] = record
+	}
+	var missing []string
+	s := placeholder.ReplaceAllStringFunc(tmpl, func(m string) string {
+		v, ok := terms[m[2:len(m)-1]]
+		if !ok {
+			missing = append(missing, m)
+		}
+		return v
+	})
+	if len(missing) > 0 {
+		return "", fmt.Errorf("unknown placeholders %v", missing)
+	}
+	return s, nil
+}
