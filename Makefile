@@ -81,8 +81,9 @@ check-generated: ## fail if manifests/ or tests/second/bundle differs from a fre
 
 ci: fmt-check test race vet lint windows winapi-check check-generated ## what CI runs
 
-bench: $(BIN)/victoria-logs ## benchmarks: rule evaluation and cost against kube-prometheus-stack (50 nodes x 60 containers); shipper events/s, allocs/event, peak RSS, Windows binary size
-	$(GO) test -run '^$$' -bench . -benchmem -benchtime 20x -v ./tests/
+bench: $(BIN)/victoria-logs ## benchmarks: rule evaluation, records and dashboards against kube-prometheus-stack's (50 nodes x 60 containers); shipper events/s, allocs/event, peak RSS, Windows binary size
+	$(GO) test -run '^$$' -bench 'RuleEvaluation|RecordsVs' -benchmem -benchtime 20x -v ./tests/
+	$(GO) test -run '^$$' -bench DashboardsVs -benchtime 3x -timeout 30m -v ./tests/
 	$(GO) test -run '^$$' -bench ShipperBinary -benchtime 5x ./shipper/
 	$(GO) test -run '^$$' -bench 'FormatBatchEncode|ParseLine' -benchmem -cpu 1 ./shipper/ ./shipper/eventxml/
 

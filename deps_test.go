@@ -2,6 +2,7 @@ package winobs_test
 
 import (
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -29,6 +30,12 @@ func TestBinariesLinkOnlyWhatTheyNeed(t *testing.T) {
 			if d == "github.com/winobs/winobs/"+builder || strings.HasPrefix(d, "github.com/winobs/winobs/"+builder+"/") {
 				t.Errorf("config links %s", d)
 			}
+		}
+	}
+	// Rules and dashboards are siblings over package vocab: neither links the other.
+	for pkg, other := range map[string]string{"./dashboards": "github.com/winobs/winobs/rules", "./rules": "github.com/winobs/winobs/dashboards"} {
+		if slices.Contains(deps(pkg), other) {
+			t.Errorf("%s links %s", pkg, other)
 		}
 	}
 	for _, goos := range []string{"linux", "windows"} {
