@@ -129,6 +129,16 @@ func ForDashboards(cfg *config.Config) Terms {
 	return t
 }
 
+// ForCluster is the vocabulary of one cluster's live checks (doctor): with
+// a cluster name in the config, every selector selects that cluster.
+func ForCluster(cfg *config.Config) Terms {
+	t := ForRules(cfg)
+	if MultiCluster(cfg) {
+		t.cluster = Selector{Eq(cfg.Cluster.Label, cfg.Cluster.Name)}
+	}
+	return t
+}
+
 // MultiCluster: a cluster name is configured, so dashboards select on it.
 func MultiCluster(cfg *config.Config) bool { return cfg.Cluster.Name != "" }
 

@@ -3,6 +3,7 @@
 //
 //	go run ./cmd/gen [--config FILE] [--out DIR] [--check]
 //	go run ./cmd/gen init [--config FILE] [--loki-url URL] ...
+//	go run ./cmd/gen doctor --prometheus URL [--loki URL] [--config FILE]
 //
 // The flow is: load the config (embedded default overridden by FILE) and
 // validate it completely, build every artifact in memory, then write the tree
@@ -31,9 +32,10 @@ func main() {
 const usage = `Usage:
   gen [--config FILE] [--out DIR] [--check]   render the bundle (default: the built-in example)
   gen init [flags]                            write a config for your cluster to start from
+  gen doctor --prometheus URL [--loki URL]    check that winobs works in your cluster
   gen help                                    this text
 
-Run "gen init --help" or "gen --help" for their flags.
+Run "gen init --help", "gen doctor --help" or "gen --help" for their flags.
 `
 
 func run(args []string, stdout, stderr io.Writer) int {
@@ -41,6 +43,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		switch args[0] {
 		case "init":
 			return runInit(args[1:], stdout, stderr)
+		case "doctor":
+			return runDoctor(args[1:], stdout, stderr)
 		case "help":
 			fmt.Fprint(stdout, usage)
 			return 0

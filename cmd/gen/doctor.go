@@ -1,0 +1,74 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/winobs/winobs/config"
+	"github.com/winobs/winobs/doctor"
+)
+
+// runDoctor checks the user's cluster against what gen renders for the
+// config: 0 when every check holds, 1 when one does not (or an API cannot
+// be used), 2 on a usage or configuration error.
+func runDoctor(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("gen doctor", flag.ContinueOnError)
+	configPath := fs.String("config", "", "the config the bundle was rendered from (default: the built-in example)")
+	promURL := fs.String("prometheus", "", "base URL of the Prometheus that scrapes the exporters and loads the rules (required)")
+	lokiURL := fs.String("loki", "", "base URL of Loki, to check that events and pod logs arrive")
+	output := fs.String("output", "text", "text or json")
+	timeout := fs.Duration("timeout", 2*time.Minute, "bound of the whole run")
+	reqTimeout := fs.Duration("request-timeout", 30*time.Second, "bound of each API request")
+	var promAuth, lokiAuth doctor.Auth
+	for _, a := range []struct {
+		name string
+		auth *doctor.Auth
+	}{{"prometheus", &promAuth}, {"loki", &lokiAuth}} {
+		fs.StringVar(&a.auth.BearerTokenFile, a.name+"-bearer-token-file", "", "file holding a bearer token for "+a.name)
+		fs.StringVar(&a.auth.Username, a.name+"-username", "", "basic auth user name for "+a.name)
+		fs.StringVar(&a.auth.PasswordFile, a.name+"-password-file", "", "file holding the basic auth password for "+a.name)
+		fs.StringVar(&a.auth.CAFile, a.name+"-ca-file", "", "CA bundle to verify "+a.name+"'s certificate (default: the system roots)")
+	}
+	if code, ok := parseFlags(fs, args, stdout, stderr); !ok {
+		return code
+	}
+	if *promURL == "" || (*output != "text" && *output != "json") {
+		fmt.Fprintln(stderr, "gen doctor: --prometheus URL is required and --output is text or json; run \"gen doctor --help\"")
+		return 2
+	}
+	if (promAuth.Username == "") != (promAuth.PasswordFile == "") || (lokiAuth.Username == "") != (lokiAuth.PasswordFile == "") {
+		fmt.Fprintln(stderr, "gen doctor: basic auth needs both --*-username and --*-password-file")
+		return 2
+	}
+	cfg, _, err := config.Read(*configPath)
+	if err != nil {
+		return configFailed(stderr, "gen doctor", err)
+	}
+	prom, err := doctor.NewAPI("Prometheus", *promURL, promAuth, *reqTimeout)
+	if err != nil {
+		fmt.Fprintf(stderr, "gen doctor: %v\n", err)
+		return 2
+	}
+	var loki *doctor.API
+	if *lokiURL != "" {
+		if loki, err = doctor.NewAPI("Loki", *lokiURL, lokiAuth, *reqTimeout); err != nil {
+			fmt.Fprintf(stderr, "gen doctor: %v\n", err)
+			return 2
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
+	defer cancel()
+	rep := doctor.Run(ctx, cfg, prom, loki)
+	if *output == "json" {
+		err = rep.WriteJSON(stdout)
+	} else {
+		err = rep.WriteText(stdout)
+	}
+	if err != nil || !rep.OK() {
+		return 1
+	}
+	return 0
+}

@@ -1,0 +1,278 @@
+// Package doctor checks, against the user's own Prometheus and Loki, that
+// what gen rendered works in their cluster: every Windows node scraped by a
+// tested exporter, the rule groups loaded and producing series, container
+// series with their real pod labels, events and logs arriving. It knows
+// what to expect because it builds the same rules and vocabulary gen does.
+package doctor
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/winobs/winobs/conffile"
+	"github.com/winobs/winobs/endpoint"
+)
+
+// maxBody bounds one API answer: a doctor query aggregates, so a real
+// answer is a few KiB; a huge one is not what was asked.
+const maxBody = 16 << 20
+
+// Auth is how doctor authenticates to an API: a bearer token or a basic
+// auth password, each read from a file, never from a flag or the
+// environment, so no credential reaches a process list or a log.
+type Auth struct {
+	BearerTokenFile string
+	Username        string
+	PasswordFile    string
+	CAFile          string
+}
+
+// API is a Prometheus- or Loki-compatible HTTP API.
+type API struct {
+	name   string // "Prometheus" or "Loki", for messages
+	base   *url.URL
+	client *http.Client
+	auth   Auth
+}
+
+// NewAPI checks the URL (http or https, no credentials, no secret in the
+// query) and builds a client that verifies TLS, follows no redirect and
+// times out.
+func NewAPI(name, rawURL string, auth Auth, timeout time.Duration) (*API, error) {
+	u, msg := endpoint.ParseURL(rawURL)
+	if msg != "" {
+		return nil, fmt.Errorf("%s URL %s", name, msg)
+	}
+	if (auth.BearerTokenFile != "" || auth.Username != "") && u.Scheme != "https" && u.Hostname() != "localhost" && u.Hostname() != "127.0.0.1" && u.Hostname() != "::1" {
+		return nil, fmt.Errorf("%s URL is plain http: credentials would be sent in the clear; use https", name)
+	}
+	if auth.BearerTokenFile != "" && auth.Username != "" {
+		return nil, fmt.Errorf("%s: use a bearer token or basic auth, not both", name)
+	}
+	tlsConfig := &tls.Config{MinVersion: tls.VersionTLS12}
+	if auth.CAFile != "" {
+		pem, err := conffile.ReadFile(auth.CAFile, 1<<20)
+		if err != nil {
+			return nil, fmt.Errorf("%s CA file %s: %w", name, auth.CAFile, err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("%s CA file %s holds no PEM certificate", name, auth.CAFile)
+		}
+		tlsConfig.RootCAs = pool
+	}
+	transport := http.DefaultTransport.(*http.Transport).Clone()
+	transport.TLSClientConfig = tlsConfig
+	transport.Proxy = http.ProxyFromEnvironment
+	return &API{name: name, base: u, auth: auth, client: &http.Client{
+		Timeout:   timeout,
+		Transport: transport,
+		// A redirect could carry the credentials elsewhere: report it.
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}}, nil
+}
+
+// Error is an API answer doctor could not use, worded for the user.
+type Error struct {
+	API, Path string
+	Status    int
+	Msg       string
+}
+
+func (e *Error) Error() string {
+	if e.Status != 0 {
+		return fmt.Sprintf("%s %s: HTTP %d: %s", e.API, e.Path, e.Status, e.Msg)
+	}
+	return fmt.Sprintf("%s %s: %s", e.API, e.Path, e.Msg)
+}
+
+// get sends a GET to path with params and decodes the API's JSON envelope
+// into data.
+func (a *API) get(ctx context.Context, path string, params url.Values, data any) error {
+	u := *a.base
+	u.Path = strings.TrimSuffix(u.Path, "/") + path
+	u.RawQuery = params.Encode()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+	if err != nil {
+		return &Error{API: a.name, Path: path, Msg: err.Error()}
+	}
+	if err := a.authorize(req); err != nil {
+		return &Error{API: a.name, Path: path, Msg: err.Error()}
+	}
+	resp, err := a.client.Do(req)
+	if err != nil {
+		// The URL's userinfo is refused; the error holds no credential.
+		return &Error{API: a.name, Path: path, Msg: "cannot reach it: " + conffile.Excerpt(err.Error())}
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, maxBody+1))
+	if err != nil {
+		return &Error{API: a.name, Path: path, Status: resp.StatusCode, Msg: "reading the answer: " + err.Error()}
+	}
+	if len(body) > maxBody {
+		return &Error{API: a.name, Path: path, Status: resp.StatusCode, Msg: fmt.Sprintf("the answer is larger than %d bytes", maxBody)}
+	}
+	switch {
+	case resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden:
+		return &Error{API: a.name, Path: path, Status: resp.StatusCode,
+			Msg: "refused: check the credentials (--" + strings.ToLower(a.name) + "-bearer-token-file or basic auth) and that they may read this API"}
+	case resp.StatusCode >= 300 && resp.StatusCode < 400:
+		return &Error{API: a.name, Path: path, Status: resp.StatusCode,
+			Msg: "redirects to " + conffile.Excerpt(endpoint.Redact(resp.Header.Get("Location"))) + ": give that URL instead (redirects are not followed)"}
+	}
+	var env struct {
+		Status    string          `json:"status"`
+		Data      json.RawMessage `json:"data"`
+		ErrorType string          `json:"errorType"`
+		Error     string          `json:"error"`
+	}
+	if err := json.Unmarshal(body, &env); err != nil || env.Status == "" {
+		text := conffile.Printable(conffile.Excerpt(strings.TrimSpace(string(body))))
+		switch {
+		case resp.StatusCode == http.StatusNotFound:
+			return &Error{API: a.name, Path: path, Status: resp.StatusCode, Msg: "no such path (" + text + "): not " + a.name + "'s API; give its base URL, without a path"}
+		case resp.StatusCode >= 400:
+			return &Error{API: a.name, Path: path, Status: resp.StatusCode, Msg: text} // Loki's errors are plain text
+		}
+		return &Error{API: a.name, Path: path, Status: resp.StatusCode, Msg: "the answer is not " + a.name + "'s API (" + text + ")"}
+	}
+	if env.Status != "success" {
+		return &Error{API: a.name, Path: path, Status: resp.StatusCode, Msg: conffile.Printable(env.ErrorType + ": " + env.Error)}
+	}
+	if err := json.Unmarshal(env.Data, data); err != nil {
+		return &Error{API: a.name, Path: path, Status: resp.StatusCode, Msg: "unexpected data: " + err.Error()}
+	}
+	return nil
+}
+
+func (a *API) authorize(req *http.Request) error {
+	switch {
+	case a.auth.BearerTokenFile != "":
+		b, err := conffile.ReadFile(a.auth.BearerTokenFile, 64<<10)
+		if err != nil {
+			return fmt.Errorf("bearer token file %s: %w", a.auth.BearerTokenFile, err)
+		}
+		req.Header.Set("Authorization", "Bearer "+strings.TrimSpace(string(b)))
+	case a.auth.Username != "":
+		b, err := conffile.ReadFile(a.auth.PasswordFile, 64<<10)
+		if err != nil {
+			return fmt.Errorf("password file %s: %w", a.auth.PasswordFile, err)
+		}
+		req.SetBasicAuth(a.auth.Username, strings.TrimRight(string(b), "\r\n"))
+	}
+	return nil
+}
+
+// Sample is one series of an instant vector.
+type Sample struct {
+	Metric map[string]string
+	Value  float64
+}
+
+// Query runs an instant query (Prometheus /api/v1/query, Loki
+// /loki/api/v1/query) and returns its vector.
+func (a *API) Query(ctx context.Context, expr string) ([]Sample, error) {
+	path := "/api/v1/query"
+	if a.name == "Loki" {
+		path = "/loki/api/v1/query"
+	}
+	var data struct {
+		ResultType string `json:"resultType"`
+		Result     []struct {
+			Metric map[string]string `json:"metric"`
+			Value  [2]any            `json:"value"`
+		} `json:"result"`
+	}
+	if err := a.get(ctx, path, url.Values{"query": {expr}}, &data); err != nil {
+		return nil, err
+	}
+	if data.ResultType != "vector" {
+		return nil, &Error{API: a.name, Path: path, Msg: "expected a vector, got " + strconv.Quote(data.ResultType)}
+	}
+	out := make([]Sample, 0, len(data.Result))
+	for _, r := range data.Result {
+		s, _ := r.Value[1].(string)
+		v, err := strconv.ParseFloat(s, 64)
+		if err != nil {
+			return nil, &Error{API: a.name, Path: path, Msg: "a sample value that is not a number: " + strconv.Quote(s)}
+		}
+		out = append(out, Sample{Metric: r.Metric, Value: v})
+	}
+	return out, nil
+}
+
+// BuildInfo returns the server's version ("" when built without one).
+func (a *API) BuildInfo(ctx context.Context) (string, error) {
+	path := "/api/v1/status/buildinfo"
+	if a.name == "Loki" {
+		path = "/loki/api/v1/status/buildinfo"
+	}
+	var data struct {
+		Version   string `json:"version"`
+		GoVersion string `json:"goVersion"`
+	}
+	if err := a.get(ctx, path, nil, &data); err != nil {
+		return "", err
+	}
+	return data.Version, nil
+}
+
+// RuleGroup is a loaded rule group as /api/v1/rules reports it.
+type RuleGroup struct {
+	Name  string `json:"name"`
+	File  string `json:"file"`
+	Rules []struct {
+		Name           string    `json:"name"`
+		Type           string    `json:"type"`
+		Health         string    `json:"health"`
+		LastError      string    `json:"lastError"`
+		LastEvaluation time.Time `json:"lastEvaluation"`
+	} `json:"rules"`
+	Interval       float64   `json:"interval"`
+	LastEvaluation time.Time `json:"lastEvaluation"`
+}
+
+// Rules returns the rule groups Prometheus has loaded.
+func (a *API) Rules(ctx context.Context) ([]RuleGroup, error) {
+	var data struct {
+		Groups []RuleGroup `json:"groups"`
+	}
+	if err := a.get(ctx, "/api/v1/rules", nil, &data); err != nil {
+		return nil, err
+	}
+	return data.Groups, nil
+}
+
+// Alert is an active alert as /api/v1/alerts reports it.
+type Alert struct {
+	Labels map[string]string `json:"labels"`
+	State  string            `json:"state"`
+}
+
+// Alerts returns the active alerts.
+func (a *API) Alerts(ctx context.Context) ([]Alert, error) {
+	var data struct {
+		Alerts []Alert `json:"alerts"`
+	}
+	if err := a.get(ctx, "/api/v1/alerts", nil, &data); err != nil {
+		return nil, err
+	}
+	return data.Alerts, nil
+}
+
+// isUnreachable tells an API that could not be used at all from one that
+// answered a single query wrongly.
+func isUnreachable(err error) bool {
+	var e *Error
+	return errors.As(err, &e) && (e.Status == 0 || e.Status == 401 || e.Status == 403 || e.Status == 404 || strings.Contains(e.Msg, "is not "))
+}

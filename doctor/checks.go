@@ -1,0 +1,650 @@
+package doctor
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"regexp"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/prometheus/prometheus/model/rulefmt"
+
+	"github.com/winobs/winobs/catalog"
+	"github.com/winobs/winobs/conffile"
+	"github.com/winobs/winobs/config"
+	"github.com/winobs/winobs/rules"
+	"github.com/winobs/winobs/vocab"
+)
+
+// Status is a check's outcome.
+type Status string
+
+// Outcomes of a check.
+const (
+	Pass Status = "pass"
+	Fail Status = "fail"
+	Skip Status = "skip" // it could not run: its API is unreachable or not given
+)
+
+// Check is one item of the checklist: what was found, and how to fix it.
+type Check struct {
+	ID       string   `json:"id"`
+	Title    string   `json:"title"`
+	Status   Status   `json:"status"`
+	Evidence []string `json:"evidence,omitempty"`
+	Fix      string   `json:"fix,omitempty"`
+}
+
+// Report is every check of one run.
+type Report struct {
+	Prometheus string  `json:"prometheus"`
+	Loki       string  `json:"loki,omitempty"`
+	Checks     []Check `json:"checks"`
+}
+
+// OK: every check passed or was skipped only for want of Loki.
+func (r Report) OK() bool {
+	for _, c := range r.Checks {
+		if c.Status == Fail {
+			return false
+		}
+	}
+	return true
+}
+
+// listed is how many names evidence lists before "and N more".
+const listed = 10
+
+// names lists up to `listed` names, sorted, and how many more there are.
+func names(ns []string) string {
+	ns = slices.Clone(ns)
+	sort.Strings(ns)
+	ns = slices.Compact(ns)
+	if len(ns) > listed {
+		return strings.Join(ns[:listed], ", ") + fmt.Sprintf(" and %d more", len(ns)-listed)
+	}
+	return strings.Join(ns, ", ")
+}
+
+// run holds what the checks share.
+type run struct {
+	cfg   *config.Config
+	t     vocab.Terms
+	prom  *API
+	loki  *API
+	rules rulefmt.RuleGroups
+	// windowsNodes are the Windows nodes kube-state-metrics knows.
+	windowsNodes []string
+}
+
+// Run checks what gen renders for cfg against prom (and loki, when not
+// nil). Each check is bounded by ctx.
+func Run(ctx context.Context, cfg *config.Config, prom, loki *API) Report {
+	groups, err := rules.Build(cfg)
+	r := &run{cfg: cfg, t: vocab.ForCluster(cfg), prom: prom, loki: loki, rules: groups}
+	rep := Report{Prometheus: prom.base.Redacted()}
+	if loki != nil {
+		rep.Loki = loki.base.Redacted()
+	}
+	if err != nil {
+		rep.Checks = append(rep.Checks, Check{ID: "config", Title: "the config builds its rules", Status: Fail, Evidence: []string{err.Error()}})
+		return rep
+	}
+	reach := r.reachable(ctx, prom, "prometheus-reachable")
+	rep.Checks = append(rep.Checks, reach)
+	promChecks := []func(context.Context) Check{
+		r.nodesScraped, r.exporterVersion, r.collectors, r.rulesLoaded, r.records, r.commitPerNode,
+		r.containerCoverage, r.containerLabels, r.commitLimitMetric, r.clusterLabel, r.alertsFiring, r.shipperCounters,
+	}
+	if reach.Status == Pass {
+		r.windowsNodes, err = r.nodes(ctx)
+		if err != nil {
+			rep.Checks = append(rep.Checks, Check{ID: "windows-nodes", Title: "kube-state-metrics lists the Windows nodes", Status: Fail,
+				Evidence: []string{err.Error()}})
+		}
+	}
+	for _, c := range promChecks {
+		if reach.Status != Pass {
+			continue
+		}
+		rep.Checks = append(rep.Checks, c(ctx))
+	}
+	if loki == nil {
+		rep.Checks = append(rep.Checks, Check{ID: "loki", Title: "events and pod logs reach Loki", Status: Skip,
+			Evidence: []string{"no --loki URL given"}, Fix: "run again with --loki URL to check the log pipeline"})
+		return rep
+	}
+	lreach := r.reachable(ctx, loki, "loki-reachable")
+	rep.Checks = append(rep.Checks, lreach)
+	if lreach.Status == Pass {
+		rep.Checks = append(rep.Checks, r.eventsPerNode(ctx), r.podLogs(ctx))
+	}
+	return rep
+}
+
+func (r *run) reachable(ctx context.Context, api *API, id string) Check {
+	c := Check{ID: id, Title: api.name + " answers its API"}
+	v, err := api.BuildInfo(ctx)
+	if err != nil {
+		c.Status, c.Evidence = Fail, []string{err.Error()}
+		c.Fix = "check the URL (the base URL, such as http://prometheus-operated.monitoring:9090), the network path from here, and the credentials"
+		return c
+	}
+	if v == "" {
+		v = "(version not stamped)"
+	}
+	c.Status, c.Evidence = Pass, []string{api.name + " " + v + " at " + api.base.Redacted()}
+	return c
+}
+
+// query runs expr on Prometheus and returns its samples.
+func (r *run) query(ctx context.Context, expr string) ([]Sample, error) { return r.prom.Query(ctx, expr) }
+
+// label collects one label's values from samples.
+func label(ss []Sample, name string) []string {
+	var out []string
+	for _, s := range ss {
+		out = append(out, s.Metric[name])
+	}
+	return out
+}
+
+// failed turns a query error into a failed check.
+func failed(c Check, err error) Check {
+	c.Status, c.Evidence = Fail, append(c.Evidence, err.Error())
+	return c
+}
+
+func (r *run) nodes(ctx context.Context) ([]string, error) {
+	ss, err := r.query(ctx, fmt.Sprintf(`max by (node) (%s)`, r.t.KSM(vocab.Re("os_image", "(?i).*windows.*")).Of("kube_node_info")))
+	return label(ss, "node"), err
+}
+
+// nodesScraped: every Windows node has an exporter target that is up.
+func (r *run) nodesScraped(ctx context.Context) Check {
+	c := Check{ID: "windows-nodes-scraped", Title: "every Windows node has a windows-exporter target that is up"}
+	up, err := r.query(ctx, fmt.Sprintf(`max by (instance, node) (%s)`, r.t.Exporter().Of("up")))
+	if err != nil {
+		return failed(c, err)
+	}
+	info, err := r.query(ctx, fmt.Sprintf(`max by (instance, node) (%s)`, r.t.Cluster().Of(vocab.NodeInfo)))
+	if err != nil {
+		return failed(c, err)
+	}
+	nodeOf := map[string]string{}
+	for _, s := range info {
+		nodeOf[s.Metric["instance"]] = s.Metric["node"]
+	}
+	scraped, down := map[string]bool{}, []string{}
+	for _, s := range up {
+		node := s.Metric["node"]
+		if node == "" {
+			node = nodeOf[s.Metric["instance"]]
+		}
+		if node != "" {
+			scraped[node] = true
+		}
+		if s.Value != 1 {
+			down = append(down, s.Metric["instance"]+orNode(node))
+		}
+	}
+	var missing []string
+	for _, n := range r.windowsNodes {
+		if !scraped[n] {
+			missing = append(missing, n)
+		}
+	}
+	c.Evidence = append(c.Evidence, fmt.Sprintf("%d Windows nodes in kube-state-metrics, %d exporter targets (job %q), %d down",
+		len(r.windowsNodes), len(up), r.cfg.WindowsExporter.Job, len(down)))
+	switch {
+	case len(r.windowsNodes) == 0:
+		c.Status, c.Fix = Fail, fmt.Sprintf("kube-state-metrics (job %q) reports no node with a Windows os_image: check that job name (kubeStateMetrics.job) and that Prometheus scrapes it", r.cfg.KubeStateMetrics.Job)
+	case len(missing) > 0:
+		c.Status = Fail
+		c.Evidence = append(c.Evidence, fmt.Sprintf("%d of %d Windows nodes have no exporter target: %s", len(missing), len(r.windowsNodes), names(missing)))
+		c.Fix = fmt.Sprintf("check the exporter DaemonSet runs on those nodes (nodes.selector, nodes.tolerations), that the monitor is selected by your Prometheus (windowsExporter.monitorLabels) and that its job is %q (docs/runbooks.md#windowsexporterdown)", r.cfg.WindowsExporter.Job)
+	case len(down) > 0:
+		c.Status = Fail
+		c.Evidence = append(c.Evidence, "targets down: "+names(down))
+		c.Fix = "a target that is down is usually firewalled: windowsExporter.firewall.allowFrom must list the nodes your Prometheus pods run on (docs/runbooks.md#windowsexporterdown)"
+	default:
+		c.Status = Pass
+	}
+	return c
+}
+
+func orNode(node string) string {
+	if node == "" {
+		return ""
+	}
+	return " (" + node + ")"
+}
+
+// exporterVersion: every exporter runs a version the rules are tested with.
+func (r *run) exporterVersion(ctx context.Context) Check {
+	c := Check{ID: "exporter-version", Title: "every exporter runs a tested windows_exporter version (0.29-0.31)"}
+	ss, err := r.query(ctx, fmt.Sprintf(`count by (version) (%s)`, r.t.Exporter().Of("windows_exporter_build_info")))
+	if err != nil {
+		return failed(c, err)
+	}
+	tested := regexp.MustCompile("^(?:" + vocab.SupportedExporterVersions + ")$")
+	var bad []string
+	for _, s := range ss {
+		v := s.Metric["version"]
+		c.Evidence = append(c.Evidence, fmt.Sprintf("%s on %g nodes", v, s.Value))
+		if !tested.MatchString(v) {
+			bad = append(bad, v)
+		}
+	}
+	switch {
+	case len(ss) == 0:
+		c.Status, c.Fix = Fail, "no windows_exporter_build_info: no exporter is scraped (see windows-nodes-scraped)"
+	case len(bad) > 0:
+		c.Status, c.Fix = Fail, "untested versions "+names(bad)+": metric names may have changed (0.32 renames the commit limit); pin windowsExporter.image to 0.31 (docs/runbooks.md#windowsexporterversionuntested)"
+	default:
+		c.Status = Pass
+	}
+	return c
+}
+
+// collectors: every collector of every exporter succeeds.
+func (r *run) collectors(ctx context.Context) Check {
+	c := Check{ID: "collectors", Title: "every exporter collector succeeds"}
+	ss, err := r.query(ctx, r.t.Exporter().Of("windows_exporter_collector_success")+" == 0")
+	if err != nil {
+		return failed(c, err)
+	}
+	if len(ss) == 0 {
+		c.Status = Pass
+		return c
+	}
+	var failing []string
+	for _, s := range ss {
+		failing = append(failing, s.Metric["instance"]+" "+s.Metric["collector"])
+	}
+	c.Status, c.Evidence = Fail, []string{fmt.Sprintf("%d failing: %s", len(ss), names(failing))}
+	c.Fix = "see the exporter's log on that node (docs/runbooks.md#windowsexportercollectorfailing)"
+	return c
+}
+
+// rulesLoaded: the groups winobs rendered are loaded, healthy, without an
+// error and evaluated recently.
+func (r *run) rulesLoaded(ctx context.Context) Check {
+	c := Check{ID: "rules-loaded", Title: "the winobs rule groups are loaded, healthy and evaluated"}
+	loaded, err := r.prom.Rules(ctx)
+	if err != nil {
+		return failed(c, err)
+	}
+	now := time.Now()
+	var problems []string
+	for _, want := range r.rules.Groups {
+		i := slices.IndexFunc(loaded, func(g RuleGroup) bool { return g.Name == want.Name })
+		if i < 0 {
+			problems = append(problems, fmt.Sprintf("group %s is not loaded", want.Name))
+			continue
+		}
+		g := loaded[i]
+		have := map[string]bool{}
+		for _, rule := range g.Rules {
+			have[rule.Name] = true
+			if rule.Health != "" && rule.Health != "ok" {
+				problems = append(problems, fmt.Sprintf("%s: %s is %s: %s", g.Name, rule.Name, rule.Health, conffile.Excerpt(rule.LastError)))
+			} else if rule.LastError != "" {
+				problems = append(problems, fmt.Sprintf("%s: %s: %s", g.Name, rule.Name, conffile.Excerpt(rule.LastError)))
+			}
+		}
+		var absent []string
+		for _, rule := range want.Rules {
+			if name := rule.Record + rule.Alert; !have[name] {
+				absent = append(absent, name)
+			}
+		}
+		if len(absent) > 0 {
+			problems = append(problems, fmt.Sprintf("group %s lacks %s (an older render?)", g.Name, names(absent)))
+		}
+		interval := time.Duration(g.Interval * float64(time.Second))
+		if interval <= 0 {
+			interval = time.Minute
+		}
+		if g.LastEvaluation.IsZero() || now.Sub(g.LastEvaluation) > 3*interval+time.Minute {
+			problems = append(problems, fmt.Sprintf("group %s was last evaluated %s", g.Name, ago(now, g.LastEvaluation)))
+		}
+		c.Evidence = append(c.Evidence, fmt.Sprintf("%s: %d rules, every %s, last evaluated %s", g.Name, len(g.Rules), interval, ago(now, g.LastEvaluation)))
+	}
+	if len(problems) > 0 {
+		c.Status, c.Evidence = Fail, append(problems, c.Evidence...)
+		c.Fix = "a group that is not loaded is not selected by your Prometheus: prometheus.ruleLabels must match its ruleSelector (or load rules/*.yaml); re-apply the current render"
+		return c
+	}
+	c.Status = Pass
+	return c
+}
+
+func ago(now, t time.Time) string {
+	if t.IsZero() {
+		return "never"
+	}
+	return now.Sub(t).Round(time.Second).String() + " ago"
+}
+
+// records: every record winobs renders produces series.
+func (r *run) records(ctx context.Context) Check {
+	c := Check{ID: "records", Title: "every winobs record produces series"}
+	var empty []string
+	n := 0
+	for _, g := range r.rules.Groups {
+		for _, rule := range g.Rules {
+			if rule.Record == "" {
+				continue
+			}
+			n++
+			ss, err := r.query(ctx, "count("+r.t.Cluster().Of(rule.Record)+")")
+			if err != nil {
+				return failed(c, err)
+			}
+			if len(ss) == 0 {
+				empty = append(empty, rule.Record)
+			}
+		}
+	}
+	c.Evidence = []string{fmt.Sprintf("%d of %d records have series", n-len(empty), n)}
+	// Records of what a cluster may not have are not failures.
+	optional := map[string]bool{vocab.ContainerNoMemoryLimit: true}
+	var required []string
+	for _, e := range empty {
+		if !optional[e] {
+			required = append(required, e)
+		}
+	}
+	if len(required) > 0 {
+		c.Status = Fail
+		c.Evidence = append(c.Evidence, "empty: "+names(required))
+		c.Fix = "an empty record reads a metric that is not scraped: check the exporter's collectors (windowsExporter.services, the collector list) and kube-state-metrics (kubeStateMetrics.job)"
+		return c
+	}
+	c.Status = Pass
+	return c
+}
+
+// commitPerNode: the commit charge record exists for every scraped node.
+func (r *run) commitPerNode(ctx context.Context) Check {
+	c := Check{ID: "commit-per-node", Title: "the commit charge record covers every scraped Windows node"}
+	ss, err := r.query(ctx, fmt.Sprintf(`max by (instance) (%s == 1) unless on (instance) max by (instance) (%s)`,
+		r.t.Exporter().Of("up"), r.t.Cluster().Of(vocab.NodeCommitRatio)))
+	if err != nil {
+		return failed(c, err)
+	}
+	if len(ss) > 0 {
+		c.Status = Fail
+		c.Evidence = []string{fmt.Sprintf("%d scraped nodes without %s: %s", len(ss), vocab.NodeCommitRatio, names(label(ss, "instance")))}
+		c.Fix = "see commit-limit-metric: the record needs windows_memory_committed_bytes and windows_memory_commit_limit"
+		return c
+	}
+	c.Status = Pass
+	return c
+}
+
+// windowsContainers selects the running containers of pods on Windows
+// nodes, as kube-state-metrics reports them.
+func (r *run) windowsContainers() string {
+	by := r.t.By("namespace", "pod", "container")
+	return fmt.Sprintf(`max by (%s) (
+  %s == 1
+  and on (%s) max by (%s) (%s * on (%s) group_left () max by (%s) (%s))
+)`, by, r.t.KSM().Of("kube_pod_container_status_running"),
+		r.t.By("namespace", "pod"), r.t.By("namespace", "pod"), r.t.KSM().Of("kube_pod_info"),
+		r.t.By("node"), r.t.By("node"), r.t.KSM(vocab.Re("os_image", "(?i).*windows.*")).Of("kube_node_info"))
+}
+
+// containerCoverage: the info record names every running Windows
+// container.
+func (r *run) containerCoverage(ctx context.Context) Check {
+	c := Check{ID: "container-coverage", Title: "every running Windows container has its real pod labels (the info record)"}
+	by := r.t.By("namespace", "pod", "container")
+	all, err := r.query(ctx, "count("+r.windowsContainers()+")")
+	if err != nil {
+		return failed(c, err)
+	}
+	missing, err := r.query(ctx, fmt.Sprintf("topk(%d, %s unless on (%s) %s)", listed, r.windowsContainers(), by, r.t.Cluster().Of(vocab.ContainerInfo)))
+	if err != nil {
+		return failed(c, err)
+	}
+	nMissing, err := r.query(ctx, fmt.Sprintf("count(%s unless on (%s) %s)", r.windowsContainers(), by, r.t.Cluster().Of(vocab.ContainerInfo)))
+	if err != nil {
+		return failed(c, err)
+	}
+	m, miss := count(all), count(nMissing)
+	c.Evidence = []string{fmt.Sprintf("%d of %d running Windows containers covered", m-miss, m)}
+	if miss > 0 {
+		var ns []string
+		for _, s := range missing {
+			ns = append(ns, s.Metric["namespace"]+"/"+s.Metric["pod"]+"/"+s.Metric["container"])
+		}
+		c.Status = Fail
+		c.Evidence = append(c.Evidence, "missing: "+names(ns))
+		c.Fix = "the exporter's container collector does not report them: check windows_container_available on their node, and that kube-state-metrics reports their container_id"
+		return c
+	}
+	c.Status = Pass
+	return c
+}
+
+func count(ss []Sample) int {
+	if len(ss) == 0 {
+		return 0
+	}
+	return int(ss[0].Value)
+}
+
+// containerLabels: container series carry the pods' labels, not exported_*
+// where winobs's own monitor (honorLabels) scrapes, and never the exporter
+// pod's own.
+func (r *run) containerLabels(ctx context.Context) Check {
+	c := Check{ID: "container-labels", Title: "container series carry their pods' labels"}
+	exported, err := r.query(ctx, "count("+r.t.Exporter(vocab.NotEq("exported_pod", "")).Of("windows_container_available")+")")
+	if err != nil {
+		return failed(c, err)
+	}
+	own, err := r.query(ctx, fmt.Sprintf(`count(%s and on (%s) %s)`,
+		r.t.Exporter(vocab.Eq("exported_pod", ""), vocab.NotEq("pod", "")).Of("windows_container_available"), r.t.By("instance", "namespace", "pod"),
+		r.t.Exporter().Of("windows_exporter_build_info")))
+	if err != nil {
+		return failed(c, err)
+	}
+	var problems []string
+	if n := count(exported); n > 0 {
+		msg := fmt.Sprintf("%d container series carry exported_namespace/exported_pod: the monitor scrapes without honorLabels", n)
+		if r.cfg.WindowsExporter.Deploy {
+			problems = append(problems, msg+", but winobs deploys its own monitor with honorLabels: another monitor (kube-prometheus-stack's windowsMonitoring) scrapes the same exporter")
+		} else {
+			c.Evidence = append(c.Evidence, msg+" (kube-prometheus-stack's ServiceMonitor): the info record maps them back")
+		}
+	}
+	if n := count(own); n > 0 {
+		c.Evidence = append(c.Evidence, fmt.Sprintf("%d container series carry the exporter pod's own namespace/pod (an exporter before 0.31, or containers it could not read): the info record takes their labels from kube-state-metrics", n))
+	}
+	if len(problems) > 0 {
+		c.Status, c.Evidence = Fail, append(problems, c.Evidence...)
+		c.Fix = "set kube-prometheus-stack's windowsMonitoring.enabled: false (two exporters fight over port 9182), or windowsExporter.deploy: false to use its exporter"
+		return c
+	}
+	c.Status = Pass
+	return c
+}
+
+// commitLimitMetric: every scraped node reports the commit limit (renamed
+// in 0.32).
+func (r *run) commitLimitMetric(ctx context.Context) Check {
+	c := Check{ID: "commit-limit-metric", Title: "every scraped node reports its commit limit"}
+	ss, err := r.query(ctx, fmt.Sprintf(`max by (instance) (%s == 1) unless on (instance) max by (instance) (%s)`,
+		r.t.Exporter().Of("up"), r.t.Exporter().Of("windows_memory_commit_limit")))
+	if err != nil {
+		return failed(c, err)
+	}
+	if len(ss) > 0 {
+		c.Status = Fail
+		c.Evidence = []string{fmt.Sprintf("%d nodes without windows_memory_commit_limit: %s", len(ss), names(label(ss, "instance")))}
+		c.Fix = "the memory collector is off or the exporter is 0.32+ (docs/runbooks.md#windowsnodecommitlimitmetricabsent)"
+		return c
+	}
+	c.Status = Pass
+	return c
+}
+
+// clusterLabel: with a cluster name configured, the series carry it.
+func (r *run) clusterLabel(ctx context.Context) Check {
+	c := Check{ID: "cluster-label", Title: "series carry the configured cluster label"}
+	if !vocab.MultiCluster(r.cfg) {
+		c.Status, c.Evidence = Pass, []string{"single cluster (cluster.name is empty): nothing to check"}
+		return c
+	}
+	ss, err := r.query(ctx, fmt.Sprintf(`count by (%s) (%s)`, r.cfg.Cluster.Label, vocab.Selector{vocab.Eq("job", r.cfg.WindowsExporter.Job)}.Of("up")))
+	if err != nil {
+		return failed(c, err)
+	}
+	values := label(ss, r.cfg.Cluster.Label)
+	if !slices.Contains(values, r.cfg.Cluster.Name) {
+		c.Status = Fail
+		c.Evidence = []string{fmt.Sprintf("%s values on the exporter's up series: %s; want %q", r.cfg.Cluster.Label, names(quoteAll(values)), r.cfg.Cluster.Name)}
+		c.Fix = "set the label where the series reach the shared backend (Prometheus external_labels, docs/rulers.md), or cluster.name/cluster.label to what it is"
+		return c
+	}
+	c.Status, c.Evidence = Pass, []string{fmt.Sprintf("%s=%q", r.cfg.Cluster.Label, r.cfg.Cluster.Name)}
+	return c
+}
+
+func quoteAll(ss []string) []string {
+	out := make([]string, len(ss))
+	for i, s := range ss {
+		out[i] = strconv.Quote(s)
+	}
+	return out
+}
+
+// alertsFiring: no winobs alert fires now; the firing ones, grouped.
+func (r *run) alertsFiring(ctx context.Context) Check {
+	c := Check{ID: "alerts-firing", Title: "no winobs alert is firing"}
+	alerts, err := r.prom.Alerts(ctx)
+	if err != nil {
+		return failed(c, err)
+	}
+	ours := map[string]bool{}
+	for _, g := range r.rules.Groups {
+		for _, rule := range g.Rules {
+			if rule.Alert != "" {
+				ours[rule.Alert] = true
+			}
+		}
+	}
+	firing := map[string][]string{}
+	for _, a := range alerts {
+		name := a.Labels["alertname"]
+		if a.State != "firing" || !ours[name] {
+			continue
+		}
+		what := a.Labels["node"]
+		if what == "" {
+			what = a.Labels["instance"]
+		}
+		if p := a.Labels["pod"]; p != "" {
+			what = a.Labels["namespace"] + "/" + p
+		}
+		firing[name] = append(firing[name], what)
+	}
+	if len(firing) == 0 {
+		c.Status = Pass
+		return c
+	}
+	for _, name := range slices.Sorted(maps.Keys(firing)) {
+		c.Evidence = append(c.Evidence, fmt.Sprintf("%s ×%d: %s (docs/runbooks.md#%s)", name, len(firing[name]), names(firing[name]), strings.ToLower(name)))
+	}
+	c.Status, c.Fix = Fail, "each alert's runbook says what to do"
+	return c
+}
+
+// shipperCounters: the eventlog-shipper dropped nothing and pushed without
+// errors in the last hour (its metrics arrive through the exporter).
+func (r *run) shipperCounters(ctx context.Context) Check {
+	c := Check{ID: "shipper-counters", Title: "the eventlog-shipper dropped nothing and pushes without errors"}
+	present, err := r.query(ctx, "count("+r.t.Exporter().Of(catalog.ShipperEventsRead)+")")
+	if err != nil {
+		return failed(c, err)
+	}
+	if count(present) == 0 {
+		c.Status, c.Evidence = Pass, []string{"no node runs the eventlog-shipper (no " + catalog.ShipperEventsRead + ")"}
+		return c
+	}
+	var problems []string
+	for _, m := range []struct{ metric, by, what string }{
+		{catalog.ShipperEventsDropped, "reason", "dropped"},
+		{catalog.ShipperPushErrors, "status", "push errors"},
+	} {
+		ss, err := r.query(ctx, fmt.Sprintf("sum by (instance, %s) (increase(%s[1h])) > 0", m.by, r.t.Exporter().Of(m.metric)))
+		if err != nil {
+			return failed(c, err)
+		}
+		for _, s := range ss {
+			problems = append(problems, fmt.Sprintf("%s %s %s=%s: %.0f in the last hour", s.Metric["instance"], m.what, m.by, s.Metric[m.by], s.Value))
+		}
+	}
+	if len(problems) > 0 {
+		c.Status, c.Evidence = Fail, problems
+		c.Fix = "the reasons are in the shipper's log and docs/reliability.md; push errors name Loki's answer"
+		return c
+	}
+	c.Status, c.Evidence = Pass, []string{fmt.Sprintf("%d shipper channels", count(present))}
+	return c
+}
+
+// eventsPerNode: every Windows node's events reached Loki in the last hour.
+func (r *run) eventsPerNode(ctx context.Context) Check {
+	c := Check{ID: "loki-events", Title: "every Windows node's events reached Loki in the last hour"}
+	ss, err := r.loki.Query(ctx, fmt.Sprintf(`sum by (node, channel) (count_over_time(%s [1h]))`, r.t.Events()))
+	if err != nil {
+		return failed(c, err)
+	}
+	seen, channels := map[string]bool{}, map[string]bool{}
+	for _, s := range ss {
+		seen[s.Metric["node"]] = true
+		channels[s.Metric["channel"]] = true
+	}
+	var missing []string
+	for _, n := range r.windowsNodes {
+		if !seen[n] {
+			missing = append(missing, n)
+		}
+	}
+	c.Evidence = []string{fmt.Sprintf("%d nodes, channels %s", len(seen), names(slices.Collect(maps.Keys(channels))))}
+	if len(missing) > 0 {
+		c.Status = Fail
+		c.Evidence = append(c.Evidence, fmt.Sprintf("%d of %d Windows nodes sent no event: %s", len(missing), len(r.windowsNodes), names(missing)))
+		c.Fix = "a node whose agent cannot reach Loki sends nothing: check loki.url from the node's network (not a Service name) and the agent's log (docs/runbooks.md)"
+		return c
+	}
+	if len(ss) == 0 {
+		c.Status, c.Fix = Fail, fmt.Sprintf("no stream with job %q: check logs.eventsJob and loki.url", r.cfg.Logs.EventsJob)
+		return c
+	}
+	c.Status = Pass
+	return c
+}
+
+// podLogs: Windows pod logs reached Loki in the last hour.
+func (r *run) podLogs(ctx context.Context) Check {
+	c := Check{ID: "loki-pod-logs", Title: "Windows pod logs reached Loki in the last hour"}
+	ss, err := r.loki.Query(ctx, fmt.Sprintf(`sum by (node) (count_over_time(%s [1h]))`, r.t.PodLogs()))
+	if err != nil {
+		return failed(c, err)
+	}
+	if len(ss) == 0 {
+		c.Status = Fail
+		c.Fix = fmt.Sprintf("no stream with job %q: the Alloy DaemonSet reads C:\\var\\log\\pods on nodes labelled for it (logAgent); check its log", r.cfg.Logs.PodLogsJob)
+		return c
+	}
+	c.Status, c.Evidence = Pass, []string{fmt.Sprintf("lines from %d nodes", len(ss))}
+	return c
+}
