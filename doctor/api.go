@@ -97,38 +97,11 @@ func (e *Error) Error() string {
 }
 
 // get sends a GET to path with params and decodes the API's JSON envelope
-// into data.
+// ({"status":"success","data":…}) into data.
 func (a *API) get(ctx context.Context, path string, params url.Values, data any) error {
-	u := *a.base
-	u.Path = strings.TrimSuffix(u.Path, "/") + path
-	u.RawQuery = params.Encode()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+	body, status, err := a.fetch(ctx, path, params)
 	if err != nil {
-		return &Error{API: a.name, Path: path, Msg: err.Error()}
-	}
-	if err := a.authorize(req); err != nil {
-		return &Error{API: a.name, Path: path, Msg: err.Error()}
-	}
-	resp, err := a.client.Do(req)
-	if err != nil {
-		// The URL's userinfo is refused; the error holds no credential.
-		return &Error{API: a.name, Path: path, Msg: "cannot reach it: " + conffile.Excerpt(err.Error())}
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, maxBody+1))
-	if err != nil {
-		return &Error{API: a.name, Path: path, Status: resp.StatusCode, Msg: "reading the answer: " + err.Error()}
-	}
-	if len(body) > maxBody {
-		return &Error{API: a.name, Path: path, Status: resp.StatusCode, Msg: fmt.Sprintf("the answer is larger than %d bytes", maxBody)}
-	}
-	switch {
-	case resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden:
-		return &Error{API: a.name, Path: path, Status: resp.StatusCode,
-			Msg: "refused: check the credentials (--" + strings.ToLower(a.name) + "-bearer-token-file or basic auth) and that they may read this API"}
-	case resp.StatusCode >= 300 && resp.StatusCode < 400:
-		return &Error{API: a.name, Path: path, Status: resp.StatusCode,
-			Msg: "redirects to " + conffile.Excerpt(endpoint.Redact(resp.Header.Get("Location"))) + ": give that URL instead (redirects are not followed)"}
+		return err
 	}
 	var env struct {
 		Status    string          `json:"status"`
@@ -137,22 +110,76 @@ func (a *API) get(ctx context.Context, path string, params url.Values, data any)
 		Error     string          `json:"error"`
 	}
 	if err := json.Unmarshal(body, &env); err != nil || env.Status == "" {
-		text := conffile.Printable(conffile.Excerpt(strings.TrimSpace(string(body))))
-		switch {
-		case resp.StatusCode == http.StatusNotFound:
-			return &Error{API: a.name, Path: path, Status: resp.StatusCode, Msg: "no such path (" + text + "): not " + a.name + "'s API; give its base URL, without a path"}
-		case resp.StatusCode >= 400:
-			return &Error{API: a.name, Path: path, Status: resp.StatusCode, Msg: text} // Loki's errors are plain text
-		}
-		return &Error{API: a.name, Path: path, Status: resp.StatusCode, Msg: "the answer is not " + a.name + "'s API (" + text + ")"}
+		return a.notJSON(path, status, body)
 	}
 	if env.Status != "success" {
-		return &Error{API: a.name, Path: path, Status: resp.StatusCode, Msg: conffile.Printable(env.ErrorType + ": " + env.Error)}
+		return &Error{API: a.name, Path: path, Status: status, Msg: conffile.Printable(env.ErrorType + ": " + env.Error)}
 	}
 	if err := json.Unmarshal(env.Data, data); err != nil {
-		return &Error{API: a.name, Path: path, Status: resp.StatusCode, Msg: "unexpected data: " + err.Error()}
+		return &Error{API: a.name, Path: path, Status: status, Msg: "unexpected data: " + err.Error()}
 	}
 	return nil
+}
+
+// getPlain decodes an answer without the envelope (Loki's buildinfo).
+func (a *API) getPlain(ctx context.Context, path string, data any) error {
+	body, status, err := a.fetch(ctx, path, nil)
+	if err != nil {
+		return err
+	}
+	if status != http.StatusOK || json.Unmarshal(body, data) != nil {
+		return a.notJSON(path, status, body)
+	}
+	return nil
+}
+
+// fetch sends the request and reads a bounded answer; refusals and
+// redirects are errors.
+func (a *API) fetch(ctx context.Context, path string, params url.Values) ([]byte, int, error) {
+	u := *a.base
+	u.Path = strings.TrimSuffix(u.Path, "/") + path
+	u.RawQuery = params.Encode()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+	if err != nil {
+		return nil, 0, &Error{API: a.name, Path: path, Msg: err.Error()}
+	}
+	if err := a.authorize(req); err != nil {
+		return nil, 0, &Error{API: a.name, Path: path, Msg: err.Error()}
+	}
+	resp, err := a.client.Do(req)
+	if err != nil {
+		// The URL's userinfo is refused; the error holds no credential.
+		return nil, 0, &Error{API: a.name, Path: path, Msg: "cannot reach it: " + conffile.Excerpt(err.Error())}
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, maxBody+1))
+	if err != nil {
+		return nil, 0, &Error{API: a.name, Path: path, Status: resp.StatusCode, Msg: "reading the answer: " + err.Error()}
+	}
+	if len(body) > maxBody {
+		return nil, 0, &Error{API: a.name, Path: path, Status: resp.StatusCode, Msg: fmt.Sprintf("the answer is larger than %d bytes", maxBody)}
+	}
+	switch {
+	case resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden:
+		return nil, 0, &Error{API: a.name, Path: path, Status: resp.StatusCode,
+			Msg: "refused: check the credentials (--" + strings.ToLower(a.name) + "-bearer-token-file or basic auth) and that they may read this API"}
+	case resp.StatusCode >= 300 && resp.StatusCode < 400:
+		return nil, 0, &Error{API: a.name, Path: path, Status: resp.StatusCode,
+			Msg: "redirects to " + conffile.Excerpt(endpoint.Redact(resp.Header.Get("Location"))) + ": give that URL instead (redirects are not followed)"}
+	}
+	return body, resp.StatusCode, nil
+}
+
+// notJSON words an answer that is not the API's JSON.
+func (a *API) notJSON(path string, status int, body []byte) error {
+	text := conffile.Printable(conffile.Excerpt(strings.TrimSpace(string(body))))
+	switch {
+	case status == http.StatusNotFound:
+		return &Error{API: a.name, Path: path, Status: status, Msg: "no such path (" + text + "): not " + a.name + "'s API; give its base URL, without a path"}
+	case status >= 400:
+		return &Error{API: a.name, Path: path, Status: status, Msg: text} // Loki's errors are plain text
+	}
+	return &Error{API: a.name, Path: path, Status: status, Msg: "the answer is not " + a.name + "'s API (" + text + ")"}
 }
 
 func (a *API) authorize(req *http.Request) error {
@@ -218,13 +245,20 @@ func (a *API) BuildInfo(ctx context.Context) (string, error) {
 		path = "/loki/api/v1/status/buildinfo"
 	}
 	var data struct {
-		Version   string `json:"version"`
-		GoVersion string `json:"goVersion"`
+		Version   *string `json:"version"`
+		GoVersion string  `json:"goVersion"`
 	}
-	if err := a.get(ctx, path, nil, &data); err != nil {
+	get := func() error { return a.get(ctx, path, nil, &data) }
+	if a.name == "Loki" { // Loki answers the object itself, no envelope
+		get = func() error { return a.getPlain(ctx, path, &data) }
+	}
+	if err := get(); err != nil {
 		return "", err
 	}
-	return data.Version, nil
+	if data.Version == nil {
+		return "", &Error{API: a.name, Path: path, Msg: "the answer is not " + a.name + "'s build info"}
+	}
+	return *data.Version, nil
 }
 
 // RuleGroup is a loaded rule group as /api/v1/rules reports it.

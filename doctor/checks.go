@@ -358,6 +358,8 @@ func (r *run) records(ctx context.Context) Check {
 	for _, e := range empty {
 		if !optional[e] {
 			required = append(required, e)
+		} else {
+			c.Evidence = append(c.Evidence, e+" is empty, as it should be when every Windows container has a memory limit")
 		}
 	}
 	if len(required) > 0 {

@@ -163,3 +163,30 @@ lokiSecret:
 		t.Errorf("config.alloy:\n%s", alloy)
 	}
 }
+
+// gen doctor: usage errors exit 2, an unreachable Prometheus exits 1 with
+// the reason, --help exits 0 and names its flags.
+func TestDoctorCommand(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		code int
+		out  string
+	}{
+		{[]string{"doctor", "--help"}, 0, "-prometheus-bearer-token-file"},
+		{[]string{"doctor"}, 2, "--prometheus URL is required"},
+		{[]string{"doctor", "--prometheus", "http://127.0.0.1:1", "--output", "yaml"}, 2, "--output is text or json"},
+		{[]string{"doctor", "--prometheus", "https://bob:pw@prom.example"}, 2, "must not carry credentials"},
+		{[]string{"doctor", "--prometheus", "http://127.0.0.1:1", "--prometheus-username", "u"}, 2, "basic auth needs both"},
+		{[]string{"doctor", "--prometheus", "http://127.0.0.1:1", "--timeout", "5s"}, 1, "✗ prometheus-reachable"},
+		{[]string{"doctor", "--prometheus", "http://127.0.0.1:1", "--output", "json"}, 1, `"ok": false`},
+	} {
+		var stdout, stderr bytes.Buffer
+		code := run(tc.args, &stdout, &stderr)
+		if code != tc.code || !strings.Contains(stdout.String()+stderr.String(), tc.out) {
+			t.Errorf("%v: exit %d\n%s%s", tc.args, code, stdout.String(), stderr.String())
+		}
+		if strings.Contains(stdout.String()+stderr.String(), "pw@") {
+			t.Errorf("%v: the password was printed", tc.args)
+		}
+	}
+}

@@ -1,0 +1,202 @@
+package doctor
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/winobs/winobs/internal/fixture"
+)
+
+// recorded answers a request with a capture of a real Prometheus 3.16 or
+// Loki 3.7.6 (testdata/prometheus-api, testdata/loki-api): the status line's
+// code and the body byte for byte.
+func recorded(t *testing.T, dir, name string) http.HandlerFunc {
+	t.Helper()
+	body, status := fixture.Read(t, dir, name+".body"), fixture.Read(t, dir, name+".status")
+	code := 200
+	if f := strings.Fields(string(status)); len(f) > 1 {
+		switch f[1] {
+		case "400":
+			code = 400
+		case "404":
+			code = 404
+		}
+	}
+	return func(w http.ResponseWriter, _ *http.Request) {
+		if strings.HasPrefix(string(body), "{") {
+			w.Header().Set("Content-Type", "application/json")
+		}
+		w.WriteHeader(code)
+		w.Write(body)
+	}
+}
+
+func newTestAPI(t *testing.T, name string, h http.Handler, auth Auth) *API {
+	t.Helper()
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	a, err := NewAPI(name, srv.URL, auth, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
+}
+
+// The client reads real answers: a vector, an empty result, the loaded
+// rules, the alerts, the build info; and words every failure for the user.
+func TestPrometheusClientOnRecordedAnswers(t *testing.T) {
+	ctx := context.Background()
+	mux := http.NewServeMux()
+	mux.HandleFunc("/api/v1/status/buildinfo", recorded(t, "prometheus-api", "buildinfo"))
+	mux.HandleFunc("/api/v1/rules", recorded(t, "prometheus-api", "rules"))
+	mux.HandleFunc("/api/v1/alerts", recorded(t, "prometheus-api", "alerts"))
+	mux.HandleFunc("/api/v1/query", func(w http.ResponseWriter, r *http.Request) {
+		name := map[string]string{"up": "query-up", "kube_node_info": "query-empty", "count(": "query-bad"}[r.URL.Query().Get("query")]
+		if name == "" {
+			name = "query-count"
+		}
+		recorded(t, "prometheus-api", name)(w, r)
+	})
+	a := newTestAPI(t, "Prometheus", mux, Auth{})
+	if v, err := a.BuildInfo(ctx); err != nil || v != "" {
+		t.Errorf("buildinfo %q %v", v, err)
+	}
+	up, err := a.Query(ctx, "up")
+	if err != nil || len(up) == 0 || up[0].Metric["job"] == "" {
+		t.Errorf("up: %v %v", up, err)
+	}
+	cnt, err := a.Query(ctx, "count by (collector) (windows_exporter_collector_success == 1)")
+	if err != nil || len(cnt) != 1 || cnt[0].Metric["collector"] != "container" || cnt[0].Value != 1 {
+		t.Errorf("count: %v %v", cnt, err)
+	}
+	if empty, err := a.Query(ctx, "kube_node_info"); err != nil || len(empty) != 0 {
+		t.Errorf("empty: %v %v", empty, err)
+	}
+	if _, err := a.Query(ctx, "count("); err == nil || !strings.Contains(err.Error(), "HTTP 400: bad_data: invalid parameter") {
+		t.Errorf("bad query: %v", err)
+	}
+	groups, err := a.Rules(ctx)
+	if err != nil || len(groups) != 2 {
+		t.Fatalf("rules: %v %v", groups, err)
+	}
+	n := 0
+	for _, g := range groups {
+		n += len(g.Rules)
+		if g.LastEvaluation.IsZero() || g.Rules[0].Health != "ok" {
+			t.Errorf("group %s: %+v", g.Name, g)
+		}
+	}
+	if n != 21 {
+		t.Errorf("%d rules, the capture holds 21", n)
+	}
+	if alerts, err := a.Alerts(ctx); err != nil || len(alerts) != 0 {
+		t.Errorf("alerts: %v %v", alerts, err)
+	}
+}
+
+// Loki's query API answers the same envelope; its errors are plain text.
+func TestLokiClientOnRecordedAnswers(t *testing.T) {
+	ctx := context.Background()
+	mux := http.NewServeMux()
+	mux.HandleFunc("/loki/api/v1/status/buildinfo", recorded(t, "loki-api", "buildinfo"))
+	mux.HandleFunc("/loki/api/v1/query", func(w http.ResponseWriter, r *http.Request) {
+		if strings.Contains(r.URL.Query().Get("query"), "count_over_time") {
+			recorded(t, "loki-api", "query-count-by-node")(w, r)
+			return
+		}
+		recorded(t, "loki-api", "query-bad")(w, r)
+	})
+	a := newTestAPI(t, "Loki", mux, Auth{})
+	if _, err := a.BuildInfo(ctx); err != nil {
+		t.Error(err)
+	}
+	ss, err := a.Query(ctx, `sum by (cluster, node, channel) (count_over_time({job="windows-events"}[1h]))`)
+	if err != nil || len(ss) != 2 || ss[1].Metric["node"] != "win-node-1" || ss[1].Value != 2 {
+		t.Errorf("%v %v", ss, err)
+	}
+	if _, err := a.Query(ctx, `sum(`); err == nil || !strings.Contains(err.Error(), "HTTP 400: parse error at line 1") {
+		t.Errorf("bad: %v", err)
+	}
+}
+
+// An API that cannot be used says why, in words that lead to the fix:
+// unreachable, refused, a redirect, a path of the other system, an answer
+// that is not the API; and no credential is ever in the message.
+func TestAPIFailuresAreWorded(t *testing.T) {
+	ctx := context.Background()
+	token := filepath.Join(t.TempDir(), "token")
+	os.WriteFile(token, []byte("s3cret-token\n"), 0o600)
+	var gotAuth string
+	for _, tc := range []struct {
+		name    string
+		api     string
+		handler http.HandlerFunc
+		want    string
+	}{
+		{"Loki given as Prometheus", "Prometheus", recorded(t, "loki-api", "wrong-path"), "HTTP 404: no such path (404 page not found): not Prometheus's API"},
+		{"Prometheus given as Loki", "Loki", recorded(t, "prometheus-api", "wrong-path"), "HTTP 404: no such path"},
+		{"refused", "Prometheus", func(w http.ResponseWriter, r *http.Request) {
+			gotAuth = r.Header.Get("Authorization")
+			http.Error(w, "Unauthorized", http.StatusUnauthorized)
+		}, "HTTP 401: refused: check the credentials"},
+		{"forbidden", "Prometheus", func(w http.ResponseWriter, _ *http.Request) { http.Error(w, "Forbidden", http.StatusForbidden) }, "HTTP 403: refused"},
+		{"a redirect to a login page", "Prometheus", func(w http.ResponseWriter, r *http.Request) {
+			http.Redirect(w, r, "https://sso.example/login?token=abc", http.StatusFound)
+		}, "HTTP 302: redirects to https://sso.example/login?token=abc: give that URL instead"},
+		{"an HTML page", "Prometheus", func(w http.ResponseWriter, _ *http.Request) { w.Write([]byte("<html><body>Grafana</body></html>")) },
+			"the answer is not Prometheus's API (<html><body>Grafana</body></html>)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a := newTestAPI(t, tc.api, tc.handler, Auth{BearerTokenFile: token})
+			_, err := a.BuildInfo(ctx)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("got %v, want %q", err, tc.want)
+			}
+			if err != nil && strings.Contains(err.Error(), "s3cret") {
+				t.Errorf("the token is in the message: %v", err)
+			}
+			if !isUnreachable(err) && tc.name != "a redirect to a login page" {
+				t.Errorf("%v is not an unusable API", err)
+			}
+		})
+	}
+	if gotAuth != "Bearer s3cret-token" {
+		t.Errorf("the token file was not sent: %q", gotAuth)
+	}
+	a, err := NewAPI("Prometheus", "http://127.0.0.1:1", Auth{}, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.BuildInfo(ctx); err == nil || !strings.Contains(err.Error(), "cannot reach it") {
+		t.Errorf("closed port: %v", err)
+	}
+}
+
+// URLs with credentials, secrets in the query or credentials over plain
+// http to another host are refused before anything is sent.
+func TestNewAPIRefusesUnsafeURLs(t *testing.T) {
+	for _, tc := range []struct {
+		url  string
+		auth Auth
+		want string
+	}{
+		{"https://bob:pw@prom.example", Auth{}, "must not carry credentials"},
+		{"https://prom.example/?access_token=x", Auth{}, "must not carry a secret"},
+		{"http://prom.example:9090", Auth{BearerTokenFile: "/t"}, "plain http"},
+		{"ftp://prom.example", Auth{}, "absolute http(s) URL"},
+		{"https://prom.example", Auth{BearerTokenFile: "/t", Username: "u", PasswordFile: "/p"}, "not both"},
+	} {
+		if _, err := NewAPI("Prometheus", tc.url, tc.auth, time.Second); err == nil || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), ":pw@") {
+			t.Errorf("%s: %v, want %q", tc.url, err, tc.want)
+		}
+	}
+	if _, err := NewAPI("Prometheus", "http://127.0.0.1:9090", Auth{BearerTokenFile: "/t"}, time.Second); err != nil {
+		t.Errorf("a loopback port-forward may use http: %v", err)
+	}
+}

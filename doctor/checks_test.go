@@ -1,0 +1,442 @@
+package doctor
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/common/promslog"
+	"github.com/prometheus/prometheus/model/labels"
+	"github.com/prometheus/prometheus/promql"
+	"github.com/prometheus/prometheus/promql/parser"
+	"github.com/prometheus/prometheus/promql/promqltest"
+	promrules "github.com/prometheus/prometheus/rules"
+
+	"github.com/winobs/winobs/config"
+	"github.com/winobs/winobs/render"
+	"github.com/winobs/winobs/rules"
+	"github.com/winobs/winobs/vocab"
+)
+
+// The checks run against a stand-in for Prometheus that is Prometheus' own
+// engine and rule manager over a fixture cluster, answering in the
+// envelopes of the recorded answers (testdata/prometheus-api): every query
+// doctor sends is evaluated as a real Prometheus would, and the loaded
+// groups carry the rule manager's own health and errors.
+
+// cluster describes the fixture; a broken variant changes one thing.
+type cluster struct {
+	nodes            []string // Windows nodes
+	down             string   // a node whose exporter is down
+	noTarget         string   // a Windows node without an exporter target
+	version          string   // the exporters' version
+	exportedLabels   bool     // container series with exported_* (no honorLabels)
+	uncovered        bool     // a running container the exporter does not report
+	noCommitLimit    bool     // the 0.32 rename: no windows_memory_commit_limit
+	failingCollector bool
+	clusterName      string
+}
+
+func healthy() cluster {
+	return cluster{nodes: []string{"win-1", "win-2", "win-3"}, version: "0.31.8"}
+}
+
+// script writes the fixture's series: 40 samples 30 s apart.
+func (c cluster) script() string {
+	var b strings.Builder
+	b.WriteString("load 30s\n")
+	add := func(series, values string) { fmt.Fprintf(&b, "  %s %s\n", series, values) }
+	cl := ""
+	if c.clusterName != "" {
+		cl = `,cluster="` + c.clusterName + `"`
+	}
+	ksm := `job="kube-state-metrics",instance="10.244.0.9:8080"` + cl
+	add(`kube_node_info{`+ksm+`,node="linux-1",os_image="Debian GNU/Linux 13",internal_ip="10.1.0.1"}`, "1x40")
+	for i, n := range c.nodes {
+		ip := fmt.Sprintf("10.1.1.%d", i+1)
+		add(fmt.Sprintf(`kube_node_info{%s,node="%s",os_image="Windows Server 2025 Datacenter",internal_ip="%s"}`, ksm, n, ip), "1x40")
+		add(fmt.Sprintf(`kube_node_spec_unschedulable{%s,node="%s"}`, ksm, n), "0x40")
+		pod := "app-" + n
+		add(fmt.Sprintf(`kube_pod_info{%s,namespace="shop",pod="%s",node="%s"}`, ksm, pod, n), "1x40")
+		id := fmt.Sprintf("containerd://%064x", i+1)
+		cont := fmt.Sprintf(`%s,namespace="shop",pod="%s",container="app"`, ksm, pod)
+		add(`kube_pod_container_info{`+cont+`,container_id="`+id+`"}`, "1x40")
+		add(`kube_pod_container_status_running{`+cont+`}`, "1x40")
+		add(`kube_pod_container_resource_limits{`+cont+`,resource="memory",unit="byte"}`, "268435456x40")
+		if c.uncovered && i == 0 {
+			extra := fmt.Sprintf(`%s,namespace="shop",pod="%s",container="sidecar"`, ksm, pod)
+			add(`kube_pod_container_info{`+extra+`,container_id="containerd://ffff"}`, "1x40")
+			add(`kube_pod_container_status_running{`+extra+`}`, "1x40")
+			add(`kube_pod_container_resource_limits{`+extra+`,resource="memory",unit="byte"}`, "268435456x40")
+		}
+		if n == c.noTarget {
+			continue
+		}
+		target := fmt.Sprintf(`job="windows-exporter",instance="%s:9182",node="%s"%s`, ip, n, cl)
+		if n == c.down {
+			add(`up{`+target+`}`, "0x40")
+			continue
+		}
+		add(`up{`+target+`}`, "1x40")
+		add(`windows_exporter_build_info{`+target+`,version="`+c.version+`"}`, "1x40")
+		success := "1x40"
+		if c.failingCollector && i == 0 {
+			success = "0x40"
+		}
+		add(`windows_exporter_collector_success{`+target+`,collector="memory"}`, success)
+		add(`windows_memory_committed_bytes{`+target+`}`, "6442450944x40")
+		if !c.noCommitLimit {
+			add(`windows_memory_commit_limit{`+target+`}`, "12884901888x40")
+		}
+		add(`windows_memory_physical_total_bytes{`+target+`}`, "8589934592x40")
+		add(`windows_memory_available_bytes{`+target+`}`, "2147483648x40")
+		add(`windows_memory_swap_page_operations_total{`+target+`}`, "0+30x40")
+		add(`windows_cpu_time_total{`+target+`,core="0,0",mode="idle"}`, "0+15x40")
+		add(`windows_time_computed_time_offset_seconds{`+target+`}`, "0.001x40")
+		add(`windows_time_ntp_client_time_sources{`+target+`}`, "1x40")
+		add(`windows_pagefile_free_bytes{`+target+`,file="C:\\pagefile.sys"}`, "4294967296x40")
+		add(`windows_pagefile_limit_bytes{`+target+`,file="C:\\pagefile.sys"}`, "8589934592x40")
+		v := target + `,volume="C:"`
+		add(`windows_logical_disk_free_bytes{`+v+`}`, "68719476736x40")
+		add(`windows_logical_disk_size_bytes{`+v+`}`, "137438953472x40")
+		for _, m := range []string{"read_latency_seconds", "write_latency_seconds", "reads", "writes"} {
+			add(`windows_logical_disk_`+m+`_total{`+v+`}`, "0+10x40")
+		}
+		nic := target + `,nic="Ethernet"`
+		for _, m := range []string{"packets", "packets_received_errors", "packets_outbound_errors", "packets_received_discarded", "packets_outbound_discarded"} {
+			add(`windows_net_`+m+`_total{`+nic+`}`, "0+10x40")
+		}
+		labels := fmt.Sprintf(`container_id="%s",namespace="shop",pod="%s",container="app"`, id, pod)
+		if c.exportedLabels {
+			labels = fmt.Sprintf(`container_id="%s",exported_namespace="shop",exported_pod="%s",exported_container="app",namespace="monitoring",pod="windows-exporter-%d",container="windows-exporter"`, id, pod, i)
+		}
+		add(`windows_container_available{`+strings.Replace(target, `job=`, labels+`,job=`, 1)+`}`, "1x40")
+		add(`windows_container_memory_usage_commit_bytes{`+strings.Replace(target, `job=`, labels+`,job=`, 1)+`}`, "104857600x40")
+	}
+	return b.String()
+}
+
+// fakeProm is Prometheus' engine and rule manager over a fixture.
+type fakeProm struct {
+	suite  *promqltest.LazyLoader
+	engine *promql.Engine
+	groups []*promrules.Group
+	at     time.Time
+	alerts []Alert
+	// skipGroup is a rule group left out of /api/v1/rules (not selected).
+	skipGroup string
+}
+
+var testParser = parser.NewParser(parser.Options{})
+
+func newFakeProm(t *testing.T, cfg *config.Config, c cluster) *fakeProm {
+	t.Helper()
+	end := time.Unix(0, 0).Add(20 * time.Minute)
+	suite, err := promqltest.NewLazyLoader(c.script(), promqltest.LazyLoaderOpts{Parser: testParser})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { suite.Close() })
+	suite.WithSamplesTill(end, func(err error) {
+		if err != nil {
+			t.Fatal(err)
+		}
+	})
+	engine := promql.NewEngine(promql.EngineOpts{MaxSamples: 1e7, Timeout: time.Minute, LookbackDelta: 5 * time.Minute, Parser: testParser})
+	// The rendered rule files, loaded by Prometheus' rule manager.
+	files, err := rules.Files(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	var paths []string
+	data, _, err := render.Encode(files)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, g := range []string{rules.RecordsGroup, rules.AlertsGroup} {
+		p := filepath.Join(dir, g+".yaml")
+		if err := os.WriteFile(p, data["rules/"+g+".yaml"], 0o644); err != nil {
+			t.Fatal(err)
+		}
+		paths = append(paths, p)
+	}
+	mgr := promrules.NewManager(&promrules.ManagerOptions{
+		QueryFunc: promrules.EngineQueryFunc(engine, suite.Storage()), AppendableV2: suite.Storage(),
+		Context: context.Background(), NotifyFunc: func(context.Context, string, ...*promrules.Alert) {},
+		Logger: promslog.NewNopLogger(), Parser: testParser,
+	})
+	loaded, errs := mgr.LoadGroups(30*time.Second, labels.EmptyLabels(), "", nil, false, paths...)
+	if errs != nil {
+		t.Fatal(errs)
+	}
+	var groups []*promrules.Group
+	for _, name := range []string{rules.RecordsGroup, rules.AlertsGroup} {
+		for _, g := range loaded {
+			if g.Name() == name {
+				groups = append(groups, g)
+			}
+		}
+	}
+	for ts := end.Add(-10 * time.Minute); !ts.After(end); ts = ts.Add(30 * time.Second) {
+		for _, g := range groups {
+			g.Eval(suite.Context(), ts)
+		}
+	}
+	return &fakeProm{suite: suite, engine: engine, groups: groups, at: end}
+}
+
+func writeJSON(w http.ResponseWriter, data any) {
+	w.Header().Set("Content-Type", "application/json")
+	json.NewEncoder(w).Encode(map[string]any{"status": "success", "data": data})
+}
+
+func (f *fakeProm) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	switch r.URL.Path {
+	case "/api/v1/status/buildinfo":
+		writeJSON(w, map[string]string{"version": "3.16.0", "revision": "", "branch": "", "buildUser": "", "buildDate": "", "goVersion": "go1.26.8"})
+	case "/api/v1/query":
+		q, err := f.engine.NewInstantQuery(r.Context(), f.suite.Queryable(), nil, r.URL.Query().Get("query"), f.at)
+		if err != nil {
+			// As Prometheus answers a parse error.
+			w.WriteHeader(http.StatusBadRequest)
+			json.NewEncoder(w).Encode(map[string]string{"status": "error", "errorType": "bad_data", "error": err.Error()})
+			return
+		}
+		defer q.Close()
+		res := q.Exec(r.Context())
+		if res.Err != nil {
+			w.WriteHeader(http.StatusUnprocessableEntity)
+			json.NewEncoder(w).Encode(map[string]string{"status": "error", "errorType": "execution", "error": res.Err.Error()})
+			return
+		}
+		var out []map[string]any
+		if v, ok := res.Value.(promql.Vector); ok {
+			for _, s := range v {
+				out = append(out, map[string]any{"metric": s.Metric.Map(),
+					"value": []any{float64(s.T) / 1000, strconv.FormatFloat(s.F, 'f', -1, 64)}})
+			}
+		}
+		if out == nil {
+			out = []map[string]any{}
+		}
+		writeJSON(w, map[string]any{"resultType": "vector", "result": out})
+	case "/api/v1/rules":
+		// The recorded shape, with the rule manager's health and errors, as
+		// evaluated a few seconds ago.
+		var groups []map[string]any
+		now := time.Now().Add(-5 * time.Second)
+		for _, g := range f.groups {
+			if g.Name() == f.skipGroup {
+				continue
+			}
+			var rs []map[string]any
+			for _, rule := range g.Rules() {
+				lastErr := ""
+				if err := rule.LastError(); err != nil {
+					lastErr = err.Error()
+				}
+				typ := "recording"
+				if _, ok := rule.(*promrules.AlertingRule); ok {
+					typ = "alerting"
+				}
+				rs = append(rs, map[string]any{"name": rule.Name(), "query": rule.Query().String(), "health": string(rule.Health()),
+					"lastError": lastErr, "lastEvaluation": now, "type": typ})
+			}
+			groups = append(groups, map[string]any{"name": g.Name(), "file": g.File(), "rules": rs, "interval": g.Interval().Seconds(), "lastEvaluation": now})
+		}
+		writeJSON(w, map[string]any{"groups": groups})
+	case "/api/v1/alerts":
+		alerts := f.alerts
+		if alerts == nil {
+			alerts = []Alert{}
+		}
+		writeJSON(w, map[string]any{"alerts": alerts})
+	default:
+		http.NotFound(w, r)
+	}
+}
+
+// fakeLoki answers a metric query by node and channel in Loki's recorded
+// envelope, for the nodes given, and pod log lines when any.
+func fakeLoki(eventNodes []string, podLines bool) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/loki/api/v1/status/buildinfo":
+			w.Write([]byte(`{"version":"3.7.6","revision":"5003600d","branch":"","buildUser":"","buildDate":"","goVersion":""}`))
+		case "/loki/api/v1/query":
+			q := r.URL.Query().Get("query")
+			var res []map[string]any
+			if strings.Contains(q, `job="windows-events"`) {
+				for _, n := range eventNodes {
+					res = append(res, map[string]any{"metric": map[string]string{"node": n, "channel": "System"}, "value": []any{1796315373.352, "2"}})
+				}
+			} else if podLines {
+				res = append(res, map[string]any{"metric": map[string]string{"node": "win-1"}, "value": []any{1796315373.352, "40"}})
+			}
+			if res == nil {
+				res = []map[string]any{}
+			}
+			writeJSON(w, map[string]any{"resultType": "vector", "result": res})
+		default:
+			http.NotFound(w, r)
+		}
+	}
+}
+
+func runDoctor(t *testing.T, cfg *config.Config, c cluster, mutate func(*fakeProm), loki http.Handler) Report {
+	t.Helper()
+	f := newFakeProm(t, cfg, c)
+	if mutate != nil {
+		mutate(f)
+	}
+	prom := newTestAPI(t, "Prometheus", f, Auth{})
+	var l *API
+	if loki != nil {
+		l = newTestAPI(t, "Loki", loki, Auth{})
+	}
+	return Run(context.Background(), cfg, prom, l)
+}
+
+func statuses(rep Report) map[string]Check {
+	out := map[string]Check{}
+	for _, c := range rep.Checks {
+		out[c.ID] = c
+	}
+	return out
+}
+
+// On a healthy cluster every check passes and the report is OK.
+func TestHealthyClusterPassesEveryCheck(t *testing.T) {
+	cfg := config.Default()
+	rep := runDoctor(t, cfg, healthy(), nil, fakeLoki([]string{"win-1", "win-2", "win-3"}, true))
+	var out bytes.Buffer
+	rep.WriteText(&out)
+	for _, c := range rep.Checks {
+		if c.Status != Pass {
+			t.Errorf("%s: %s %v (fix: %s)", c.ID, c.Status, c.Evidence, c.Fix)
+		}
+	}
+	if !rep.OK() || len(rep.Checks) != 16 {
+		t.Errorf("%d checks:\n%s", len(rep.Checks), out.String())
+	}
+	t.Log(out.String())
+	for _, want := range []string{"✓ windows-nodes-scraped", "3 Windows nodes in kube-state-metrics, 3 exporter targets", "3 of 3 running Windows containers covered",
+		"16 of 17 records have series", "✓ loki-events"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("missing %q in\n%s", want, out.String())
+		}
+	}
+}
+
+// Each broken cluster fails its check, with the message that names what is
+// wrong, and the report is not OK.
+func TestBrokenClustersFailTheirCheck(t *testing.T) {
+	allNodes := []string{"win-1", "win-2", "win-3"}
+	for _, tc := range []struct {
+		name   string
+		c      func(cluster) cluster
+		mutate func(*fakeProm)
+		loki   http.Handler
+		check  string
+		want   string
+	}{
+		{"exporter down", func(c cluster) cluster { c.down = "win-2"; return c }, nil, nil,
+			"windows-nodes-scraped", "targets down: 10.1.1.2:9182 (win-2)"},
+		{"a node without an exporter target", func(c cluster) cluster { c.noTarget = "win-3"; return c }, nil, nil,
+			"windows-nodes-scraped", "1 of 3 Windows nodes have no exporter target: win-3"},
+		{"an untested exporter", func(c cluster) cluster { c.version = "0.32.0"; return c }, nil, nil,
+			"exporter-version", "untested versions 0.32.0"},
+		{"a failing collector", func(c cluster) cluster { c.failingCollector = true; return c }, nil, nil,
+			"collectors", "1 failing: 10.1.1.1:9182 memory"},
+		{"labels renamed by a second monitor", func(c cluster) cluster { c.exportedLabels = true; return c }, nil, nil,
+			"container-labels", "3 container series carry exported_namespace/exported_pod"},
+		{"the records group not loaded", nil, func(f *fakeProm) { f.skipGroup = rules.RecordsGroup }, nil,
+			"rules-loaded", "group winobs-windows-records is not loaded"},
+		{"a container not covered", func(c cluster) cluster { c.uncovered = true; return c }, nil, nil,
+			"container-coverage", "3 of 4 running Windows containers covered"},
+		{"no commit limit (0.32)", func(c cluster) cluster { c.noCommitLimit = true; return c }, nil, nil,
+			"commit-limit-metric", "3 nodes without windows_memory_commit_limit"},
+		{"the commit record empty", func(c cluster) cluster { c.noCommitLimit = true; return c }, nil, nil,
+			"commit-per-node", "3 scraped nodes without " + vocab.NodeCommitRatio},
+		{"an alert firing", nil, func(f *fakeProm) {
+			f.alerts = []Alert{{State: "firing", Labels: map[string]string{"alertname": rules.AlertNodeVolumeFull, "instance": "10.1.1.1:9182", "severity": "critical"}},
+				{State: "firing", Labels: map[string]string{"alertname": "Watchdog"}}}
+		}, nil, "alerts-firing", "WindowsNodeVolumeFull ×1: 10.1.1.1:9182"},
+		{"a node sends no event", nil, nil, fakeLoki([]string{"win-1", "win-2"}, true),
+			"loki-events", "1 of 3 Windows nodes sent no event: win-3"},
+		{"no pod logs", nil, nil, fakeLoki(allNodes, false), "loki-pod-logs", `no stream with job "windows-pods"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := healthy()
+			if tc.c != nil {
+				c = tc.c(c)
+			}
+			loki := tc.loki
+			if loki == nil {
+				loki = fakeLoki(allNodes, true)
+			}
+			rep := runDoctor(t, config.Default(), c, tc.mutate, loki)
+			got := statuses(rep)[tc.check]
+			text := strings.Join(append(got.Evidence, got.Fix), "\n")
+			if got.Status != Fail || !strings.Contains(text, tc.want) || got.Fix == "" {
+				t.Errorf("%s: %s\n%s\nwant %q", tc.check, got.Status, text, tc.want)
+			}
+			if rep.OK() {
+				t.Error("the report is OK")
+			}
+		})
+	}
+}
+
+// With a cluster name, every query selects that cluster, and a Prometheus
+// whose series carry another name fails the cluster-label check.
+func TestClusterLabel(t *testing.T) {
+	cfg := config.Default()
+	cfg.Cluster.Name = "eu-1"
+	c := healthy()
+	c.clusterName = "eu-1"
+	if rep := runDoctor(t, cfg, c, nil, fakeLoki(c.nodes, true)); !rep.OK() {
+		var out bytes.Buffer
+		rep.WriteText(&out)
+		t.Errorf("the cluster's own data:\n%s", out.String())
+	}
+	c.clusterName = "us-2"
+	got := statuses(runDoctor(t, cfg, c, nil, nil))["cluster-label"]
+	if got.Status != Fail || !strings.Contains(strings.Join(got.Evidence, " "), `"us-2"; want "eu-1"`) {
+		t.Errorf("%+v", got)
+	}
+}
+
+// An unreachable Prometheus gives one failed check and no noise; --output
+// json holds every check and the verdict.
+func TestUnreachablePrometheusAndJSON(t *testing.T) {
+	prom, err := NewAPI("Prometheus", "http://127.0.0.1:1", Auth{}, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep := Run(context.Background(), config.Default(), prom, nil)
+	if len(rep.Checks) != 2 || rep.Checks[0].Status != Fail || rep.Checks[1].Status != Skip || rep.OK() {
+		t.Errorf("%+v", rep.Checks)
+	}
+	var b bytes.Buffer
+	if err := rep.WriteJSON(&b); err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		OK     bool    `json:"ok"`
+		Checks []Check `json:"checks"`
+	}
+	if err := json.Unmarshal(b.Bytes(), &doc); err != nil || doc.OK || len(doc.Checks) != 2 || !strings.Contains(doc.Checks[0].Evidence[0], "cannot reach it") {
+		t.Errorf("%s %v", b.String(), err)
+	}
+}
+
