@@ -142,7 +142,9 @@ func (r *run) reachable(ctx context.Context, api *API, id string) Check {
 }
 
 // query runs expr on Prometheus and returns its samples.
-func (r *run) query(ctx context.Context, expr string) ([]Sample, error) { return r.prom.Query(ctx, expr) }
+func (r *run) query(ctx context.Context, expr string) ([]Sample, error) {
+	return r.prom.Query(ctx, expr)
+}
 
 // label collects one label's values from samples.
 func label(ss []Sample, name string) []string {

@@ -439,4 +439,3 @@ func TestUnreachablePrometheusAndJSON(t *testing.T) {
 		t.Errorf("%s %v", b.String(), err)
 	}
 }
-
