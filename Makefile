@@ -7,6 +7,7 @@ BIN := $(CURDIR)/bin
 version = $(shell sed -n 's/^ *"$(1)": *"\([^"]*\)".*/\1/p' versions.json)
 VICTORIALOGS_VERSION := $(call version,victoriaLogs)
 PROMTOOL_VERSION := $(call version,promtool)
+PROMETHEUS_VERSION := $(call version,prometheus)
 STATICCHECK_VERSION := $(call version,staticcheck)
 CRDS_VERSION := $(call version,prometheusOperatorCRDs)
 WINOBS_VERSION := $(call version,winobs)
@@ -28,7 +29,7 @@ RACE_PKGS := ./shipper/... ./internal/lokitest/...
 # Packages with Windows-only files, linted for Windows too.
 WINDOWS_PKGS := ./shipper/... ./cmd/eventlog-shipper/...
 
-.PHONY: images help generate test race lint tidy-check vet fmt-check windows winapi-check check-generated ci bench promtool-test \
+.PHONY: doctor-e2e images help generate test race lint tidy-check vet fmt-check windows winapi-check check-generated ci bench promtool-test \
 	reliability update-crds print-versions
 
 help: ## list targets
@@ -91,6 +92,15 @@ reliability: $(BIN)/victoria-logs ## eventlog-shipper fault and bad-input suite 
 	$(GO) test ./shipper/ -run 'Reliability' -count=1 -timeout 60m -v -args -reliability.long -reliability.report=$(CURDIR)/docs/reliability.md
 	$(GO) test ./shipper/eventxml/ -run '^$$' -fuzz FuzzLine -fuzztime 2m
 
+# The stamp file names the version, so a change in versions.json rebuilds.
+$(BIN)/prometheus: $(BIN)/.prometheus-$(PROMETHEUS_VERSION)
+$(BIN)/.prometheus-$(PROMETHEUS_VERSION):
+	GOBIN=$(BIN) $(GO) install github.com/prometheus/prometheus/cmd/prometheus@$(PROMETHEUS_VERSION)
+	@rm -f $(BIN)/.prometheus-* && touch $@
+
+doctor-e2e: $(BIN)/prometheus ## gen doctor against a real Prometheus scraping healthy and broken fixtures (builds Prometheus: ~10 CPU-minutes the first time)
+	WINOBS_PROMETHEUS=$(BIN)/prometheus $(GO) test ./doctor/ -run RealPrometheus -count=1 -v -timeout 15m
+
 promtool-test: ## run tests/*.yaml with real promtool 3.x (slow: ~10 CPU-minutes to build)
 	GOBIN=$(BIN) $(GO) install github.com/prometheus/prometheus/cmd/promtool@$(PROMTOOL_VERSION)
 	cd tests && ../bin/promtool test rules *.yaml
@@ -117,5 +127,6 @@ print-versions: ## the versions this Makefile read from versions.json
 	@echo alloyImage=$(ALLOY_IMAGE)
 	@echo victoriaLogs=$(VICTORIALOGS_VERSION)
 	@echo promtool=$(PROMTOOL_VERSION)
+	@echo prometheus=$(PROMETHEUS_VERSION)
 	@echo staticcheck=$(STATICCHECK_VERSION)
 	@echo prometheusOperatorCRDs=$(CRDS_VERSION)

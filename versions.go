@@ -42,6 +42,9 @@ type Versions struct {
 	VictoriaLogs string `json:"victoriaLogs"`
 	// Promtool is the Prometheus module version of `make promtool-test`.
 	Promtool string `json:"promtool"`
+	// Prometheus is the Prometheus server `make doctor-e2e` builds and runs
+	// doctor against.
+	Prometheus string `json:"prometheus"`
 	// Staticcheck is the honnef.co/go/tools version CI lints with.
 	Staticcheck string `json:"staticcheck"`
 	// PrometheusOperatorCRDs is the prometheus-operator release whose CRD

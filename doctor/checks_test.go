@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -49,77 +50,143 @@ func healthy() cluster {
 	return cluster{nodes: []string{"win-1", "win-2", "win-3"}, version: "0.31.8"}
 }
 
-// script writes the fixture's series: 40 samples 30 s apart.
+// fixtureSeries is one series of the fixture: scraped from target ("ksm"
+// or a node), with its exposition labels, a start value and an increase
+// per 30 s.
+type fixtureSeries struct {
+	target, metric, labels string
+	start, delta           float64
+}
+
+// target is one scrape target of the fixture.
+type target struct {
+	name, instance, node string
+	down                 bool
+}
+
+// targets are kube-state-metrics and one exporter per Windows node.
+func (c cluster) targets() []target {
+	out := []target{{name: "ksm", instance: "10.244.0.9:8080"}}
+	for i, n := range c.nodes {
+		if n != c.noTarget {
+			out = append(out, target{name: n, instance: fmt.Sprintf("10.1.1.%d:9182", i+1), node: n, down: n == c.down})
+		}
+	}
+	return out
+}
+
+// series lists every series the targets expose.
+func (c cluster) series() []fixtureSeries {
+	var out []fixtureSeries
+	add := func(target, metric, labels string, start, delta float64) {
+		out = append(out, fixtureSeries{target, metric, labels, start, delta})
+	}
+	add("ksm", "kube_node_info", `node="linux-1",os_image="Debian GNU/Linux 13",internal_ip="10.1.0.1"`, 1, 0)
+	for i, n := range c.nodes {
+		add("ksm", "kube_node_info", fmt.Sprintf(`node="%s",os_image="Windows Server 2025 Datacenter",internal_ip="10.1.1.%d"`, n, i+1), 1, 0)
+		add("ksm", "kube_node_spec_unschedulable", `node="`+n+`"`, 0, 0)
+		pod := "app-" + n
+		add("ksm", "kube_pod_info", fmt.Sprintf(`namespace="shop",pod="%s",node="%s"`, pod, n), 1, 0)
+		containers := []string{"app"}
+		if c.uncovered && i == 0 {
+			containers = append(containers, "sidecar") // the exporter does not report it
+		}
+		for k, name := range containers {
+			cont := fmt.Sprintf(`namespace="shop",pod="%s",container="%s"`, pod, name)
+			add("ksm", "kube_pod_container_info", cont+fmt.Sprintf(`,container_id="containerd://%064x"`, 100*(i+1)+k), 1, 0)
+			add("ksm", "kube_pod_container_status_running", cont, 1, 0)
+			add("ksm", "kube_pod_container_resource_limits", cont+`,resource="memory",unit="byte"`, 268435456, 0)
+		}
+		add(n, "windows_exporter_build_info", `version="`+c.version+`"`, 1, 0)
+		success := 1.0
+		if c.failingCollector && i == 0 {
+			success = 0
+		}
+		add(n, "windows_exporter_collector_success", `collector="memory"`, success, 0)
+		add(n, "windows_memory_committed_bytes", "", 6442450944, 0)
+		if !c.noCommitLimit {
+			add(n, "windows_memory_commit_limit", "", 12884901888, 0)
+		}
+		add(n, "windows_memory_physical_total_bytes", "", 8589934592, 0)
+		add(n, "windows_memory_available_bytes", "", 2147483648, 0)
+		add(n, "windows_memory_swap_page_operations_total", "", 0, 30)
+		add(n, "windows_cpu_time_total", `core="0,0",mode="idle"`, 0, 15)
+		add(n, "windows_time_computed_time_offset_seconds", "", 0.001, 0)
+		add(n, "windows_time_ntp_client_time_sources", "", 1, 0)
+		add(n, "windows_pagefile_free_bytes", `file="C:\\pagefile.sys"`, 4294967296, 0)
+		add(n, "windows_pagefile_limit_bytes", `file="C:\\pagefile.sys"`, 8589934592, 0)
+		add(n, "windows_logical_disk_free_bytes", `volume="C:"`, 68719476736, 0)
+		add(n, "windows_logical_disk_size_bytes", `volume="C:"`, 137438953472, 0)
+		for _, m := range []string{"read_latency_seconds", "write_latency_seconds", "reads", "writes"} {
+			add(n, "windows_logical_disk_"+m+"_total", `volume="C:"`, 0, 10)
+		}
+		for _, m := range []string{"packets", "packets_received_errors", "packets_outbound_errors", "packets_received_discarded", "packets_outbound_discarded"} {
+			add(n, "windows_net_"+m+"_total", `nic="Ethernet"`, 0, 10)
+		}
+		labels := fmt.Sprintf(`container_id="containerd://%064x",namespace="shop",pod="%s",container="app"`, 100*(i+1), pod)
+		if c.exportedLabels {
+			labels = fmt.Sprintf(`container_id="containerd://%064x",exported_namespace="shop",exported_pod="%s",exported_container="app",namespace="monitoring",pod="windows-exporter-%d",container="windows-exporter"`, 100*(i+1), pod, i)
+		}
+		add(n, "windows_container_available", labels, 1, 0)
+		add(n, "windows_container_memory_usage_commit_bytes", labels, 104857600, 0)
+	}
+	return out
+}
+
+// targetLabels are what Prometheus adds to a target's series: job,
+// instance, the node label winobs's monitor sets, and the cluster.
+func (c cluster) targetLabels(t target) string {
+	job := "windows-exporter"
+	if t.name == "ksm" {
+		job = "kube-state-metrics"
+	}
+	l := fmt.Sprintf(`job="%s",instance="%s"`, job, t.instance)
+	if t.node != "" {
+		l += `,node="` + t.node + `"`
+	}
+	if c.clusterName != "" {
+		l += `,cluster="` + c.clusterName + `"`
+	}
+	return l
+}
+
+// script writes the fixture as a promqltest load script, as Prometheus
+// would store its scrapes: 40 samples 30 s apart, up included.
 func (c cluster) script() string {
 	var b strings.Builder
 	b.WriteString("load 30s\n")
-	add := func(series, values string) { fmt.Fprintf(&b, "  %s %s\n", series, values) }
-	cl := ""
-	if c.clusterName != "" {
-		cl = `,cluster="` + c.clusterName + `"`
+	byTarget := map[string]target{}
+	for _, t := range c.targets() {
+		byTarget[t.name] = t
+		up := "1x40"
+		if t.down {
+			up = "0x40"
+		}
+		fmt.Fprintf(&b, "  up{%s} %s\n", c.targetLabels(t), up)
 	}
-	ksm := `job="kube-state-metrics",instance="10.244.0.9:8080"` + cl
-	add(`kube_node_info{`+ksm+`,node="linux-1",os_image="Debian GNU/Linux 13",internal_ip="10.1.0.1"}`, "1x40")
-	for i, n := range c.nodes {
-		ip := fmt.Sprintf("10.1.1.%d", i+1)
-		add(fmt.Sprintf(`kube_node_info{%s,node="%s",os_image="Windows Server 2025 Datacenter",internal_ip="%s"}`, ksm, n, ip), "1x40")
-		add(fmt.Sprintf(`kube_node_spec_unschedulable{%s,node="%s"}`, ksm, n), "0x40")
-		pod := "app-" + n
-		add(fmt.Sprintf(`kube_pod_info{%s,namespace="shop",pod="%s",node="%s"}`, ksm, pod, n), "1x40")
-		id := fmt.Sprintf("containerd://%064x", i+1)
-		cont := fmt.Sprintf(`%s,namespace="shop",pod="%s",container="app"`, ksm, pod)
-		add(`kube_pod_container_info{`+cont+`,container_id="`+id+`"}`, "1x40")
-		add(`kube_pod_container_status_running{`+cont+`}`, "1x40")
-		add(`kube_pod_container_resource_limits{`+cont+`,resource="memory",unit="byte"}`, "268435456x40")
-		if c.uncovered && i == 0 {
-			extra := fmt.Sprintf(`%s,namespace="shop",pod="%s",container="sidecar"`, ksm, pod)
-			add(`kube_pod_container_info{`+extra+`,container_id="containerd://ffff"}`, "1x40")
-			add(`kube_pod_container_status_running{`+extra+`}`, "1x40")
-			add(`kube_pod_container_resource_limits{`+extra+`,resource="memory",unit="byte"}`, "268435456x40")
-		}
-		if n == c.noTarget {
+	for _, s := range c.series() {
+		t, ok := byTarget[s.target]
+		if !ok || t.down {
 			continue
 		}
-		target := fmt.Sprintf(`job="windows-exporter",instance="%s:9182",node="%s"%s`, ip, n, cl)
-		if n == c.down {
-			add(`up{`+target+`}`, "0x40")
+		labels := c.targetLabels(t)
+		if s.labels != "" {
+			labels = s.labels + "," + labels
+		}
+		fmt.Fprintf(&b, "  %s{%s} %s+%sx40\n", s.metric, labels, strconv.FormatFloat(s.start, 'g', -1, 64), strconv.FormatFloat(s.delta, 'g', -1, 64))
+	}
+	return b.String()
+}
+
+// exposition is a target's scrape, in the text format, after elapsed.
+func (c cluster) exposition(name string, elapsed time.Duration) string {
+	var b strings.Builder
+	for _, s := range c.series() {
+		if s.target != name {
 			continue
 		}
-		add(`up{`+target+`}`, "1x40")
-		add(`windows_exporter_build_info{`+target+`,version="`+c.version+`"}`, "1x40")
-		success := "1x40"
-		if c.failingCollector && i == 0 {
-			success = "0x40"
-		}
-		add(`windows_exporter_collector_success{`+target+`,collector="memory"}`, success)
-		add(`windows_memory_committed_bytes{`+target+`}`, "6442450944x40")
-		if !c.noCommitLimit {
-			add(`windows_memory_commit_limit{`+target+`}`, "12884901888x40")
-		}
-		add(`windows_memory_physical_total_bytes{`+target+`}`, "8589934592x40")
-		add(`windows_memory_available_bytes{`+target+`}`, "2147483648x40")
-		add(`windows_memory_swap_page_operations_total{`+target+`}`, "0+30x40")
-		add(`windows_cpu_time_total{`+target+`,core="0,0",mode="idle"}`, "0+15x40")
-		add(`windows_time_computed_time_offset_seconds{`+target+`}`, "0.001x40")
-		add(`windows_time_ntp_client_time_sources{`+target+`}`, "1x40")
-		add(`windows_pagefile_free_bytes{`+target+`,file="C:\\pagefile.sys"}`, "4294967296x40")
-		add(`windows_pagefile_limit_bytes{`+target+`,file="C:\\pagefile.sys"}`, "8589934592x40")
-		v := target + `,volume="C:"`
-		add(`windows_logical_disk_free_bytes{`+v+`}`, "68719476736x40")
-		add(`windows_logical_disk_size_bytes{`+v+`}`, "137438953472x40")
-		for _, m := range []string{"read_latency_seconds", "write_latency_seconds", "reads", "writes"} {
-			add(`windows_logical_disk_`+m+`_total{`+v+`}`, "0+10x40")
-		}
-		nic := target + `,nic="Ethernet"`
-		for _, m := range []string{"packets", "packets_received_errors", "packets_outbound_errors", "packets_received_discarded", "packets_outbound_discarded"} {
-			add(`windows_net_`+m+`_total{`+nic+`}`, "0+10x40")
-		}
-		labels := fmt.Sprintf(`container_id="%s",namespace="shop",pod="%s",container="app"`, id, pod)
-		if c.exportedLabels {
-			labels = fmt.Sprintf(`container_id="%s",exported_namespace="shop",exported_pod="%s",exported_container="app",namespace="monitoring",pod="windows-exporter-%d",container="windows-exporter"`, id, pod, i)
-		}
-		add(`windows_container_available{`+strings.Replace(target, `job=`, labels+`,job=`, 1)+`}`, "1x40")
-		add(`windows_container_memory_usage_commit_bytes{`+strings.Replace(target, `job=`, labels+`,job=`, 1)+`}`, "104857600x40")
+		v := s.start + s.delta*elapsed.Seconds()/30
+		fmt.Fprintf(&b, "%s{%s} %s\n", s.metric, s.labels, strconv.FormatFloat(v, 'g', -1, 64))
 	}
 	return b.String()
 }
@@ -437,5 +504,34 @@ func TestUnreachablePrometheusAndJSON(t *testing.T) {
 	}
 	if err := json.Unmarshal(b.Bytes(), &doc); err != nil || doc.OK || len(doc.Checks) != 2 || !strings.Contains(doc.Checks[0].Evidence[0], "cannot reach it") {
 		t.Errorf("%s %v", b.String(), err)
+	}
+}
+
+// Every runbook section names the doctor checks that detect it, and each
+// named check is one doctor runs.
+func TestRunbooksLinkDoctorChecks(t *testing.T) {
+	rep := runDoctor(t, config.Default(), healthy(), nil, fakeLoki([]string{"win-1", "win-2", "win-3"}, true))
+	ids := statuses(rep)
+	doc, err := os.ReadFile("../docs/runbooks.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sections := strings.Split(string(doc), "\n## ")[1:]
+	for _, s := range sections {
+		title, _, _ := strings.Cut(s, "\n")
+		_, line, ok := strings.Cut(s, "**Live check:** `gen doctor` ")
+		if !ok {
+			t.Errorf("%s names no doctor check", title)
+			continue
+		}
+		line, _, _ = strings.Cut(line, " (README")
+		for _, m := range regexp.MustCompile("`([a-z-]+)`").FindAllStringSubmatch(line, -1) {
+			if id := m[1]; ids[id].ID == "" {
+				t.Errorf("%s names %q, which doctor does not run", title, m[1])
+			}
+		}
+	}
+	if len(sections) < 20 {
+		t.Errorf("%d runbook sections", len(sections))
 	}
 }

@@ -1,0 +1,195 @@
+package doctor
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/winobs/winobs/config"
+	"github.com/winobs/winobs/render"
+	"github.com/winobs/winobs/rules"
+)
+
+// TestDoctorAgainstRealPrometheus runs doctor against a real Prometheus
+// (the binary in $WINOBS_PROMETHEUS, built by `make doctor-e2e` at the
+// version versions.json pins) that scrapes exposition fixtures of Windows
+// nodes and kube-state-metrics and loads the rendered rule files. Every
+// check passes on the healthy fixture; each broken fixture fails its check
+// with its message. Without the variable it is skipped: `make doctor-e2e`
+// sets it and fails when it is not.
+func TestDoctorAgainstRealPrometheus(t *testing.T) {
+	bin := os.Getenv("WINOBS_PROMETHEUS")
+	if bin == "" {
+		t.Skip("set WINOBS_PROMETHEUS to a prometheus binary (make doctor-e2e)")
+	}
+	cfg := config.Default()
+	for _, tc := range []struct {
+		name  string
+		c     func(cluster) cluster
+		files []string // rule groups loaded
+		fail  map[string]string
+	}{
+		{"healthy", nil, []string{rules.RecordsGroup, rules.AlertsGroup}, nil},
+		{"exporter down, labels renamed, a container not covered", func(c cluster) cluster {
+			c.down, c.exportedLabels, c.uncovered = "win-2", true, true
+			return c
+		}, []string{rules.RecordsGroup, rules.AlertsGroup}, map[string]string{
+			"windows-nodes-scraped": "targets down: 10.1.1.2:9182 (win-2)",
+			"container-labels":      "2 container series carry exported_namespace/exported_pod",
+			"container-coverage":    "missing: shop/app-win-1/sidecar",
+		}},
+		{"the records group not loaded", nil, []string{rules.AlertsGroup}, map[string]string{
+			"rules-loaded": "group winobs-windows-records is not loaded",
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := healthy()
+			if tc.c != nil {
+				c = tc.c(c)
+			}
+			url := startPrometheus(t, bin, cfg, c, tc.files)
+			prom, err := NewAPI("Prometheus", url, Auth{}, 10*time.Second)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx := context.Background()
+			// Wait for two rounds of scrapes and rule evaluations.
+			deadline := time.Now().Add(90 * time.Second)
+			for {
+				ss, err := prom.Query(ctx, `count(up) >= 4 and on () count(count_over_time(up[1m]) >= 3)`)
+				if err == nil && len(ss) > 0 {
+					time.Sleep(4 * time.Second)
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("Prometheus did not scrape the fixture: %v", err)
+				}
+				time.Sleep(time.Second)
+			}
+			rep := Run(ctx, cfg, prom, nil)
+			var out bytes.Buffer
+			rep.WriteText(&out)
+			t.Log(out.String())
+			for _, check := range rep.Checks {
+				want, mustFail := tc.fail[check.ID]
+				text := strings.Join(append(check.Evidence, check.Fix), "\n")
+				switch {
+				case mustFail && (check.Status != Fail || !strings.Contains(text, want)):
+					t.Errorf("%s: %s, want a failure saying %q", check.ID, check.Status, want)
+				case !mustFail && check.Status == Fail && !dependsOn(check.ID, tc.fail):
+					t.Errorf("%s failed: %s", check.ID, text)
+				}
+			}
+			if (len(tc.fail) == 0) != rep.OK() {
+				t.Errorf("report OK = %v", rep.OK())
+			}
+		})
+	}
+}
+
+// dependsOn: a check that reads what a broken fixture broke fails with it
+// (no records group: no record has series; a node down: fewer commit
+// records).
+func dependsOn(id string, broken map[string]string) bool {
+	if _, ok := broken["rules-loaded"]; ok {
+		return id == "records" || id == "commit-per-node" || id == "container-coverage"
+	}
+	return false
+}
+
+// startPrometheus serves the fixture's targets, writes a Prometheus config
+// that scrapes them every second and loads the given rule groups, starts the
+// binary and returns its URL.
+func startPrometheus(t *testing.T, bin string, cfg *config.Config, c cluster, groups []string) string {
+	t.Helper()
+	started := time.Now()
+	var mu sync.Mutex
+	targets := map[string]target{}
+	for _, tg := range c.targets() {
+		targets["/"+tg.name+"/metrics"] = tg
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		defer mu.Unlock()
+		tg, ok := targets[r.URL.Path]
+		if !ok || tg.down {
+			http.Error(w, "down", http.StatusServiceUnavailable)
+			return
+		}
+		// Compress 30 s of the fixture into each second, so rates move.
+		w.Header().Set("Content-Type", "text/plain; version=0.0.4")
+		fmt.Fprint(w, c.exposition(tg.name, time.Since(started)*30))
+	}))
+	t.Cleanup(srv.Close)
+	dir := t.TempDir()
+	files, err := rules.Files(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, _, err := render.Encode(files)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ruleFiles []string
+	for _, g := range groups {
+		p := filepath.Join(dir, g+".yaml")
+		if err := os.WriteFile(p, data["rules/"+g+".yaml"], 0o644); err != nil {
+			t.Fatal(err)
+		}
+		ruleFiles = append(ruleFiles, p)
+	}
+	addr := strings.TrimPrefix(srv.URL, "http://")
+	var b strings.Builder
+	fmt.Fprintf(&b, "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\nrule_files:\n")
+	for _, f := range ruleFiles {
+		fmt.Fprintf(&b, "  - %q\n", f)
+	}
+	b.WriteString("scrape_configs:\n")
+	for _, job := range []string{"windows-exporter", "kube-state-metrics"} {
+		fmt.Fprintf(&b, "  - job_name: %s\n    honor_labels: true\n    fallback_scrape_protocol: PrometheusText0.0.4\n    static_configs:\n", job)
+		for _, tg := range c.targets() {
+			if (tg.name == "ksm") != (job == "kube-state-metrics") {
+				continue
+			}
+			fmt.Fprintf(&b, "      - targets: [%q]\n        labels: {instance: %q, __metrics_path__: %q", addr, tg.instance, "/"+tg.name+"/metrics")
+			if tg.node != "" {
+				fmt.Fprintf(&b, ", node: %q", tg.node)
+			}
+			b.WriteString("}\n")
+		}
+	}
+	conf := filepath.Join(dir, "prometheus.yml")
+	if err := os.WriteFile(conf, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	listen := l.Addr().String()
+	l.Close()
+	var logs bytes.Buffer
+	cmd := exec.Command(bin, "--config.file="+conf, "--storage.tsdb.path="+filepath.Join(dir, "data"), "--web.listen-address="+listen)
+	cmd.Stdout, cmd.Stderr = &logs, &logs
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		cmd.Wait()
+		if t.Failed() {
+			t.Logf("prometheus.yml:\n%s\nprometheus log:\n%s", b.String(), logs.String())
+		}
+	})
+	return "http://" + listen
+}
