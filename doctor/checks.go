@@ -354,6 +354,10 @@ func (r *run) records(ctx context.Context) Check {
 		}
 	}
 	c.Evidence = []string{fmt.Sprintf("%d of %d records have series", n-len(empty), n)}
+	if len(empty) == n {
+		c.Status, c.Fix = Fail, "no record has series: the records group is not loaded or not evaluated (see rules-loaded)"
+		return c
+	}
 	// Records of what a cluster may not have are not failures.
 	optional := map[string]bool{vocab.ContainerNoMemoryLimit: true}
 	var required []string
