@@ -380,16 +380,32 @@ func (r *run) records(ctx context.Context) Check {
 
 // commitPerNode: the commit charge record exists for every scraped node.
 func (r *run) commitPerNode(ctx context.Context) Check {
-	c := Check{ID: "commit-per-node", Title: "the commit charge record covers every scraped Windows node"}
+	return r.scrapedWithout(ctx, Check{ID: "commit-per-node", Title: "the commit charge record covers every scraped Windows node",
+		Fix: "see commit-limit-metric: the record needs windows_memory_committed_bytes and windows_memory_commit_limit"},
+		vocab.NodeCommitRatio, r.t.Cluster())
+}
+
+// commitLimitMetric: every scraped node reports the commit limit (renamed
+// in 0.32).
+func (r *run) commitLimitMetric(ctx context.Context) Check {
+	return r.scrapedWithout(ctx, Check{ID: "commit-limit-metric", Title: "every scraped node reports its commit limit",
+		Fix: "the memory collector is off or the exporter is 0.32+ (docs/runbooks.md#windowsnodecommitlimitmetricabsent)"},
+		"windows_memory_commit_limit", r.t.Exporter())
+}
+
+// scrapedWithout fails c, naming them, when exporter targets that are up
+// have no metric (selected by sel) for their instance.
+func (r *run) scrapedWithout(ctx context.Context, c Check, metric string, sel vocab.Selector) Check {
+	fix := c.Fix
+	c.Fix = ""
 	ss, err := r.query(ctx, fmt.Sprintf(`max by (instance) (%s == 1) unless on (instance) max by (instance) (%s)`,
-		r.t.Exporter().Of("up"), r.t.Cluster().Of(vocab.NodeCommitRatio)))
+		r.t.Exporter().Of("up"), sel.Of(metric)))
 	if err != nil {
 		return failed(c, err)
 	}
 	if len(ss) > 0 {
-		c.Status = Fail
-		c.Evidence = []string{fmt.Sprintf("%d scraped nodes without %s: %s", len(ss), vocab.NodeCommitRatio, names(label(ss, "instance")))}
-		c.Fix = "see commit-limit-metric: the record needs windows_memory_committed_bytes and windows_memory_commit_limit"
+		c.Status, c.Fix = Fail, fix
+		c.Evidence = []string{fmt.Sprintf("%d scraped nodes without %s: %s", len(ss), metric, names(label(ss, "instance")))}
 		return c
 	}
 	c.Status = Pass
@@ -478,25 +494,6 @@ func (r *run) containerLabels(ctx context.Context) Check {
 	if len(problems) > 0 {
 		c.Status, c.Evidence = Fail, append(problems, c.Evidence...)
 		c.Fix = "set kube-prometheus-stack's windowsMonitoring.enabled: false (two exporters fight over port 9182), or windowsExporter.deploy: false to use its exporter"
-		return c
-	}
-	c.Status = Pass
-	return c
-}
-
-// commitLimitMetric: every scraped node reports the commit limit (renamed
-// in 0.32).
-func (r *run) commitLimitMetric(ctx context.Context) Check {
-	c := Check{ID: "commit-limit-metric", Title: "every scraped node reports its commit limit"}
-	ss, err := r.query(ctx, fmt.Sprintf(`max by (instance) (%s == 1) unless on (instance) max by (instance) (%s)`,
-		r.t.Exporter().Of("up"), r.t.Exporter().Of("windows_memory_commit_limit")))
-	if err != nil {
-		return failed(c, err)
-	}
-	if len(ss) > 0 {
-		c.Status = Fail
-		c.Evidence = []string{fmt.Sprintf("%d nodes without windows_memory_commit_limit: %s", len(ss), names(label(ss, "instance")))}
-		c.Fix = "the memory collector is off or the exporter is 0.32+ (docs/runbooks.md#windowsnodecommitlimitmetricabsent)"
 		return c
 	}
 	c.Status = Pass

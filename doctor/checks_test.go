@@ -431,7 +431,7 @@ func TestBrokenClustersFailTheirCheck(t *testing.T) {
 		{"a container not covered", func(c cluster) cluster { c.uncovered = true; return c }, nil, nil,
 			"container-coverage", "3 of 4 running Windows containers covered"},
 		{"no commit limit (0.32)", func(c cluster) cluster { c.noCommitLimit = true; return c }, nil, nil,
-			"commit-limit-metric", "3 nodes without windows_memory_commit_limit"},
+			"commit-limit-metric", "3 scraped nodes without windows_memory_commit_limit"},
 		{"the commit record empty", func(c cluster) cluster { c.noCommitLimit = true; return c }, nil, nil,
 			"commit-per-node", "3 scraped nodes without " + vocab.NodeCommitRatio},
 		{"an alert firing", nil, func(f *fakeProm) {
