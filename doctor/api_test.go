@@ -10,7 +10,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/winobs/winobs/config"
 	"github.com/winobs/winobs/internal/fixture"
+	"github.com/winobs/winobs/rules"
 )
 
 // recorded answers a request with a capture of a real Prometheus 3.16 or
@@ -198,5 +200,66 @@ func TestNewAPIRefusesUnsafeURLs(t *testing.T) {
 	}
 	if _, err := NewAPI("Prometheus", "http://127.0.0.1:9090", Auth{BearerTokenFile: "/t"}, time.Second); err != nil {
 		t.Errorf("a loopback port-forward may use http: %v", err)
+	}
+}
+
+// The rule check on answers recorded from the doctor-e2e Prometheus: both
+// groups loaded and fresh pass; a group not loaded, or groups not evaluated
+// for an hour, fail with that said.
+func TestRulesLoadedOnRecordedAnswers(t *testing.T) {
+	recordedAt := time.Date(2026, 12, 4, 2, 13, 14, 0, time.UTC)
+	for _, tc := range []struct {
+		body string
+		now  time.Time
+		want string
+	}{
+		{"rules", recordedAt, ""},
+		{"rules-records-not-loaded", recordedAt, "group winobs-windows-records is not loaded"},
+		{"rules", recordedAt.Add(time.Hour), "group winobs-windows-records was last evaluated 1h0m"},
+	} {
+		mux := http.NewServeMux()
+		mux.HandleFunc("/api/v1/rules", recorded(t, filepath.Join("prometheus-api", "e2e"), tc.body))
+		r := &run{cfg: config.Default(), prom: newTestAPI(t, "Prometheus", mux, Auth{}), now: func() time.Time { return tc.now }}
+		var err error
+		if r.rules, err = rules.Build(r.cfg); err != nil {
+			t.Fatal(err)
+		}
+		c := r.rulesLoaded(context.Background())
+		text := strings.Join(c.Evidence, "\n")
+		switch {
+		case tc.want == "" && c.Status != Pass:
+			t.Errorf("%s: %s %s", tc.body, c.Status, text)
+		case tc.want != "" && (c.Status != Fail || !strings.Contains(text, tc.want)):
+			t.Errorf("%s at %s: %s %s, want %q", tc.body, tc.now, c.Status, text, tc.want)
+		}
+	}
+}
+
+// The one-down answer and the type error as the client reads them.
+func TestQueryOnRecordedE2EAnswers(t *testing.T) {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/api/v1/query", func(w http.ResponseWriter, r *http.Request) {
+		name := "query-up-one-down"
+		if r.URL.Query().Get("query") != "up" {
+			name = "query-bad-range"
+		}
+		recorded(t, filepath.Join("prometheus-api", "e2e"), name)(w, r)
+	})
+	a := newTestAPI(t, "Prometheus", mux, Auth{})
+	up, err := a.Query(context.Background(), "up")
+	if err != nil || len(up) != 4 {
+		t.Fatalf("%v %v", up, err)
+	}
+	down := 0
+	for _, s := range up {
+		if s.Value == 0 && s.Metric["node"] == "win-2" {
+			down++
+		}
+	}
+	if down != 1 {
+		t.Errorf("%v", up)
+	}
+	if _, err := a.Query(context.Background(), "rate(up)"); err == nil || !strings.Contains(err.Error(), "expected type range vector") {
+		t.Errorf("%v", err)
 	}
 }

@@ -79,13 +79,14 @@ type run struct {
 	rules rulefmt.RuleGroups
 	// windowsNodes are the Windows nodes kube-state-metrics knows.
 	windowsNodes []string
+	now          func() time.Time
 }
 
 // Run checks what gen renders for cfg against prom (and loki, when not
 // nil). Each check is bounded by ctx.
 func Run(ctx context.Context, cfg *config.Config, prom, loki *API) Report {
 	groups, err := rules.Build(cfg)
-	r := &run{cfg: cfg, t: vocab.ForCluster(cfg), prom: prom, loki: loki, rules: groups}
+	r := &run{cfg: cfg, t: vocab.ForCluster(cfg), prom: prom, loki: loki, rules: groups, now: time.Now}
 	rep := Report{Prometheus: prom.base.Redacted()}
 	if loki != nil {
 		rep.Loki = loki.base.Redacted()
@@ -281,7 +282,7 @@ func (r *run) rulesLoaded(ctx context.Context) Check {
 	if err != nil {
 		return failed(c, err)
 	}
-	now := time.Now()
+	now := r.now()
 	var problems []string
 	for _, want := range r.rules.Groups {
 		i := slices.IndexFunc(loaded, func(g RuleGroup) bool { return g.Name == want.Name })
@@ -489,11 +490,11 @@ func (r *run) containerLabels(ctx context.Context) Check {
 		}
 	}
 	if n := count(own); n > 0 {
-		c.Evidence = append(c.Evidence, fmt.Sprintf("%d container series carry the exporter pod's own namespace/pod (an exporter before 0.31, or containers it could not read): the info record takes their labels from kube-state-metrics", n))
+		problems = append(problems, fmt.Sprintf("%d container series carry the exporter pod's own namespace/pod (an exporter before 0.31, or containers whose labels it could not read from containerd): winobs's info record takes theirs from kube-state-metrics, any other query attributes them to the exporter", n))
 	}
 	if len(problems) > 0 {
 		c.Status, c.Evidence = Fail, append(problems, c.Evidence...)
-		c.Fix = "set kube-prometheus-stack's windowsMonitoring.enabled: false (two exporters fight over port 9182), or windowsExporter.deploy: false to use its exporter"
+		c.Fix = "exported_*: set kube-prometheus-stack's windowsMonitoring.enabled: false (two exporters fight over port 9182), or windowsExporter.deploy: false to use its exporter; the exporter pod's labels: run windows_exporter 0.31 (windowsExporter.image)"
 		return c
 	}
 	c.Status = Pass
@@ -627,7 +628,7 @@ func (r *run) eventsPerNode(ctx context.Context) Check {
 	if len(missing) > 0 {
 		c.Status = Fail
 		c.Evidence = append(c.Evidence, fmt.Sprintf("%d of %d Windows nodes sent no event: %s", len(missing), len(r.windowsNodes), names(missing)))
-		c.Fix = "a node whose agent cannot reach Loki sends nothing: check loki.url from the node's network (not a Service name) and the agent's log (docs/runbooks.md)"
+		c.Fix = "a node whose agent cannot reach Loki sends nothing: check loki.url from the node's network (not a Service name) and the agent's log; a node with no event of the forwarded levels in the hour is silent too (eventLog.channels)"
 		return c
 	}
 	if len(ss) == 0 {

@@ -44,6 +44,9 @@ type cluster struct {
 	noCommitLimit    bool     // the 0.32 rename: no windows_memory_commit_limit
 	failingCollector bool
 	clusterName      string
+	// exporterPodLabels: container series labelled with the exporter pod's
+	// own namespace/pod (an exporter before 0.31).
+	exporterPodLabels bool
 }
 
 func healthy() cluster {
@@ -97,7 +100,11 @@ func (c cluster) series() []fixtureSeries {
 			add("ksm", "kube_pod_container_status_running", cont, 1, 0)
 			add("ksm", "kube_pod_container_resource_limits", cont+`,resource="memory",unit="byte"`, 268435456, 0)
 		}
-		add(n, "windows_exporter_build_info", `version="`+c.version+`"`, 1, 0)
+		build := `version="` + c.version + `"`
+		if c.exporterPodLabels { // the exporter pod's target labels, as a PodMonitor adds them
+			build += fmt.Sprintf(`,namespace="monitoring",pod="windows-exporter-%d"`, i)
+		}
+		add(n, "windows_exporter_build_info", build, 1, 0)
 		success := 1.0
 		if c.failingCollector && i == 0 {
 			success = 0
@@ -126,6 +133,9 @@ func (c cluster) series() []fixtureSeries {
 		labels := fmt.Sprintf(`container_id="containerd://%064x",namespace="shop",pod="%s",container="app"`, 100*(i+1), pod)
 		if c.exportedLabels {
 			labels = fmt.Sprintf(`container_id="containerd://%064x",exported_namespace="shop",exported_pod="%s",exported_container="app",namespace="monitoring",pod="windows-exporter-%d",container="windows-exporter"`, 100*(i+1), pod, i)
+		}
+		if c.exporterPodLabels {
+			labels = fmt.Sprintf(`container_id="containerd://%064x",namespace="monitoring",pod="windows-exporter-%d",container="windows-exporter"`, 100*(i+1), i)
 		}
 		add(n, "windows_container_available", labels, 1, 0)
 		add(n, "windows_container_memory_usage_commit_bytes", labels, 104857600, 0)
@@ -426,6 +436,8 @@ func TestBrokenClustersFailTheirCheck(t *testing.T) {
 			"collectors", "1 failing: 10.1.1.1:9182 memory"},
 		{"labels renamed by a second monitor", func(c cluster) cluster { c.exportedLabels = true; return c }, nil, nil,
 			"container-labels", "3 container series carry exported_namespace/exported_pod"},
+		{"series attributed to the exporter pod", func(c cluster) cluster { c.exporterPodLabels = true; return c }, nil, nil,
+			"container-labels", "3 container series carry the exporter pod's own namespace/pod"},
 		{"the records group not loaded", nil, func(f *fakeProm) { f.skipGroup = rules.RecordsGroup }, nil,
 			"rules-loaded", "group winobs-windows-records is not loaded"},
 		{"a container not covered", func(c cluster) cluster { c.uncovered = true; return c }, nil, nil,

@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -76,6 +78,9 @@ func TestDoctorAgainstRealPrometheus(t *testing.T) {
 				}
 				time.Sleep(time.Second)
 			}
+			if dir := os.Getenv("WINOBS_RECORD_DIR"); dir != "" {
+				record(t, url, dir, strings.Fields(tc.name)[0])
+			}
 			rep := Run(ctx, cfg, prom, nil)
 			var out bytes.Buffer
 			rep.WriteText(&out)
@@ -94,6 +99,28 @@ func TestDoctorAgainstRealPrometheus(t *testing.T) {
 				t.Errorf("report OK = %v", rep.OK())
 			}
 		})
+	}
+}
+
+// record saves real answers of this Prometheus (body byte for byte and the
+// status line) for the client's tests: testdata/prometheus-api/e2e/.
+func record(t *testing.T, base, dir, prefix string) {
+	t.Helper()
+	for name, path := range map[string]string{
+		"rules":           "/api/v1/rules",
+		"query-up":        "/api/v1/query?query=" + url.QueryEscape("up"),
+		"buildinfo":       "/api/v1/status/buildinfo",
+		"query-bad-range": "/api/v1/query?query=" + url.QueryEscape("rate(up)"),
+	} {
+		resp, err := http.Get(base + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		os.MkdirAll(dir, 0o755)
+		os.WriteFile(filepath.Join(dir, prefix+"-"+name+".body"), body, 0o644)
+		os.WriteFile(filepath.Join(dir, prefix+"-"+name+".status"), []byte(resp.Proto+" "+resp.Status+"\n"), 0o644)
 	}
 }
 
