@@ -42,6 +42,9 @@ func resolve(n *yaml.Node) *yaml.Node {
 	return n
 }
 
+// plainTags are the tags a config value may be written with explicitly.
+var plainTags = map[string]bool{"!!str": true, "!!int": true, "!!float": true, "!!bool": true, "!!null": true, "!!map": true, "!!seq": true}
+
 func isNull(n *yaml.Node) bool { return n.Kind == yaml.ScalarNode && n.ShortTag() == "!!null" }
 
 // describe names what a node holds, the way the messages quote it.
@@ -90,6 +93,13 @@ func wants(t reflect.Type) string {
 func (d *decoder) value(n *yaml.Node, v reflect.Value, path string) {
 	at := n // an alias is reported where the user wrote it
 	n = resolve(n)
+	if n.Style&yaml.TaggedStyle != 0 && !plainTags[n.ShortTag()] {
+		// !!binary would be decoded to other bytes than written, and a
+		// custom tag means something to some other program: neither is
+		// what a config value says.
+		d.fail(at, path, "must not carry the YAML tag %s", Printable(Excerpt(n.Tag)))
+		return
+	}
 	if isNull(n) {
 		// As the yaml package does: nothing empties a list, a map or a
 		// pointer and leaves every other value as it was.
@@ -123,6 +133,10 @@ func (d *decoder) value(n *yaml.Node, v reflect.Value, path string) {
 			v.Set(reflect.MakeMap(v.Type()))
 		}
 		d.pairs(n, path, func(key, val *yaml.Node, p string) {
+			if isNull(resolve(val)) {
+				d.fail(val, p, "must be %s, not nothing", wants(v.Type().Elem()))
+				return
+			}
 			k := reflect.ValueOf(resolve(key).Value).Convert(v.Type().Key())
 			elem := reflect.New(v.Type().Elem()).Elem()
 			if old := v.MapIndex(k); old.IsValid() {
@@ -138,7 +152,12 @@ func (d *decoder) value(n *yaml.Node, v reflect.Value, path string) {
 		}
 		s := reflect.MakeSlice(v.Type(), len(n.Content), len(n.Content))
 		for i, item := range n.Content {
-			d.value(item, s.Index(i), fmt.Sprintf("%s[%d]", path, i))
+			p := fmt.Sprintf("%s[%d]", path, i)
+			if isNull(resolve(item)) { // an empty item is a mistake, not a zero value
+				d.fail(item, p, "must be %s, not nothing", wants(v.Type().Elem()))
+				continue
+			}
+			d.value(item, s.Index(i), p)
 		}
 		v.Set(s)
 	default:

@@ -23,7 +23,7 @@ import (
 // text checks a value that is escaped wherever it lands.
 func (v *validator) text(path, s string) bool {
 	if msg := endpoint.CheckText(s); msg != "" {
-		v.add(path, "%s", msg)
+		v.add(path, "%s", reason(msg))
 		return false
 	}
 	return true
@@ -35,10 +35,10 @@ func (v *validator) labels(path string, m map[string]string) {
 	for k, val := range m {
 		p := conffile.KeyPath(path, k)
 		for _, msg := range validation.IsQualifiedName(k) {
-			v.add(p, "invalid Kubernetes label key %q: %s", k, msg)
+			v.add(p, "invalid Kubernetes label key %q: %s", k, reason(msg))
 		}
 		for _, msg := range validation.IsValidLabelValue(val) {
-			v.add(p, "invalid Kubernetes label value %q: %s", val, msg)
+			v.add(p, "invalid Kubernetes label value %q: %s", val, reason(msg))
 		}
 	}
 }
@@ -46,14 +46,14 @@ func (v *validator) labels(path string, m map[string]string) {
 // labelKey checks a Kubernetes label or annotation key.
 func (v *validator) labelKey(path, k string) {
 	for _, msg := range validation.IsQualifiedName(k) {
-		v.add(path, "invalid Kubernetes label key %q: %s", k, msg)
+		v.add(path, "invalid Kubernetes label key %q: %s", k, reason(msg))
 	}
 }
 
 // labelValue checks a Kubernetes label value.
 func (v *validator) labelValue(path, s string) {
 	for _, msg := range validation.IsValidLabelValue(s) {
-		v.add(path, "invalid Kubernetes label value %q: %s", s, msg)
+		v.add(path, "invalid Kubernetes label value %q: %s", s, reason(msg))
 	}
 }
 
@@ -110,7 +110,7 @@ func (v *validator) secretFile(path, s string) {
 // annotations (endpoint.CheckURL).
 func (v *validator) httpURL(path, raw string) {
 	if msg := endpoint.CheckURL(raw); msg != "" {
-		v.add(path, "%s", msg)
+		v.add(path, "%s", reason(msg))
 	}
 }
 

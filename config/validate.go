@@ -41,7 +41,7 @@ const (
 func Validate(c *Config) Problems {
 	v := &validator{}
 	for _, msg := range validation.IsDNS1123Label(c.Namespace) {
-		v.add("namespace", "must be a DNS-1123 label, got %q: %s", c.Namespace, msg)
+		v.add("namespace", "must be a DNS-1123 label, got %q: %s", c.Namespace, reason(msg))
 	}
 	v.clusterLabel("cluster.label", c.Cluster.Label)
 	v.text("cluster.name", c.Cluster.Name)
@@ -64,6 +64,7 @@ func Validate(c *Config) Problems {
 	v.check("dashboards.folder", !unsafeFolder(c.Dashboards.Folder),
 		"must be a folder name, not a path: no leading '/' or '\\', drive letter, '..' or '.' segment, got %q", conffile.Excerpt(c.Dashboards.Folder))
 	for i, tag := range c.Dashboards.Tags {
+		v.nonEmpty(fmt.Sprintf("dashboards.tags[%d]", i), tag)
 		v.text(fmt.Sprintf("dashboards.tags[%d]", i), tag)
 	}
 	v.labelKey("dashboards.sidecarLabel", c.Dashboards.SidecarLabel)
@@ -73,7 +74,7 @@ func Validate(c *Config) Problems {
 	validatePods(v, &c.Pods)
 	if c.LokiRules.Namespace != "" {
 		for _, msg := range validation.IsDNS1123Label(c.LokiRules.Namespace) {
-			v.add("lokiRules.namespace", "must be a DNS-1123 label, got %q: %s", conffile.Excerpt(c.LokiRules.Namespace), msg)
+			v.add("lokiRules.namespace", "must be a DNS-1123 label, got %q: %s", conffile.Excerpt(c.LokiRules.Namespace), reason(msg))
 		}
 	}
 	v.labelKey("lokiRules.label", c.LokiRules.Label)
@@ -275,7 +276,7 @@ func validateLokiSecret(v *validator, c *Config) {
 	v.windowsPath("lokiSecret.mountPath", s.MountPath)
 	if s.Name != "" {
 		for _, msg := range validation.IsDNS1123Subdomain(s.Name) {
-			v.add("lokiSecret.name", "must be a Secret name, got %q: %s", conffile.Excerpt(s.Name), msg)
+			v.add("lokiSecret.name", "must be a Secret name, got %q: %s", conffile.Excerpt(s.Name), reason(msg))
 		}
 	}
 	inMount := func(p string) bool {
@@ -298,14 +299,14 @@ func validatePods(v *validator, p *Pods) {
 	for i, name := range p.ImagePullSecrets {
 		path := fmt.Sprintf("pods.imagePullSecrets[%d]", i)
 		for _, msg := range validation.IsDNS1123Subdomain(name) {
-			v.add(path, "must be a Secret name, got %q: %s", conffile.Excerpt(name), msg)
+			v.add(path, "must be a Secret name, got %q: %s", conffile.Excerpt(name), reason(msg))
 		}
 		v.check(path, !seen[name], "%q is listed twice", name)
 		seen[name] = true
 	}
 	if p.PriorityClassName != "" {
 		for _, msg := range validation.IsDNS1123Subdomain(p.PriorityClassName) {
-			v.add("pods.priorityClassName", "must be a PriorityClass name, got %q: %s", conffile.Excerpt(p.PriorityClassName), msg)
+			v.add("pods.priorityClassName", "must be a PriorityClass name, got %q: %s", conffile.Excerpt(p.PriorityClassName), reason(msg))
 		}
 	}
 	v.labels("pods.labels", p.Labels)
@@ -317,7 +318,7 @@ func validatePods(v *validator, p *Pods) {
 	for k, val := range p.Annotations {
 		path := conffile.KeyPath("pods.annotations", k)
 		for _, msg := range validation.IsQualifiedName(k) {
-			v.add(path, "invalid Kubernetes annotation key %q: %s", conffile.Excerpt(k), msg)
+			v.add(path, "invalid Kubernetes annotation key %q: %s", conffile.Excerpt(k), reason(msg))
 		}
 		// Values may be long and multi-line; nothing else a terminal acts on.
 		v.check(path, utf8.ValidString(val) && strings.IndexFunc(val, func(r rune) bool { return unicode.IsControl(r) && r != '\n' }) < 0,
@@ -353,6 +354,10 @@ type validator struct{ probs Problems }
 
 // add records a problem; quoted values are cut to a short excerpt so a huge
 // or hostile value is never echoed whole.
+// reason is an explanation (an apimachinery or endpoint message), printed
+// whole; every other string argument is a value and echoed as an excerpt.
+type reason string
+
 func (v *validator) add(path, format string, args ...any) {
 	for i, a := range args {
 		if s, ok := a.(string); ok {
