@@ -32,6 +32,10 @@ type Problem struct {
 	Line int    // 1-based; 0 when the value came from the default
 	Path string // field path such as alerts.nodeCommit.warning
 	Msg  string
+	// Related is another field the problem comes from (two fields that must
+	// agree): when the file does not set Path, the problem is located at
+	// Related if the file sets that.
+	Related string
 }
 
 func (p Problem) Error() string {
@@ -342,6 +346,11 @@ func (doc *Document) Locate(probs Problems) Problems {
 			continue
 		}
 		p.File, p.Line = locate(doc.file, doc.root, p.Path)
+		if p.Line == 0 && p.Related != "" {
+			if f, l := locate(doc.file, doc.root, p.Related); l > 0 {
+				p.File, p.Line = f, l
+			}
+		}
 		out = append(out, p)
 	}
 	return out

@@ -106,8 +106,10 @@ func Validate(c *Config) Problems {
 	v.hold("alerts.nodeServices.for", a.NodeServices.For)
 	if c.WindowsExporter.Deploy {
 		for i, s := range a.NodeServices.Services {
-			v.check(fmt.Sprintf("alerts.nodeServices.services[%d]", i), !serviceName.MatchString(s) || containsFold(c.WindowsExporter.Services, s),
-				"%q is not in windowsExporter.services, so the exporter would not report it and the alert could never fire", s)
+			if serviceName.MatchString(s) && !containsFold(c.WindowsExporter.Services, s) {
+				v.probs = append(v.probs, Problem{Path: fmt.Sprintf("alerts.nodeServices.services[%d]", i), Related: "windowsExporter.services",
+					Msg: fmt.Sprintf("%q is not in windowsExporter.services, so the exporter would not report it and the alert could never fire", conffile.Excerpt(s))})
+			}
 		}
 	}
 	v.durationIn("alerts.uncordonedReboot.window", a.UncordonedReboot.Window, model.Duration(time.Minute), maxHold, "a look-back window for reboots")

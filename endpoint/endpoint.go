@@ -49,10 +49,14 @@ func (e Loki) Check(prefix string) []conffile.Problem {
 	if msg := CheckURL(e.URL); msg != "" {
 		add("url", "%s", msg)
 	}
-	for field, s := range map[string]string{"tenant": e.Tenant, "basicAuth.username": e.BasicAuth.Username} {
-		if msg := CheckText(s); msg != "" {
-			add(field, "%s", msg)
-		}
+	if msg := CheckTenant(e.Tenant); msg != "" {
+		add("tenant", "%s", msg)
+	}
+	if msg := CheckText(e.BasicAuth.Username); msg != "" {
+		add("basicAuth.username", "%s", msg)
+	} else if strings.Contains(e.BasicAuth.Username, ":") {
+		// RFC 7617: the server splits user and password at the first colon.
+		add("basicAuth.username", "must not contain ':': basic auth separates the user name from the password at the first colon")
 	}
 	if (e.BasicAuth.Username == "") != (e.BasicAuth.PasswordFile == "") {
 		add("basicAuth.passwordFile", "basicAuth needs both username and passwordFile")
@@ -102,6 +106,22 @@ func ParseURL(raw string) (*url.URL, string) {
 		}
 	}
 	return u, ""
+}
+
+// tenantID is the grammar of Loki (and Mimir) tenant IDs: at most 150
+// bytes of letters, digits and !-_.*'(), not "." or "..".
+var tenantID = regexp.MustCompile(`^[A-Za-z0-9!\-_.*'()]{1,150}$`)
+
+// CheckTenant returns what is wrong with a tenant (X-Scope-OrgID), or ""
+// for a valid one or none.
+func CheckTenant(s string) string {
+	if s == "" {
+		return ""
+	}
+	if !tenantID.MatchString(s) || s == "." || s == ".." {
+		return fmt.Sprintf("must be a Loki tenant ID: at most 150 letters, digits or !-_.*'(), not \".\" or \"..\", got %q", conffile.Excerpt(s))
+	}
+	return ""
 }
 
 // MaxText bounds free-text values (names, tenants, label values, paths).
