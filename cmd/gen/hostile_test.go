@@ -100,6 +100,7 @@ func TestHostileConfigsAreRefused(t *testing.T) {
 		{"Kubernetes' reason is printed whole", "namespace: Bad_NS\n", ":1: namespace: must be a DNS-1123 label, got \"Bad_NS\": a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')"},
 		{"an endpoint reason is printed whole", "cluster:\n  name: \"a\\x01b\"\n", ":2: cluster.name: must not contain control characters (newlines, tabs, NUL), got \"a\\x01b\""},
 		{"an empty dashboard tag", "dashboards:\n  tags: [\"\"]\n", ":2: dashboards.tags[0]: must not be empty"},
+		{"two fields that must agree, one set by the file", "windowsExporter:\n  services: [hns]\n", ":2: alerts.nodeServices.services[0]: \"kubelet\" is not in windowsExporter.services"},
 		{"a 200 KB API host", "apiServer:\n  host: " + strings.Repeat("a", 200<<10) + ".example\n", ":2: apiServer.host: must be a DNS name"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
