@@ -11,7 +11,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"maps"
 	"os"
 	"reflect"
 	"regexp"
@@ -124,24 +123,11 @@ func locate(file string, root *yaml.Node, path string) (string, int) {
 	// does not make every other alert the file's.
 	segs := splitPath(path)
 	for i := len(segs) - 1; i >= 2; i-- {
-		if n := Lookup(root, joinSegs(segs[:i])); n != nil {
+		if n := lookupSegs(root, segs[:i]); n != nil {
 			return file, n.Line
 		}
 	}
 	return "(default)", 0
-}
-
-// joinSegs is the inverse of splitPath, as far as Lookup needs.
-func joinSegs(segs []string) string {
-	path := ""
-	for _, s := range segs {
-		if _, err := strconv.Atoi(s); err == nil {
-			path += "[" + s + "]"
-			continue
-		}
-		path = KeyPath(path, s)
-	}
-	return path
 }
 
 // excerptMsg bounds a message that quotes a value (yaml's type errors quote
@@ -162,11 +148,13 @@ func excerptMsg(m string) string {
 
 // Lookup returns the node at a field path (a.b[2].c, or a.b["x.y/z"] for a
 // map key with path punctuation), following aliases; nil if absent.
-func Lookup(n *yaml.Node, path string) *yaml.Node {
+func Lookup(n *yaml.Node, path string) *yaml.Node { return lookupSegs(n, splitPath(path)) }
+
+func lookupSegs(n *yaml.Node, segs []string) *yaml.Node {
 	if n == nil {
 		return nil
 	}
-	for _, seg := range splitPath(path) {
+	for _, seg := range segs {
 		for n.Kind == yaml.AliasNode && n.Alias != nil {
 			n = n.Alias
 		}
@@ -238,25 +226,8 @@ func splitPath(path string) []string {
 	return out
 }
 
-// yamlFields maps the yaml keys of a struct type to their field types; an
-// inlined struct's keys are the outer struct's, as for the yaml decoder.
-func yamlFields(t reflect.Type) map[string]reflect.Type {
-	fields := map[string]reflect.Type{}
-	for i := 0; i < t.NumField(); i++ {
-		f := t.Field(i)
-		name, opts, _ := strings.Cut(f.Tag.Get("yaml"), ",")
-		switch {
-		case opts == "inline" && f.Type.Kind() == reflect.Struct:
-			maps.Copy(fields, yamlFields(f.Type))
-		case name != "" && name != "-":
-			fields[name] = f.Type
-		}
-	}
-	return fields
-}
-
 // suggest names a known field that differs only in case or by a small edit.
-func suggest(key string, fields map[string]reflect.Type) string {
+func suggest(key string, fields map[string][]int) string {
 	best, bestDist := "", 3
 	for name := range fields {
 		d := editDistance(strings.ToLower(key), strings.ToLower(name))
@@ -292,12 +263,9 @@ func editDistance(a, b string) int {
 
 var yamlLine = regexp.MustCompile(`^(?:yaml: )?line (\d+): (.*)$`)
 
+// syntaxProblem is a document that does not parse as YAML.
 func syntaxProblem(file string, err error) Problem {
-	var te *yaml.TypeError
 	msg := err.Error()
-	if errors.As(err, &te) && len(te.Errors) > 0 {
-		msg = te.Errors[0]
-	}
 	if m := yamlLine.FindStringSubmatch(msg); m != nil {
 		line, _ := strconv.Atoi(m[1])
 		return Problem{File: file, Line: line, Msg: "invalid YAML: " + m[2]}
@@ -533,8 +501,8 @@ func FieldPaths(v any) []string {
 			out = append(out, path)
 			return
 		}
-		for name, ft := range yamlFields(t) {
-			walk(ft, Join(path, name))
+		for name, idx := range fieldIndex(t) {
+			walk(t.FieldByIndex(idx).Type, Join(path, name))
 		}
 	}
 	walk(reflect.TypeOf(v), "")

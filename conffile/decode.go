@@ -144,7 +144,7 @@ func (d *decoder) value(n *yaml.Node, v reflect.Value, path string) {
 			}
 			d.value(val, elem, p)
 			v.SetMapIndex(k, elem)
-		}, KeyPath)
+		})
 	case reflect.Slice:
 		if n.Kind != yaml.SequenceNode {
 			mismatch()
@@ -178,15 +178,11 @@ func (d *decoder) structure(n *yaml.Node, v reflect.Value, path string) {
 	d.pairs(n, path, func(key, val *yaml.Node, p string) {
 		idx, ok := fields[resolve(key).Value]
 		if !ok {
-			types := make(map[string]reflect.Type, len(fields))
-			for name, i := range fields {
-				types[name] = v.Type().FieldByIndex(i).Type
-			}
-			d.fail(key, p, "unknown field%s", suggest(resolve(key).Value, types))
+			d.fail(key, p, "unknown field%s", suggest(resolve(key).Value, fields))
 			return
 		}
 		d.value(val, v.FieldByIndex(idx), p)
-	}, func(path, key string) string { return Join(path, key) })
+	})
 }
 
 // pairs calls f once for each key of a mapping (the key node as written,
@@ -194,7 +190,7 @@ func (d *decoder) structure(n *yaml.Node, v reflect.Value, path string) {
 // (<<) adds the keys of the maps it names that the mapping does not set
 // itself (the earlier map winning, as YAML says). Keys that are not text or
 // are given twice are reported.
-func (d *decoder) pairs(n *yaml.Node, path string, f func(key, val *yaml.Node, path string), join func(path, key string) string) {
+func (d *decoder) pairs(n *yaml.Node, path string, f func(key, val *yaml.Node, path string)) {
 	own := map[string]int{}
 	var merges []*yaml.Node
 	for i := 0; i+1 < len(n.Content); i += 2 {
@@ -212,7 +208,7 @@ func (d *decoder) pairs(n *yaml.Node, path string, f func(key, val *yaml.Node, p
 			d.fail(keyNode, path, "a key must be text, not %s", describe(key))
 			continue
 		}
-		p := join(path, key.Value)
+		p := KeyPath(path, key.Value)
 		if first, dup := own[key.Value]; dup {
 			d.fail(keyNode, p, "given twice (first at line %d)", first)
 			continue
@@ -231,7 +227,7 @@ func (d *decoder) pairs(n *yaml.Node, path string, f func(key, val *yaml.Node, p
 			}
 			done[name] = true
 			f(key, val, p)
-		}, join)
+		})
 	}
 }
 
