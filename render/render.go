@@ -170,10 +170,13 @@ func record(out map[string][]byte) []byte {
 	sort.Strings(paths)
 	var b bytes.Buffer
 	for _, p := range paths {
-		fmt.Fprintf(&b, "%x  %s\n", sha256.Sum256(out[p]), p)
+		fmt.Fprintf(&b, "%s  %s\n", sum(out[p]), p)
 	}
 	return b.Bytes()
 }
+
+// sum is a file's hash as the record writes it.
+func sum(b []byte) string { return fmt.Sprintf("%x", sha256.Sum256(b)) }
 
 func parseRecord(b []byte) (map[string]string, error) {
 	out := map[string]string{}
@@ -325,9 +328,9 @@ func removeOwned(dir string) error {
 		return fmt.Errorf("the previous output was kept in %s: %w", dir, err)
 	}
 	var dirs []string
-	for rel, sum := range want {
+	for rel := range want {
 		p := filepath.Join(dir, filepath.FromSlash(rel))
-		if b, err := readRegular(p); err == nil && fmt.Sprintf("%x", sha256.Sum256(b)) == sum {
+		if b, err := readRegular(p); err == nil && sum(b) == want[rel] {
 			_ = os.Remove(p)
 		}
 		for d := path.Dir(rel); d != "."; d = path.Dir(d) {
@@ -411,7 +414,7 @@ func ownedOrAbsent(dir string) error {
 			foreign = append(foreign, rel+" (not written by gen)")
 		default:
 			b, err := readRegular(p)
-			if err != nil || fmt.Sprintf("%x", sha256.Sum256(b)) != want[rel] {
+			if err != nil || sum(b) != want[rel] {
 				foreign = append(foreign, rel+" (changed since gen wrote it)")
 			}
 		}

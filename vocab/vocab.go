@@ -142,31 +142,30 @@ func ForCluster(cfg *config.Config) Terms {
 // MultiCluster: a cluster name is configured, so dashboards select on it.
 func MultiCluster(cfg *config.Config) bool { return cfg.Cluster.Name != "" }
 
-// Exporter selects windows_exporter's series.
-func (t Terms) Exporter(ms ...Matcher) Selector {
-	return Selector{t.exporter}.With(t.cluster...).With(ms...)
+// job is the one form of every selector: the job, the cluster, then ms.
+func (t Terms) job(job Matcher, ms []Matcher) Selector {
+	return Selector{job}.With(t.cluster...).With(ms...)
 }
 
+// Exporter selects windows_exporter's series.
+func (t Terms) Exporter(ms ...Matcher) Selector { return t.job(t.exporter, ms) }
+
 // KSM selects kube-state-metrics' series.
-func (t Terms) KSM(ms ...Matcher) Selector { return Selector{t.ksm}.With(t.cluster...).With(ms...) }
+func (t Terms) KSM(ms ...Matcher) Selector { return t.job(t.ksm, ms) }
 
 // Cluster selects the cluster alone: the selector of a record, which carries
 // no job.
 func (t Terms) Cluster(ms ...Matcher) Selector { return slices.Clip(t.cluster).With(ms...) }
 
 // Events selects the event log streams (LogQL).
-func (t Terms) Events(ms ...Matcher) Selector {
-	return Selector{t.events}.With(t.cluster...).With(ms...)
-}
+func (t Terms) Events(ms ...Matcher) Selector { return t.job(t.events, ms) }
 
 // AllEvents selects the event log streams of every cluster (the Loki
 // dashboard's cluster variable lists them).
 func (t Terms) AllEvents() Selector { return Selector{t.events} }
 
 // PodLogs selects the pod log streams (LogQL).
-func (t Terms) PodLogs(ms ...Matcher) Selector {
-	return Selector{t.podLogs}.With(t.cluster...).With(ms...)
-}
+func (t Terms) PodLogs(ms ...Matcher) Selector { return t.job(t.podLogs, ms) }
 
 // By is an aggregation's label list: the cluster label, then labels.
 func (t Terms) By(labels ...string) string {
