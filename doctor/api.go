@@ -10,7 +10,6 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -302,11 +301,4 @@ func (a *API) Alerts(ctx context.Context) ([]Alert, error) {
 		return nil, err
 	}
 	return data.Alerts, nil
-}
-
-// isUnreachable tells an API that could not be used at all from one that
-// answered a single query wrongly.
-func isUnreachable(err error) bool {
-	var e *Error
-	return errors.As(err, &e) && (e.Status == 0 || e.Status == 401 || e.Status == 403 || e.Status == 404 || strings.Contains(e.Msg, "is not "))
 }

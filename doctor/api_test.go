@@ -163,9 +163,6 @@ func TestAPIFailuresAreWorded(t *testing.T) {
 			if err != nil && strings.Contains(err.Error(), "s3cret") {
 				t.Errorf("the token is in the message: %v", err)
 			}
-			if !isUnreachable(err) && tc.name != "a redirect to a login page" {
-				t.Errorf("%v is not an unusable API", err)
-			}
 		})
 	}
 	if gotAuth != "Bearer s3cret-token" {

@@ -97,22 +97,18 @@ func Run(ctx context.Context, cfg *config.Config, prom, loki *API) Report {
 	}
 	reach := r.reachable(ctx, prom, "prometheus-reachable")
 	rep.Checks = append(rep.Checks, reach)
-	promChecks := []func(context.Context) Check{
-		r.nodesScraped, r.exporterVersion, r.collectors, r.rulesLoaded, r.records, r.commitPerNode,
-		r.containerCoverage, r.containerLabels, r.commitLimitMetric, r.clusterLabel, r.alertsFiring, r.shipperCounters,
-	}
 	if reach.Status == Pass {
 		r.windowsNodes, err = r.nodes(ctx)
 		if err != nil {
 			rep.Checks = append(rep.Checks, Check{ID: "windows-nodes", Title: "kube-state-metrics lists the Windows nodes", Status: Fail,
 				Evidence: []string{err.Error()}})
 		}
-	}
-	for _, c := range promChecks {
-		if reach.Status != Pass {
-			continue
+		for _, check := range []func(context.Context) Check{
+			r.nodesScraped, r.exporterVersion, r.collectors, r.rulesLoaded, r.records, r.commitPerNode,
+			r.containerCoverage, r.containerLabels, r.commitLimitMetric, r.clusterLabel, r.alertsFiring, r.shipperCounters,
+		} {
+			rep.Checks = append(rep.Checks, check(ctx))
 		}
-		rep.Checks = append(rep.Checks, c(ctx))
 	}
 	if loki == nil {
 		rep.Checks = append(rep.Checks, Check{ID: "loki", Title: "events and pod logs reach Loki", Status: Skip,
@@ -337,23 +333,32 @@ func ago(now, t time.Time) string {
 // records: every record winobs renders produces series.
 func (r *run) records(ctx context.Context) Check {
 	c := Check{ID: "records", Title: "every winobs record produces series"}
-	var empty []string
-	n := 0
+	var recorded []string
 	for _, g := range r.rules.Groups {
 		for _, rule := range g.Rules {
-			if rule.Record == "" {
-				continue
+			if rule.Record != "" {
+				recorded = append(recorded, regexp.QuoteMeta(rule.Record))
 			}
-			n++
-			ss, err := r.query(ctx, "count("+r.t.Cluster().Of(rule.Record)+")")
-			if err != nil {
-				return failed(c, err)
-			}
-			if len(ss) == 0 {
+		}
+	}
+	// One query for all of them: the series count of each record present.
+	ss, err := r.query(ctx, "count by (__name__) ("+r.t.Cluster(vocab.Re("__name__", strings.Join(recorded, "|"))).String()+")")
+	if err != nil {
+		return failed(c, err)
+	}
+	present := map[string]bool{}
+	for _, s := range ss {
+		present[s.Metric["__name__"]] = true
+	}
+	var empty []string
+	for _, g := range r.rules.Groups {
+		for _, rule := range g.Rules {
+			if rule.Record != "" && !present[rule.Record] {
 				empty = append(empty, rule.Record)
 			}
 		}
 	}
+	n := len(recorded)
 	c.Evidence = []string{fmt.Sprintf("%d of %d records have series", n-len(empty), n)}
 	if len(empty) == n {
 		c.Status, c.Fix = Fail, "no record has series: the records group is not loaded or not evaluated (see rules-loaded)"
