@@ -33,109 +33,109 @@ const (
 func syntheticCluster(steps int) (script string, series int) {
 	var b strings.Builder
 	b.WriteString("load 30s\n")
-	// Values are written as "<start>[+<delta>]x20" and stretched to steps.
+	// Values are "<start>[+<delta>]", repeated for every step.
 	add := func(s, values string) {
-		fmt.Fprintf(&b, "  %s %sx%d\n", s, strings.TrimSuffix(values, "x20"), steps)
+		fmt.Fprintf(&b, "  %s %sx%d\n", s, values, steps)
 		series++
 	}
 	for n := range benchNodes {
 		ip := fmt.Sprintf("10.1.%d.%d", n/250, n%250+1)
 		node := fmt.Sprintf("win-%02d", n)
 		target := fmt.Sprintf(`job="windows-exporter",instance="%s:9182",namespace="monitoring",pod="kps-prometheus-windows-exporter-%05d",container="windows-exporter",endpoint="metrics",service="kps-prometheus-windows-exporter"`, ip, n)
-		add(`windows_exporter_build_info{`+target+`,version="0.31.8"}`, "1x20")
-		add(`windows_memory_committed_bytes{`+target+`}`, "6442450944x20")
-		add(`windows_memory_commit_limit{`+target+`}`, "12884901888x20")
-		add(`windows_memory_physical_total_bytes{`+target+`}`, "8589934592x20")
-		add(`windows_memory_available_bytes{`+target+`}`, "2147483648x20")
-		add(`windows_memory_swap_page_operations_total{`+target+`}`, "0+3000x20")
-		add(`windows_system_boot_time_timestamp{`+target+`}`, "-86400x20")
-		add(`up{`+target+`}`, "1x20")
+		add(`windows_exporter_build_info{`+target+`,version="0.31.8"}`, "1")
+		add(`windows_memory_committed_bytes{`+target+`}`, "6442450944")
+		add(`windows_memory_commit_limit{`+target+`}`, "12884901888")
+		add(`windows_memory_physical_total_bytes{`+target+`}`, "8589934592")
+		add(`windows_memory_available_bytes{`+target+`}`, "2147483648")
+		add(`windows_memory_swap_page_operations_total{`+target+`}`, "0+3000")
+		add(`windows_system_boot_time_timestamp{`+target+`}`, "-86400")
+		add(`up{`+target+`}`, "1")
 		// Read only by kube-prometheus-stack's node rules: without them its
 		// rules would look cheap for returning nothing.
 		for _, m := range []string{"cache", "modified_page_list", "standby_cache_core", "standby_cache_normal_priority", "standby_cache_reserve"} {
-			add(`windows_memory_`+m+`_bytes{`+target+`}`, "268435456x20")
+			add(`windows_memory_`+m+`_bytes{`+target+`}`, "268435456")
 		}
-		add(`windows_time_computed_time_offset_seconds{`+target+`}`, "0.002x20")
-		add(`windows_time_ntp_client_time_sources{`+target+`}`, "1x20")
-		add(`windows_pagefile_free_bytes{`+target+`,file="C:\\pagefile.sys"}`, "4294967296x20")
-		add(`windows_pagefile_limit_bytes{`+target+`,file="C:\\pagefile.sys"}`, "8589934592x20")
+		add(`windows_time_computed_time_offset_seconds{`+target+`}`, "0.002")
+		add(`windows_time_ntp_client_time_sources{`+target+`}`, "1")
+		add(`windows_pagefile_free_bytes{`+target+`,file="C:\\pagefile.sys"}`, "4294967296")
+		add(`windows_pagefile_limit_bytes{`+target+`,file="C:\\pagefile.sys"}`, "8589934592")
 		for _, vol := range []string{"C:", "HarddiskVolume1"} {
 			v := fmt.Sprintf(`%s,volume="%s"`, target, vol)
-			add(`windows_logical_disk_read_seconds_total{`+v+`}`, "0+1.5x20")
-			add(`windows_logical_disk_write_seconds_total{`+v+`}`, "0+3x20")
-			add(`windows_logical_disk_size_bytes{`+v+`}`, "137438953472x20")
-			add(`windows_logical_disk_free_bytes{`+v+`}`, "68719476736x20")
-			add(`windows_logical_disk_read_latency_seconds_total{`+v+`}`, "0+0.6x20")
-			add(`windows_logical_disk_write_latency_seconds_total{`+v+`}`, "0+0.9x20")
-			add(`windows_logical_disk_reads_total{`+v+`}`, "0+300x20")
-			add(`windows_logical_disk_writes_total{`+v+`}`, "0+450x20")
-			add(`windows_logical_disk_idle_seconds_total{`+v+`}`, "0+27x20")
+			add(`windows_logical_disk_read_seconds_total{`+v+`}`, "0+1.5")
+			add(`windows_logical_disk_write_seconds_total{`+v+`}`, "0+3")
+			add(`windows_logical_disk_size_bytes{`+v+`}`, "137438953472")
+			add(`windows_logical_disk_free_bytes{`+v+`}`, "68719476736")
+			add(`windows_logical_disk_read_latency_seconds_total{`+v+`}`, "0+0.6")
+			add(`windows_logical_disk_write_latency_seconds_total{`+v+`}`, "0+0.9")
+			add(`windows_logical_disk_reads_total{`+v+`}`, "0+300")
+			add(`windows_logical_disk_writes_total{`+v+`}`, "0+450")
+			add(`windows_logical_disk_idle_seconds_total{`+v+`}`, "0+27")
 		}
 		for _, nic := range []string{"vEthernet (Ethernet)", "Ethernet"} {
 			v := fmt.Sprintf(`%s,nic="%s"`, target, nic)
-			add(`windows_net_bytes_total{`+v+`}`, "0+300000x20")
-			add(`windows_net_bytes_received_total{`+v+`}`, "0+200000x20")
-			add(`windows_net_bytes_sent_total{`+v+`}`, "0+100000x20")
-			add(`windows_net_packets_total{`+v+`}`, "0+3000x20")
-			add(`windows_net_packets_received_errors_total{`+v+`}`, "0x20")
-			add(`windows_net_packets_outbound_errors_total{`+v+`}`, "0x20")
-			add(`windows_net_packets_received_discarded_total{`+v+`}`, "0+0.5x20")
-			add(`windows_net_packets_outbound_discarded_total{`+v+`}`, "0x20")
+			add(`windows_net_bytes_total{`+v+`}`, "0+300000")
+			add(`windows_net_bytes_received_total{`+v+`}`, "0+200000")
+			add(`windows_net_bytes_sent_total{`+v+`}`, "0+100000")
+			add(`windows_net_packets_total{`+v+`}`, "0+3000")
+			add(`windows_net_packets_received_errors_total{`+v+`}`, "0")
+			add(`windows_net_packets_outbound_errors_total{`+v+`}`, "0")
+			add(`windows_net_packets_received_discarded_total{`+v+`}`, "0+0.5")
+			add(`windows_net_packets_outbound_discarded_total{`+v+`}`, "0")
 		}
 		for core := range 8 {
-			add(fmt.Sprintf(`windows_cpu_time_total{%s,core="0,%d",mode="idle"}`, target, core), "0+15x20")
-			add(fmt.Sprintf(`windows_cpu_time_total{%s,core="0,%d",mode="user"}`, target, core), "0+10x20")
+			add(fmt.Sprintf(`windows_cpu_time_total{%s,core="0,%d",mode="idle"}`, target, core), "0+15")
+			add(fmt.Sprintf(`windows_cpu_time_total{%s,core="0,%d",mode="user"}`, target, core), "0+10")
 		}
 		for _, svc := range []string{"kubelet", "containerd"} {
-			add(fmt.Sprintf(`windows_service_state{%s,name="%s",state="running"}`, target, svc), "1x20")
+			add(fmt.Sprintf(`windows_service_state{%s,name="%s",state="running"}`, target, svc), "1")
 		}
 		for _, c := range []string{"cpu", "memory", "container", "service"} {
-			add(fmt.Sprintf(`windows_exporter_collector_success{%s,collector="%s"}`, target, c), "1x20")
-			add(fmt.Sprintf(`windows_exporter_collector_duration_seconds{%s,collector="%s"}`, target, c), "0.05x20")
+			add(fmt.Sprintf(`windows_exporter_collector_success{%s,collector="%s"}`, target, c), "1")
+			add(fmt.Sprintf(`windows_exporter_collector_duration_seconds{%s,collector="%s"}`, target, c), "0.05")
 		}
 		// Every tenth node ships its events with the eventlog-shipper, whose
 		// metrics arrive through the exporter's textfile collector.
 		if n%10 == 0 {
 			for _, ch := range []string{"System", "Application"} {
 				c := fmt.Sprintf(`%s,channel="%s"`, target, ch)
-				add(`winobs_shipper_events_read_total{`+c+`}`, "0+60x20")
-				add(`winobs_shipper_events_sent_total{`+c+`}`, "0+60x20")
-				add(`winobs_shipper_checkpoint_timestamp_seconds{`+c+`}`, "0+30x20")
-				add(`winobs_shipper_pending_events{`+c+`}`, "3x20")
-				add(`winobs_shipper_resubscribes_total{`+c+`}`, "0x20")
-				add(`winobs_shipper_render_errors_total{`+c+`}`, "0x20")
+				add(`winobs_shipper_events_read_total{`+c+`}`, "0+60")
+				add(`winobs_shipper_events_sent_total{`+c+`}`, "0+60")
+				add(`winobs_shipper_checkpoint_timestamp_seconds{`+c+`}`, "0+30")
+				add(`winobs_shipper_pending_events{`+c+`}`, "3")
+				add(`winobs_shipper_resubscribes_total{`+c+`}`, "0")
+				add(`winobs_shipper_render_errors_total{`+c+`}`, "0")
 			}
-			add(`winobs_shipper_events_dropped_total{`+target+`,reason="too_large"}`, "0+1x20")
-			add(`winobs_shipper_push_errors_total{`+target+`,status="429"}`, "0+1x20")
-			add(`winobs_shipper_push_retries_total{`+target+`}`, "0+1x20")
-			add(`winobs_shipper_in_flight_bytes{`+target+`}`, "65536x20")
+			add(`winobs_shipper_events_dropped_total{`+target+`,reason="too_large"}`, "0+1")
+			add(`winobs_shipper_push_errors_total{`+target+`,status="429"}`, "0+1")
+			add(`winobs_shipper_push_retries_total{`+target+`}`, "0+1")
+			add(`winobs_shipper_in_flight_bytes{`+target+`}`, "65536")
 			for i, le := range []string{"0.1", "0.5", "1", "+Inf"} {
-				add(fmt.Sprintf(`winobs_shipper_push_duration_seconds_bucket{%s,le="%s"}`, target, le), fmt.Sprintf("0+%dx20", 10+i))
+				add(fmt.Sprintf(`winobs_shipper_push_duration_seconds_bucket{%s,le="%s"}`, target, le), fmt.Sprintf("0+%d", 10+i))
 			}
 		}
-		add(fmt.Sprintf(`kube_node_info{job="kube-state-metrics",instance="10.244.0.9:8080",node="%s",internal_ip="%s",os_image="Windows Server 2025 Datacenter"}`, node, ip), "1x20")
-		add(fmt.Sprintf(`kube_node_spec_unschedulable{job="kube-state-metrics",instance="10.244.0.9:8080",node="%s"}`, node), "0x20")
+		add(fmt.Sprintf(`kube_node_info{job="kube-state-metrics",instance="10.244.0.9:8080",node="%s",internal_ip="%s",os_image="Windows Server 2025 Datacenter"}`, node, ip), "1")
+		add(fmt.Sprintf(`kube_node_spec_unschedulable{job="kube-state-metrics",instance="10.244.0.9:8080",node="%s"}`, node), "0")
 		for c := range benchContainers {
 			pod := fmt.Sprintf("app-%02d-%02d", n, c/2)
 			name := []string{"app", "sidecar"}[c%2]
 			id := fmt.Sprintf("containerd://%064x", n*1000+c)
 			exported := fmt.Sprintf(`container_id="%s",exported_namespace="ns-%d",exported_pod="%s",exported_container="%s"`, id, c/2%10, pod, name)
 			iface := fmt.Sprintf(`interface="%08X-0000-0000-0000-%012X"`, n, c/2)
-			add(`windows_container_available{`+target+`,`+exported+`,hostprocess="false"}`, "1x20")
-			add(`windows_container_memory_usage_commit_bytes{`+target+`,`+exported+`}`, "102760448x20")
-			add(`windows_container_memory_usage_private_working_set_bytes{`+target+`,`+exported+`}`, "44040192x20")
-			add(`windows_container_cpu_usage_seconds_total{`+target+`,`+exported+`}`, "0+15x20")
-			add(`windows_container_network_receive_bytes_total{`+target+`,`+exported+`,`+iface+`}`, "0+30000x20")
-			add(`windows_container_network_transmit_bytes_total{`+target+`,`+exported+`,`+iface+`}`, "0+15000x20")
+			add(`windows_container_available{`+target+`,`+exported+`,hostprocess="false"}`, "1")
+			add(`windows_container_memory_usage_commit_bytes{`+target+`,`+exported+`}`, "102760448")
+			add(`windows_container_memory_usage_private_working_set_bytes{`+target+`,`+exported+`}`, "44040192")
+			add(`windows_container_cpu_usage_seconds_total{`+target+`,`+exported+`}`, "0+15")
+			add(`windows_container_network_receive_bytes_total{`+target+`,`+exported+`,`+iface+`}`, "0+30000")
+			add(`windows_container_network_transmit_bytes_total{`+target+`,`+exported+`,`+iface+`}`, "0+15000")
 			ksm := fmt.Sprintf(`job="kube-state-metrics",instance="10.244.0.9:8080",namespace="ns-%d",pod="%s",container="%s",uid="%08x-0000-4000-8000-000000000000"`, c/2%10, pod, name, n*1000+c/2)
-			add(`kube_pod_container_info{`+ksm+`,image="ghcr.io/example/app:1",container_id="`+id+`"}`, "1x20")
-			add(`kube_pod_container_status_restarts_total{`+ksm+`}`, "0x20")
+			add(`kube_pod_container_info{`+ksm+`,image="ghcr.io/example/app:1",container_id="`+id+`"}`, "1")
+			add(`kube_pod_container_status_restarts_total{`+ksm+`}`, "0")
 			if c != benchContainers-1 { // one container per node without a memory limit
-				add(`kube_pod_container_resource_limits{`+ksm+`,node="`+node+`",resource="memory",unit="byte"}`, "268435456x20")
+				add(`kube_pod_container_resource_limits{`+ksm+`,node="`+node+`",resource="memory",unit="byte"}`, "268435456")
 			}
-			add(`kube_pod_container_resource_requests{`+ksm+`,node="`+node+`",resource="memory",unit="byte"}`, "268435456x20")
-			add(`kube_pod_container_resource_limits{`+ksm+`,node="`+node+`",resource="cpu",unit="core"}`, "1x20")
-			add(`kube_pod_container_resource_requests{`+ksm+`,node="`+node+`",resource="cpu",unit="core"}`, "0.5x20")
+			add(`kube_pod_container_resource_requests{`+ksm+`,node="`+node+`",resource="memory",unit="byte"}`, "268435456")
+			add(`kube_pod_container_resource_limits{`+ksm+`,node="`+node+`",resource="cpu",unit="core"}`, "1")
+			add(`kube_pod_container_resource_requests{`+ksm+`,node="`+node+`",resource="cpu",unit="core"}`, "0.5")
 		}
 	}
 	return b.String(), series
