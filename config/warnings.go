@@ -5,6 +5,7 @@ import (
 	"net/netip"
 	"reflect"
 	"strings"
+	"sync"
 
 	"github.com/winobs/winobs/conffile"
 )
@@ -52,9 +53,10 @@ func shown(v any) string {
 	return conffile.Excerpt(fmt.Sprint(v))
 }
 
-// defaultValues decodes the embedded default alone (validated by its tests).
-func defaultValues() *Config {
+// defaultValues is the embedded default alone (validated by its tests),
+// decoded once; callers only read it.
+var defaultValues = sync.OnceValue(func() *Config {
 	c := pinnedDefaults()
 	conffile.Decode("(default)", defaultYAML, &c)
 	return &c
-}
+})
