@@ -461,6 +461,12 @@ func Decode(file string, src []byte, out any) (*Document, Problems) {
 	if n := expandedSize(root, maxExpandedNodes, map[*yaml.Node]int{}); n > maxExpandedNodes {
 		return nil, Problems{{File: file, Line: root.Line, Msg: fmt.Sprintf("the document expands to more than %d YAML nodes (aliases repeated too often); a config needs far fewer", maxExpandedNodes)}}
 	}
+	if root.Kind != yaml.MappingNode && !isNull(root) {
+		// A file whose document is not a map was never written as a config
+		// (a linked credential file, a token, a .env): say what kind of
+		// thing it holds, never what it says.
+		return nil, Problems{{File: file, Line: root.Line, Msg: fmt.Sprintf("must be a map of fields (such as \"namespace: monitoring\"), not %s; its text is not shown", kind(root))}}
+	}
 	d := &decoder{file: file, failed: map[string]bool{}}
 	v := reflect.ValueOf(out)
 	if v.Kind() != reflect.Pointer || v.IsNil() {

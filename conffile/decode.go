@@ -67,6 +67,20 @@ func describe(n *yaml.Node) string {
 	return "the text " + v
 }
 
+// kind names what a node holds without quoting it.
+func kind(n *yaml.Node) string {
+	n = resolve(n)
+	switch {
+	case n.Kind == yaml.SequenceNode:
+		return "a list"
+	case n.ShortTag() == "!!int" || n.ShortTag() == "!!float":
+		return "a number"
+	case n.ShortTag() == "!!bool":
+		return "a boolean"
+	}
+	return fmt.Sprintf("text of %d bytes", len(n.Value))
+}
+
 // wants names what a Go type takes, in a user's words.
 func wants(t reflect.Type) string {
 	switch t.Kind() {

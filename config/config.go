@@ -390,7 +390,7 @@ func load(path string) (*Config, *conffile.Document, error) {
 	if path == "" {
 		return parse("", nil)
 	}
-	src, err := conffile.ReadFile(path, conffile.MaxFileSize)
+	src, err := conffile.ReadConfig(path, conffile.MaxFileSize)
 	if err != nil {
 		return nil, nil, Problems{{File: path, Msg: err.Error()}}
 	}

@@ -190,3 +190,46 @@ func TestDoctorCommand(t *testing.T) {
 		}
 	}
 }
+
+// A pull request can turn the config into a link (git stores links):
+// gen, --check and doctor refuse a link out of the config's directory or
+// into a hidden entry without printing a byte of what it points at.
+func TestConfigLinkToASecretPrintsNothing(t *testing.T) {
+	const secret = "ghp_0123456789abcdef0123456789abcdef0123"
+	home := t.TempDir()
+	secrets := map[string]string{
+		".netrc":            "machine github.com login ci password " + secret + "\n",
+		".git-credentials":  "https://ci:" + secret + "@github.com\n",
+		"token":             secret,
+		".env":              "GITHUB_TOKEN=" + secret + "\n",
+		"known-fields.yaml": "namespace: " + secret + "\nloki:\n  tenant: " + secret + "\napiServer:\n  host: " + secret + "\n",
+	}
+	targets := []string{"/proc/self/environ"}
+	for name, text := range secrets {
+		p := filepath.Join(home, name)
+		if err := os.WriteFile(p, []byte(text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		targets = append(targets, p)
+	}
+	t.Setenv("WINOBS_TEST_SECRET", secret) // what /proc/self/environ would print
+	for _, target := range targets {
+		repo := t.TempDir()
+		cfg := filepath.Join(repo, "winobs.yaml")
+		if err := os.Symlink(target, cfg); err != nil {
+			t.Fatal(err)
+		}
+		for _, args := range [][]string{
+			{"--config", cfg, "--out", filepath.Join(repo, "out")},
+			{"--config", cfg, "--out", filepath.Join(repo, "out"), "--check"},
+			{"doctor", "--config", cfg, "--prometheus", "http://127.0.0.1:1"},
+		} {
+			var stdout, stderr bytes.Buffer
+			code := run(args, &stdout, &stderr)
+			if code != 2 || strings.Contains(stdout.String()+stderr.String(), secret) ||
+				!strings.Contains(stderr.String(), "symbolic link refused") {
+				t.Errorf("%s -> %s: exit %d\n%s%s", args, target, code, stdout.String(), stderr.String())
+			}
+		}
+	}
+}

@@ -150,7 +150,7 @@ func Load(path string, flags ...Overrides) (*Config, error) {
 	if err != nil {
 		return nil, err
 	}
-	src, err := conffile.ReadFile(path, conffile.MaxFileSize)
+	src, err := conffile.ReadConfig(path, conffile.MaxFileSize)
 	if err != nil {
 		return nil, fmt.Errorf("reading config %s: %w", path, err)
 	}
