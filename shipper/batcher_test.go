@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/winobs/winobs/internal/fixture"
 	"github.com/winobs/winobs/shipper/checkpoint"
 )
 
@@ -50,7 +51,7 @@ func TestBatcherFlushesAtMaxWait(t *testing.T) {
 		if b.positions["System"].Offset != 1 {
 			t.Errorf("position %d", b.positions["System"].Offset)
 		}
-	case <-time.After(5 * time.Second):
+	case <-time.After(fixture.Patience):
 		t.Fatal("a lone record was not flushed after maxWait")
 	}
 	close(in)
@@ -72,7 +73,7 @@ func TestBatcherHoldsBackWhileThePusherIsBusy(t *testing.T) {
 	}
 	select {
 	case in <- skipped(2, 10):
-	case <-time.After(5 * time.Second):
+	case <-time.After(fixture.Patience):
 		t.Fatal("the batcher did not resume once its batch was taken")
 	}
 	if b := <-out; b.positions["System"].Offset != 2 {

@@ -50,7 +50,7 @@ func victoriaLogs(t *testing.T) string {
 	}
 	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
 	base := "http://" + addr
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+	for deadline := time.Now().Add(fixture.Patience); ; time.Sleep(50 * time.Millisecond) {
 		if resp, err := http.Get(base + "/health"); err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == 200 {
@@ -226,7 +226,7 @@ func TestEndToEndVictoriaLogs(t *testing.T) {
 	}
 
 	var rows []map[string]string
-	for deadline := time.Now().Add(15 * time.Second); time.Now().Before(deadline); time.Sleep(300 * time.Millisecond) {
+	for deadline := time.Now().Add(fixture.Patience); time.Now().Before(deadline); time.Sleep(300 * time.Millisecond) {
 		rows = query(t, base, `{job="windows-events"}`)
 		if len(rows) >= len(want) {
 			break
@@ -372,9 +372,9 @@ func TestSIGTERMDeliversThenResumes(t *testing.T) {
 	case <-rec.first:
 	case err := <-exited:
 		t.Fatalf("the shipper exited before its first push: %v\n%s", err, out.String())
-	case <-time.After(30 * time.Second):
+	case <-time.After(fixture.Patience):
 		cmd.Process.Kill()
-		t.Fatalf("no push within 30s\n%s", out.String())
+		t.Fatalf("no push within %v\n%s", fixture.Patience, out.String())
 	}
 	cmd.Process.Signal(syscall.SIGTERM)
 	select {
@@ -382,9 +382,9 @@ func TestSIGTERMDeliversThenResumes(t *testing.T) {
 		if err != nil {
 			t.Fatalf("exit after SIGTERM: %v\n%s", err, out.String())
 		}
-	case <-time.After(30 * time.Second):
+	case <-time.After(fixture.Patience):
 		cmd.Process.Kill()
-		t.Fatal("no exit within 30s of SIGTERM")
+		t.Fatalf("no exit within %v of SIGTERM", fixture.Patience)
 	}
 	rec.mu.Lock()
 	delivered := len(rec.lines)

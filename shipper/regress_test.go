@@ -122,7 +122,7 @@ func TestReliabilityFollowedDumpRotatedAndReplaced(t *testing.T) {
 	var all []string
 	arrived := func(lines []string) {
 		t.Helper()
-		for deadline := time.Now().Add(time.Minute); ; time.Sleep(50 * time.Millisecond) {
+		for deadline := time.Now().Add(fixture.Patience); ; time.Sleep(50 * time.Millisecond) {
 			missing := 0
 			for _, l := range lines {
 				if !h.recv.Has(l) {
@@ -231,7 +231,7 @@ func TestReliabilityHostileNode(t *testing.T) {
 		h.slow(5 * time.Millisecond)
 		listen := strings.TrimSpace(strings.SplitN(strings.SplitN(mustRead(t, h.cfg), "listen: ", 2)[1], "\n", 2)[0])
 		cmd, done, out := h.start()
-		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		for deadline := time.Now().Add(fixture.Patience); ; time.Sleep(20 * time.Millisecond) {
 			if resp, err := http.Get("http://" + listen + "/healthz"); err == nil {
 				resp.Body.Close()
 				break
@@ -304,7 +304,7 @@ func TestReliabilityHostileNode(t *testing.T) {
 			cmd.Process.Signal(syscall.SIGTERM)
 			select {
 			case <-done:
-			case <-time.After(30 * time.Second):
+			case <-time.After(fixture.Patience):
 				cmd.Process.Kill()
 				t.Fatalf("SIGTERM did not end the shipper\n%s", out)
 			}

@@ -135,7 +135,7 @@ func take(t *testing.T, in <-chan record, n int) []string {
 				id, _, _ = strings.Cut(after, "<")
 			}
 			ids = append(ids, id)
-		case <-time.After(10 * time.Second):
+		case <-time.After(fixture.Patience):
 			t.Fatalf("got %d of %d records: %v", len(ids), n, ids)
 		}
 	}

@@ -94,13 +94,13 @@ func TestLiveSourceShipsAndCheckpoints(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error)
 	go func() { done <- s.Run(ctx) }()
-	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+	for deadline := time.Now().Add(fixture.Patience); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
 		if cp, found, _, _ := s.acker.store.Load("System"); found && strings.Contains(cp.Bookmark, "3563") {
 			break
 		}
 	}
 	// The record lag: newest record 3570, last delivered event 3562.
-	for deadline := time.Now().Add(2 * time.Second); testutil.ToFloat64(s.m.lag.WithLabelValues("System")) != 8 && time.Now().Before(deadline); {
+	for deadline := time.Now().Add(fixture.Patience); testutil.ToFloat64(s.m.lag.WithLabelValues("System")) != 8 && time.Now().Before(deadline); {
 		time.Sleep(10 * time.Millisecond)
 	}
 	if lag := testutil.ToFloat64(s.m.lag.WithLabelValues("System")); lag != 8 {

@@ -153,7 +153,7 @@ func TestConfigFIFOIsRefusedAtOnce(t *testing.T) {
 		if code != 2 || !strings.Contains(stderr.String(), "not a regular file") {
 			t.Errorf("exit %d:\n%s", code, stderr.String())
 		}
-	case <-time.After(10 * time.Second):
+	case <-time.After(fixture.Patience):
 		t.Fatal("gen --config on a FIFO blocked")
 	}
 }
@@ -178,14 +178,10 @@ func TestUnreadableConfigs(t *testing.T) {
 		filepath.Join(t.TempDir(), "missing.yaml"): "no such file",
 		t.TempDir(): "not a regular file",
 	} {
-		start := time.Now()
 		var stdout, stderr bytes.Buffer
 		code := run([]string{"--config", path, "--out", filepath.Join(t.TempDir(), "out")}, &stdout, &stderr)
 		if code != 2 || !strings.Contains(stderr.String(), want) || len(stderr.String()) > 2000 {
 			t.Errorf("%s: exit %d, want 2 and %q:\n%.2000s", path, code, want, stderr.String())
-		}
-		if time.Since(start) > 10*time.Second {
-			t.Errorf("%s took %v", path, time.Since(start))
 		}
 	}
 }

@@ -171,7 +171,7 @@ func TestHostileCheckpointFiles(t *testing.T) {
 			go func() { cp, found, note, err = s.Load("System"); close(done) }()
 			select {
 			case <-done:
-			case <-time.After(5 * time.Second):
+			case <-time.After(fixture.Patience):
 				t.Fatal("Load blocked")
 			}
 			if err != nil || !found || cp.RecordID != 1 || !strings.Contains(note, "corrupt") {

@@ -10,6 +10,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/winobs/winobs/internal/fixture"
 )
 
 // fakeLog is an event log channel in memory: records numbered from first,
@@ -21,6 +23,10 @@ type fakeLog struct {
 	maxBatch  int // Next(n) with n above this fails with ErrInvalidBound
 	failAfter map[int]error
 	subs      int
+	// onWait runs once, at the first Wait: the subscription is in place,
+	// so what it appends is news to a Future subscription whatever the
+	// machine's speed.
+	onWait func()
 }
 
 func (l *fakeLog) Subscribe(channel, query, bookmark string, start Start) (Subscription, error) {
@@ -58,7 +64,17 @@ type fakeSub struct {
 	pos int
 }
 
-func (s *fakeSub) Wait(time.Duration) error { time.Sleep(time.Millisecond); return nil }
+func (s *fakeSub) Wait(time.Duration) error {
+	s.log.mu.Lock()
+	f := s.log.onWait
+	s.log.onWait = nil
+	s.log.mu.Unlock()
+	if f != nil {
+		f()
+	}
+	time.Sleep(time.Millisecond)
+	return nil
+}
 func (s *fakeSub) Close() error             { return nil }
 
 func (s *fakeSub) Next(n int) ([]Event, error) {
@@ -89,7 +105,7 @@ func (s *fakeSub) Next(n int) ([]Event, error) {
 // collect runs the loop until want events arrived.
 func collect(t *testing.T, l *fakeLog, bookmark string, start Start, want int, hooks Hooks) []int {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), fixture.Patience)
 	defer cancel()
 	var got []int
 	err := Run(ctx, l, "System", "*", bookmark, start, Options{Batch: 8, Poll: time.Millisecond, MinBackoff: time.Millisecond, MaxBackoff: 2 * time.Millisecond},
@@ -168,7 +184,7 @@ func TestErrorsResubscribeFromLastDelivered(t *testing.T) {
 
 func TestFutureStartsAtTheEnd(t *testing.T) {
 	l := &fakeLog{first: 1, last: 10}
-	go func() { time.Sleep(10 * time.Millisecond); l.append(3) }()
+	l.onWait = func() { l.append(3) }
 	if got := collect(t, l, "", Future, 3, Hooks{}); !slices.Equal(got, seq(11, 13)) {
 		t.Errorf("got %v", got)
 	}
