@@ -29,7 +29,7 @@ RACE_PKGS := ./shipper/... ./internal/lokitest/...
 # Packages with Windows-only files, linted for Windows too.
 WINDOWS_PKGS := ./shipper/... ./cmd/eventlog-shipper/...
 
-.PHONY: doctor-e2e images help generate test race lint tidy-check vet fmt-check windows winapi-check check-generated ci bench promtool-test \
+.PHONY: gen release-gen test-loaded doctor-e2e images help generate test race lint tidy-check vet fmt-check windows winapi-check check-generated ci bench promtool-test \
 	reliability update-crds print-versions
 
 help: ## list targets
@@ -39,11 +39,40 @@ generate: ## render the committed bundle into manifests/, and the rule tests' se
 	$(GO) run ./cmd/gen --out manifests
 	$(GO) run ./cmd/gen --config tests/second/config.yaml --out tests/second/bundle
 
+# Tests assert behaviour, never speed; the timeout only ends a real stall
+# (go test's default of 10 minutes a package is short on a busy machine).
+TEST_TIMEOUT ?= 45m
+
 test: $(BIN)/victoria-logs ## run every test (rule unit tests, schema checks and shipper end-to-end tests included)
-	$(GO) test ./...
+	@start=$$(date +%s); $(GO) test -timeout $(TEST_TIMEOUT) ./... && echo "make test: passed in $$(( $$(date +%s) - start )) s"
 
 race: $(BIN)/victoria-logs ## the packages with goroutines under the race detector
-	$(GO) test -race $(RACE_PKGS)
+	$(GO) test -race -timeout $(TEST_TIMEOUT) $(RACE_PKGS)
+
+# Busy processes per core for the loaded runs: twice the cores, so the tests
+# get a third of the machine or less.
+LOAD_PER_CORE ?= 2
+busy = sh scripts/busy.sh $$(( $$(nproc) * $(LOAD_PER_CORE) ))
+
+test-loaded: $(BIN)/victoria-logs ## make test while other processes keep every core busy: no verdict may depend on the machine's speed
+	$(busy) $(GO) test -count=1 -timeout $(TEST_TIMEOUT) ./...
+
+race-loaded: $(BIN)/victoria-logs ## make race under the same load (CI runs this: the shipper and the Loki model, raced and starved)
+	$(busy) $(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) $(RACE_PKGS)
+
+gen: ## build bin/gen: scripts and CI call it, so its exit codes (2 config error, 1 --check differs or doctor fails) reach them; go run turns every failure into 1
+	$(GO) build -o $(BIN)/gen ./cmd/gen
+
+# The gen binaries a release attaches, next to the images.
+GEN_PLATFORMS := linux/amd64 linux/arm64 darwin/amd64 darwin/arm64 windows/amd64
+release-gen: ## cross-build gen for every platform in GEN_PLATFORMS into bin/release/ (with SHA256SUMS)
+	@rm -rf $(BIN)/release && mkdir -p $(BIN)/release
+	@for p in $(GEN_PLATFORMS); do \
+		os=$${p%/*}; arch=$${p#*/}; ext=; [ $$os = windows ] && ext=.exe; \
+		echo "gen $$os/$$arch"; \
+		CGO_ENABLED=0 GOOS=$$os GOARCH=$$arch $(GO) build -trimpath -o $(BIN)/release/gen-$(WINOBS_VERSION)-$$os-$$arch$$ext ./cmd/gen || exit 1; \
+	done
+	cd $(BIN)/release && sha256sum gen-* > SHA256SUMS
 
 # The stamp file names the version, so a change in versions.json reinstalls.
 $(BIN)/victoria-logs: $(BIN)/.victoria-logs-$(VICTORIALOGS_VERSION)
@@ -80,7 +109,7 @@ check-generated: ## fail if manifests/ or tests/second/bundle differs from a fre
 	$(GO) run ./cmd/gen --out manifests --check
 	$(GO) run ./cmd/gen --config tests/second/config.yaml --out tests/second/bundle --check
 
-ci: fmt-check test race vet lint windows winapi-check check-generated ## what CI runs
+ci: fmt-check test race-loaded vet lint windows winapi-check check-generated ## what CI runs
 
 bench: $(BIN)/victoria-logs ## benchmarks: rule evaluation, records and dashboards against kube-prometheus-stack's (50 nodes x 60 containers); shipper events/s, allocs/event, peak RSS, Windows binary size
 	$(GO) test -run '^$$' -bench 'RuleEvaluation|RecordsVs' -benchmem -benchtime 20x -v ./tests/
@@ -113,6 +142,11 @@ update-crds: ## refresh testdata/crds from the prometheus-operator module named 
 
 images: ## build the shipper and Alloy HostProcess images with docker buildx (windows/amd64; PUSH=1 pushes)
 	@mkdir -p $(BIN)
+	@driver=$$(docker buildx inspect 2>/dev/null | sed -n 's/^Driver: *//p' | head -1); \
+	if [ "$(PUSH)" != 1 ] && [ "$$driver" = docker ]; then \
+		echo "make images: buildx's default 'docker' driver cannot write OCI archives of Windows images."; \
+		echo "Run first:  docker buildx create --name winobs --driver docker-container --use"; \
+		echo "(or PUSH=1 with a registry you are logged in to)"; exit 2; fi
 	docker buildx build --platform windows/amd64 -f images/eventlog-shipper/Dockerfile \
 		--build-arg GO_IMAGE=$(call version,goImage) --build-arg BASE_IMAGE=$(call version,hostProcessBaseImage) \
 		--build-arg VERSION=$(WINOBS_VERSION) -t $(SHIPPER_IMAGE) $(call image_output,eventlog-shipper) .

@@ -210,7 +210,8 @@ func TestReleaseWorkflow(t *testing.T) {
 		}
 		Permissions map[string]string
 		Jobs        map[string]struct {
-			Steps []struct{ Run, Uses string }
+			Permissions map[string]string
+			Steps       []struct{ Run, Uses string }
 		}
 	}
 	if err := yaml.Unmarshal(b, &wf); err != nil {
@@ -227,6 +228,35 @@ func TestReleaseWorkflow(t *testing.T) {
 	for _, want := range []string{`test "$GITHUB_REF_NAME" = "$want"`, "make check-generated", "make images PUSH=1"} {
 		if !strings.Contains(all, want) {
 			t.Errorf("the workflow does not run %q", want)
+		}
+	}
+	// gen's binaries: built by the Makefile for Linux, macOS and Windows,
+	// attached to the tag's release by the only job that may write.
+	gen := wf.Jobs["gen"]
+	runs = nil
+	for _, s := range gen.Steps {
+		runs = append(runs, s.Run)
+	}
+	all = strings.Join(runs, "\n")
+	for _, want := range []string{`test "$GITHUB_REF_NAME" = "$want"`, "make release-gen", "bin/release/*"} {
+		if !strings.Contains(all, want) {
+			t.Errorf("the gen job does not run %q", want)
+		}
+	}
+	if gen.Permissions["contents"] != "write" || len(gen.Permissions) != 1 || wf.Jobs["images"].Permissions != nil {
+		t.Errorf("permissions: gen %v, images %v", gen.Permissions, wf.Jobs["images"].Permissions)
+	}
+	mk, err := os.ReadFile("../Makefile")
+	if err != nil {
+		t.Fatal(err)
+	}
+	platforms := regexp.MustCompile(`(?m)^GEN_PLATFORMS := (.*)$`).FindSubmatch(mk)
+	if platforms == nil {
+		t.Fatal("the Makefile has no GEN_PLATFORMS")
+	}
+	for _, want := range []string{"linux/amd64", "darwin/arm64", "windows/amd64"} {
+		if !strings.Contains(string(platforms[1]), want) {
+			t.Errorf("GEN_PLATFORMS %q lacks %s", platforms[1], want)
 		}
 	}
 }
