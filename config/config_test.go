@@ -164,3 +164,31 @@ func TestAgentReachability(t *testing.T) {
 		}
 	}
 }
+
+// winobs never owns a namespace it did not create: createNamespace is
+// refused for Kubernetes' namespaces, kube-prometheus-stack's, Loki's and
+// Grafana's by their charts' defaults, and the namespace lokiRules names,
+// with the command that labels the namespace instead.
+func TestCreateNamespaceNeverOwnsAnotherSystemsNamespace(t *testing.T) {
+	for _, tc := range []struct {
+		body string
+		ok   bool
+	}{
+		{"createNamespace: true\n", false}, // the default namespace: monitoring
+		{"namespace: kube-system\ncreateNamespace: true\n", false},
+		{"namespace: loki\ncreateNamespace: true\n", false},
+		{"namespace: observability\ncreateNamespace: true\nlokiRules: {namespace: observability}\n", false},
+		{"namespace: winobs\ncreateNamespace: true\n", true},
+		{"namespace: monitoring\ncreateNamespace: false\n", true},
+	} {
+		_, err := Load(writeConfig(t, tc.body))
+		if tc.ok != (err == nil) {
+			t.Errorf("%q: %v", tc.body, err)
+			continue
+		}
+		if err != nil && (!strings.Contains(err.Error(), "createNamespace: would make winobs own") ||
+			!strings.Contains(err.Error(), "kubectl label namespace ") || !strings.Contains(err.Error(), ":1: ") && !strings.Contains(err.Error(), ":2: ")) {
+			t.Errorf("%q: %v", tc.body, err)
+		}
+	}
+}

@@ -3,6 +3,7 @@ package config
 import (
 	"bytes"
 	"fmt"
+	"slices"
 
 	"go.yaml.in/yaml/v3"
 )
@@ -105,7 +106,14 @@ func Starter(s Site) ([]byte, Problems, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	return b.Bytes(), parsed.Locate(Warnings(cfg)), nil
+	// init speaks of the values it wrote: the example lab's among them.
+	var labValues Problems
+	for _, w := range Warnings(cfg) {
+		if slices.ContainsFunc(ExampleFields, func(f exampleField) bool { return f.Path == w.Path }) {
+			labValues = append(labValues, w)
+		}
+	}
+	return b.Bytes(), parsed.Locate(labValues), nil
 }
 
 type kv struct {

@@ -15,13 +15,15 @@ func TestWarnings(t *testing.T) {
 		}
 		return strings.Join(out, ",")
 	}
-	if got := paths(Warnings(Default())); got != "loki.url,apiServer.host,windowsExporter.firewall.allowFrom" {
+	if got := paths(Warnings(Default())); got != "loki.url,apiServer.host,windowsExporter.firewall.allowFrom,prometheus.ruleLabels,alloy.image,shipper.image" {
 		t.Errorf("default: %s", got)
 	}
 	c := Default()
 	c.Loki.URL = "https://loki.example.org/loki/api/v1/push"
 	c.APIServer.Host = "api.example.org"
 	c.WindowsExporter.Firewall.AllowFrom = []string{"10.0.0.0/24"}
+	c.Prometheus.RuleLabels = map[string]string{"release": "kube-prometheus-stack"}
+	c.Alloy.Image, c.Shipper.Image = "registry.example/alloy-hostprocess:v1.21.3", "registry.example/eventlog-shipper:v0.2.0"
 	if w := Warnings(c); len(w) != 0 {
 		t.Errorf("own values: %v", w)
 	}
@@ -46,8 +48,8 @@ func TestReadLocatesWarnings(t *testing.T) {
 	for _, x := range w {
 		got = append(got, x.Error())
 	}
-	want := p + ":4: windowsExporter.firewall.allowFrom[1]: 0.0.0.0/0 lets every address"
-	if len(got) != 3 || !strings.HasPrefix(got[0], want) || !strings.HasPrefix(got[1], "(default): apiServer.host") {
+	want := p + ":4: windowsExporter.firewall.allowFrom[1]: allowFrom lets every IPv4 address"
+	if len(got) != 6 || !strings.HasPrefix(got[0], want) || !strings.HasPrefix(got[2], "(default): apiServer.host") {
 		t.Errorf("got %q, want first %q", got, want)
 	}
 }
@@ -74,7 +76,7 @@ func TestStarter(t *testing.T) {
 		t.Errorf("comments missing:\n%s", src)
 	}
 	_, w, err = Starter(Site{})
-	if err != nil || len(w) != 3 {
+	if err != nil || len(w) != len(ExampleFields) {
 		t.Errorf("example values: %v %v", err, w)
 	}
 }
@@ -96,6 +98,32 @@ func TestStarterRefusesHostileValues(t *testing.T) {
 		}
 		if msg := err.Error(); !strings.Contains(msg, "(init):") || strings.Contains(msg, "unknown field") {
 			t.Errorf("%+v: %v", s, err)
+		}
+	}
+}
+
+// The firewall warning counts what allowFrom opens together: every address
+// of a family, or half of it, however it is split or written.
+func TestOpenFirewallCountsTheUnion(t *testing.T) {
+	for _, tc := range []struct {
+		allow []string
+		want  string // the warning's path and share; "" for none
+	}{
+		{[]string{"10.0.0.0/24", "10.0.1.7"}, ""},
+		{[]string{"0.0.0.0/0"}, "[0] every IPv4"},
+		{[]string{"10.0.0.0/24", "0.0.0.0/1", "128.0.0.0/1"}, "[2] every IPv4"},
+		{[]string{"::ffff:0.0.0.0/96"}, "[0] every IPv4"},
+		{[]string{"0.0.0.0/1"}, "[0] 50% of all IPv4"},
+		{[]string{"0.0.0.0/2", "0.0.0.0/3", "64.0.0.0/3"}, ""}, // a /2 counted once: 37.5%
+		{[]string{"::/1", "8000::/1"}, "[1] every IPv6"},
+		{[]string{"2001:db8::/32", "10.0.0.0/8"}, ""},
+	} {
+		got := ""
+		for _, p := range openFirewall(tc.allow) {
+			got = strings.TrimPrefix(p.Path, "windowsExporter.firewall.allowFrom") + " " + strings.TrimSuffix(strings.TrimPrefix(p.Msg, "allowFrom lets "), " address that reaches a node scrape its exporter (port 9182): list your Prometheus nodes' addresses instead")
+		}
+		if got != tc.want {
+			t.Errorf("%v: %q, want %q", tc.allow, got, tc.want)
 		}
 	}
 }

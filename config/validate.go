@@ -43,6 +43,7 @@ func Validate(c *Config) Problems {
 	for _, msg := range validation.IsDNS1123Label(c.Namespace) {
 		v.add("namespace", "must be a DNS-1123 label, got %q: %s", c.Namespace, reason(msg))
 	}
+	validateOwnNamespace(v, c)
 	v.clusterLabel("cluster.label", c.Cluster.Label)
 	v.text("cluster.name", c.Cluster.Name)
 	v.labels("prometheus.ruleLabels", c.Prometheus.RuleLabels)
@@ -440,4 +441,37 @@ func unsafeFolder(f string) bool {
 		}
 	}
 	return false
+}
+
+// sharedNamespaces belong to Kubernetes or, by their charts' defaults, to
+// the systems winobs runs next to: winobs must never own one.
+var sharedNamespaces = map[string]string{
+	"default": "Kubernetes'", "kube-system": "Kubernetes'", "kube-public": "Kubernetes'", "kube-node-lease": "Kubernetes'",
+	"monitoring": "kube-prometheus-stack's", "loki": "Loki's", "grafana": "Grafana's",
+}
+
+// validateOwnNamespace refuses createNamespace for a namespace winobs did
+// not create: the kustomization would own it, apply would relabel it to Pod
+// Security "privileged", and `kubectl delete -k` would delete it with
+// everything in it.
+func validateOwnNamespace(v *validator, c *Config) {
+	if !c.CreateNamespace || len(validation.IsDNS1123Label(c.Namespace)) > 0 {
+		return
+	}
+	owner, shared := sharedNamespaces[c.Namespace]
+	if c.LokiRules.Namespace == c.Namespace {
+		owner, shared = "Loki's (lokiRules.namespace)", true
+	}
+	if shared {
+		v.add("createNamespace", "would make winobs own %s namespace %q: applying relabels it to Pod Security \"privileged\" "+
+			"and uninstalling deletes it with everything in it; set createNamespace: false and label it once: %s",
+			owner, c.Namespace, LabelNamespaceCommand(c.Namespace))
+	}
+}
+
+// LabelNamespaceCommand is the command that admits HostProcess pods to an
+// existing namespace (a DNS-1123 label, so it needs no quoting).
+func LabelNamespaceCommand(ns string) string {
+	return "kubectl label namespace " + ns + " --overwrite pod-security.kubernetes.io/enforce=privileged " +
+		"pod-security.kubernetes.io/audit=privileged pod-security.kubernetes.io/warn=privileged"
 }

@@ -2,11 +2,14 @@ package config
 
 import (
 	"fmt"
+	"math"
 	"net/netip"
+	"sort"
 	"reflect"
 	"strings"
 	"sync"
 
+	"github.com/winobs/winobs"
 	"github.com/winobs/winobs/conffile"
 )
 
@@ -15,13 +18,18 @@ import (
 // its API server and its Prometheus nodes. A render that still uses them
 // points the agents at someone else's network and firewalls the user's
 // Prometheus off.
-var ExampleFields = []struct {
-	Path string
-	Get  func(*Config) any
-}{
+var ExampleFields = []exampleField{
 	{"loki.url", func(c *Config) any { return c.Loki.URL }},
 	{"apiServer.host", func(c *Config) any { return c.APIServer.Host }},
 	{"windowsExporter.firewall.allowFrom", func(c *Config) any { return c.WindowsExporter.Firewall.AllowFrom }},
+	// The lab's kube-prometheus-stack release: a Prometheus of another
+	// release (the chart's own name, often) silently loads no rule.
+	{"prometheus.ruleLabels", func(c *Config) any { return c.Prometheus.RuleLabels }},
+}
+
+type exampleField struct {
+	Path string
+	Get  func(*Config) any
 }
 
 // Warnings returns what is legal in c but probably wrong, each with its
@@ -36,19 +44,95 @@ func Warnings(c *Config) Problems {
 				"is the example lab's value (%s): set your cluster's; `go run ./cmd/gen init` writes a config to start from", shown(v))})
 		}
 	}
-	fw := c.WindowsExporter.Firewall
-	for i, a := range fw.AllowFrom {
-		if p, err := netip.ParsePrefix(a); fw.Enabled && err == nil && p.Bits() == 0 {
-			out = append(out, Problem{Path: fmt.Sprintf("windowsExporter.firewall.allowFrom[%d]", i), Msg: fmt.Sprintf(
-				"%s lets every address that reaches a node scrape its exporter (port 9182): list your Prometheus nodes' addresses instead", a)})
+	// winobs's own images are built by make images; until a release pushes
+	// them, a node pulling the default gets ErrImagePull.
+	pinned := winobs.Pinned()
+	for _, img := range []struct{ path, image, def string }{
+		{"alloy.image", c.Alloy.Image, pinned.AlloyImage},
+		{"shipper.image", c.Shipper.Image, pinned.EventlogShipperImage},
+	} {
+		if img.image == img.def {
+			out = append(out, Problem{Path: img.path, Msg: fmt.Sprintf(
+				"is winobs's default image %s, which no release has published yet: build and push it to your registry "+
+					"(make images PUSH=1 ALLOY_IMAGE=… SHIPPER_IMAGE=…) and set %s to it", img.def, img.path)})
 		}
+	}
+	if fw := c.WindowsExporter.Firewall; fw.Enabled {
+		out = append(out, openFirewall(fw.AllowFrom)...)
 	}
 	return out
 }
 
+// openFirewall warns about allowFrom entries that, alone or together, let
+// at least half of an address family scrape the exporter: 0.0.0.0/0, but
+// also 0.0.0.0/1 with 128.0.0.0/1, or ::ffff:0.0.0.0/96 (every IPv4 address
+// as IPv6 sees it).
+func openFirewall(allowFrom []string) Problems {
+	var out Problems
+	covered := map[int]float64{} // family bits (32, 128): fraction of the family
+	var at = map[int][]int{}
+	var seen []netip.Prefix
+	for i, a := range allowFrom {
+		p, err := netip.ParsePrefix(a)
+		if err != nil {
+			if addr, aerr := netip.ParseAddr(a); aerr == nil {
+				p = netip.PrefixFrom(addr, addr.BitLen())
+			} else {
+				continue // validation reports it
+			}
+		}
+		if p.Addr().Is4In6() && p.Bits() >= 96 {
+			p = netip.PrefixFrom(p.Addr().Unmap(), p.Bits()-96)
+		}
+		p = p.Masked()
+		if containedIn(p, seen) {
+			continue // counted once
+		}
+		seen = append(seen, p)
+		fam := p.Addr().BitLen()
+		covered[fam] += math.Ldexp(1, -p.Bits())
+		at[fam] = append(at[fam], i)
+	}
+	for _, fam := range []int{32, 128} {
+		if covered[fam] < 0.5 {
+			continue
+		}
+		name := map[int]string{32: "IPv4", 128: "IPv6"}[fam]
+		share := "every"
+		if covered[fam] < 1 {
+			share = fmt.Sprintf("%.0f%% of all", 100*math.Min(covered[fam], 1))
+		}
+		out = append(out, Problem{Path: fmt.Sprintf("windowsExporter.firewall.allowFrom[%d]", at[fam][len(at[fam])-1]), Msg: fmt.Sprintf(
+			"allowFrom lets %s %s address that reaches a node scrape its exporter (port 9182): list your Prometheus nodes' addresses instead",
+			share, name)})
+	}
+	return out
+}
+
+// containedIn reports whether p lies inside one of ps. Entries are checked
+// in order, so a wider prefix after a narrower one may count an overlap
+// twice: the sum is then an overestimate, which only warns sooner.
+func containedIn(p netip.Prefix, ps []netip.Prefix) bool {
+	for _, q := range ps {
+		if q.Bits() <= p.Bits() && q.Contains(p.Addr()) {
+			return true
+		}
+	}
+	return false
+}
+
 func shown(v any) string {
-	if l, ok := v.([]string); ok {
-		return strings.Join(l, ", ")
+	switch v := v.(type) {
+	case []string:
+		return strings.Join(v, ", ")
+	}
+	if m := reflect.ValueOf(v); m.Kind() == reflect.Map {
+		var kv []string
+		for it := m.MapRange(); it.Next(); {
+			kv = append(kv, fmt.Sprintf("%v=%v", it.Key(), it.Value()))
+		}
+		sort.Strings(kv)
+		return conffile.Excerpt(strings.Join(kv, ", "))
 	}
 	return conffile.Excerpt(fmt.Sprint(v))
 }

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/klog/v2"
 
 	"github.com/winobs/winobs/config"
 )
@@ -76,5 +77,32 @@ func TestPodsSettings(t *testing.T) {
 	}
 	if def := DaemonSet(config.Default(), "x", "agent", SystemAccount, corev1.PodSpec{}); def.Spec.Template.Annotations != nil || def.Spec.Template.Spec.PriorityClassName != "system-node-critical" || def.Spec.Template.Spec.ImagePullSecrets != nil {
 		t.Error("the default's pod settings")
+	}
+}
+
+// By default the agents tolerate every NoSchedule taint a Windows node may
+// carry (as the upstream windows-exporter chart does), judged the way the
+// scheduler judges a toleration against a taint.
+func TestDefaultTolerationsAdmitTaintedWindowsNodes(t *testing.T) {
+	cfg, err := config.Load("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := tolerations(cfg.Nodes.Tolerations)
+	for _, taint := range []corev1.Taint{
+		{Key: "os", Value: "windows", Effect: corev1.TaintEffectNoSchedule},                                 // AKS/EKS guides
+		{Key: "node.kubernetes.io/os", Value: "windows", Effect: corev1.TaintEffectNoSchedule},              // GKE
+		{Key: "sku", Value: "gpu", Effect: corev1.TaintEffectNoSchedule},                                    // a node pool's own
+		{Key: "kubernetes.azure.com/scalesetpriority", Value: "spot", Effect: corev1.TaintEffectNoSchedule}, // AKS spot
+		{Key: "node.kubernetes.io/unschedulable", Effect: corev1.TaintEffectNoSchedule},                     // a cordoned node
+	} {
+		if !slices.ContainsFunc(ts, func(tol corev1.Toleration) bool { return tol.ToleratesTaint(klog.Background(), &taint, false) }) {
+			t.Errorf("no default toleration tolerates %s", taint.ToString())
+		}
+	}
+	// NoExecute is not tolerated: a node being drained loses its agents.
+	noExec := corev1.Taint{Key: "node.kubernetes.io/not-ready", Effect: corev1.TaintEffectNoExecute}
+	if slices.ContainsFunc(ts, func(tol corev1.Toleration) bool { return tol.ToleratesTaint(klog.Background(), &noExec, false) }) {
+		t.Errorf("a default toleration tolerates %s", noExec.ToString())
 	}
 }

@@ -35,6 +35,17 @@ func runInit(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return configFailed(stderr, "gen init", err)
 	}
+	// First what is not the user's yet, and how to set it.
+	if len(warnings) > 0 {
+		are := "values are"
+		if len(warnings) == 1 {
+			are = "value is"
+		}
+		fmt.Fprintf(stderr, "gen init: %d %s the example lab's, not your cluster's; give the flag or edit %s after:\n", len(warnings), are, *path)
+		for _, p := range warnings {
+			fmt.Fprintf(stderr, "  %-36s %s\n", p.Path, exampleFlags[p.Path])
+		}
+	}
 	f, err := os.OpenFile(*path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 	if err != nil {
 		fmt.Fprintf(stderr, "gen init: %v (an existing config is never replaced)\n", err)
@@ -52,10 +63,24 @@ func runInit(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	fmt.Fprintf(stdout, "wrote %s\n", *path)
-	for _, p := range warnings {
-		p.File = *path
-		fmt.Fprintf(stderr, "gen init: still the example's: %v\n", p)
+	ns := s.Namespace
+	if ns == "" {
+		ns = config.Default().Namespace
 	}
-	fmt.Fprintf(stdout, "next: edit %s, then: go run ./cmd/gen --config %s --out out && kubectl apply -k out\n", *path, *path)
+	// The namespace exists before apply (createNamespace stays false: gen
+	// never owns a namespace it may not have created) and admits
+	// HostProcess pods only at Pod Security "privileged".
+	fmt.Fprintf(stdout, "next:\n"+
+		"  kubectl create namespace %[1]s      # if it does not exist yet\n"+
+		"  %[2]s\n"+
+		"  go run ./cmd/gen --config %[3]s --out out && kubectl apply -k out\n", ns, config.LabelNamespaceCommand(ns), *path)
 	return 0
+}
+
+// exampleFlags names the flag that sets each of config.ExampleFields.
+var exampleFlags = map[string]string{
+	"loki.url":                           "--loki-url",
+	"apiServer.host":                     "--api-server",
+	"windowsExporter.firewall.allowFrom": "--scrape-from (your Prometheus nodes' IPs or CIDRs)",
+	"prometheus.ruleLabels":              "--release (your kube-prometheus-stack Helm release name)",
 }

@@ -102,9 +102,22 @@ func TestInitThenRender(t *testing.T) {
 		"--api-server", "api.example.org", "--release", "prom"}, &stdout, &stderr); code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr.String())
 	}
-	if !strings.Contains(stderr.String(), cfg+":") || !strings.Contains(stderr.String(), "windowsExporter.firewall.allowFrom: is the example lab's value") ||
-		strings.Contains(stderr.String(), "loki.url") {
+	if !strings.Contains(stderr.String(), "1 value is the example lab's") || !strings.Contains(stderr.String(), "windowsExporter.firewall.allowFrom   --scrape-from") ||
+		strings.Contains(stderr.String(), "loki.url") || strings.Contains(stderr.String(), "ruleLabels") {
 		t.Errorf("init's warnings:\n%s", stderr.String())
+	}
+	if want := "kubectl label namespace monitoring --overwrite pod-security.kubernetes.io/enforce=privileged"; !strings.Contains(stdout.String(), want) {
+		t.Errorf("init's next steps lack %q:\n%s", want, stdout.String())
+	}
+	// Without flags, every example value is named with the flag that sets it.
+	stderr.Reset()
+	if code := run([]string{"init", "--config", filepath.Join(dir, "lab.yaml")}, &stdout, &stderr); code != 0 {
+		t.Fatalf("init without flags: exit %d", code)
+	}
+	for _, want := range []string{"4 values are the example lab's", "--loki-url", "--api-server", "--scrape-from", "--release"} {
+		if !strings.Contains(stderr.String(), want) {
+			t.Errorf("init without flags does not say %q:\n%s", want, stderr.String())
+		}
 	}
 	before, _ := os.ReadFile(cfg)
 	if code := run([]string{"init", "--config", cfg}, &stdout, &stderr); code != 1 {
