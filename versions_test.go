@@ -51,6 +51,19 @@ func TestDefaultsUsePinnedImages(t *testing.T) {
 }
 
 // The vendored CRDs are the release versions.json names.
+// The CRDs the schema checks use and the Go types gen builds objects with are
+// one prometheus-operator release.
+func TestCRDsMatchTheOperatorTypes(t *testing.T) {
+	mod, err := os.ReadFile("go.mod")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring " + winobs.Pinned().PrometheusOperatorCRDs + "\n"
+	if !strings.Contains(string(mod), want) {
+		t.Errorf("go.mod does not require %q: the types and the CRDs (versions.json prometheusOperatorCRDs) differ", strings.TrimSpace(want))
+	}
+}
+
 func TestCRDsMatchPinnedRelease(t *testing.T) {
 	want := "operator.prometheus.io/version: " + strings.TrimPrefix(winobs.Pinned().PrometheusOperatorCRDs, "v")
 	for _, f := range fixture.Glob(t, 3, "crds", "*.yaml") {

@@ -13,8 +13,10 @@ import (
 	"github.com/grafana/alloy/syntax/ast"
 	"github.com/grafana/alloy/syntax/parser"
 	"github.com/grafana/alloy/syntax/printer"
+	corev1 "k8s.io/api/core/v1"
 
 	"github.com/winobs/winobs/config"
+	"github.com/winobs/winobs/render"
 )
 
 func load(_ *testing.T, mutate func(*config.Config)) *config.Config {
@@ -202,6 +204,52 @@ func TestPodLogsJobIsLiteral(t *testing.T) {
 		promrelabel.ProcessBuilder(lb, cfg)
 		if v := lb.Labels().Get("job"); v != job {
 			t.Errorf("job %q: the relabel rule yields %q", job, v)
+		}
+	}
+}
+
+// The ConfigMap holds config.alloy indented with spaces, so the encoded
+// object shows it as a literal block; Alloy's parser and printer read it
+// back to exactly config.alloy, with every hostile channel name too.
+func TestConfigMapHoldsTheSameConfigReadably(t *testing.T) {
+	for _, channels := range [][]string{{"System"}, {"Microsoft-Windows-Hyper-V-Worker-Admin", "Application", "éé"}} {
+		cfg := config.Default()
+		cfg.EventLog.Channels = nil
+		for _, ch := range channels {
+			cfg.EventLog.Channels = append(cfg.EventLog.Channels, config.Channel{Name: ch, Levels: []int{1, 2}})
+		}
+		files, err := Files(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		conf := files[0].Raw
+		var cm *corev1.ConfigMap
+		for _, o := range files[1].Objects {
+			if c, ok := o.(*corev1.ConfigMap); ok {
+				cm = c
+			}
+		}
+		text := cm.Data["config.alloy"]
+		if strings.Contains(text, "\t") {
+			t.Errorf("%v: the ConfigMap's config holds a tab", channels)
+		}
+		f, err := parser.ParseFile("config.alloy", []byte(text))
+		if err != nil {
+			t.Fatalf("%v: %v", channels, err)
+		}
+		var back bytes.Buffer
+		if err := printer.Fprint(&back, f); err != nil {
+			t.Fatal(err)
+		}
+		if strings.TrimSpace(back.String()) != strings.TrimSpace(string(conf)) {
+			t.Errorf("%v: the ConfigMap's config prints as another config:\n%s", channels, back.String())
+		}
+		y, err := render.EncodeObjects([]any{cm})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(string(y), "config.alloy: |") {
+			t.Errorf("%v: not a literal block:\n%.400s", channels, y)
 		}
 	}
 }

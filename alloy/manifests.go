@@ -2,6 +2,7 @@ package alloy
 
 import (
 	"strconv"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -51,7 +52,7 @@ func Objects(cfg *config.Config, conf []byte) []any {
 	}
 	cm := &corev1.ConfigMap{
 		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"}, ObjectMeta: meta,
-		Data: map[string]string{"config.alloy": string(conf)},
+		Data: map[string]string{"config.alloy": spaceIndented(conf)},
 	}
 	return []any{sa, role, binding, cm, daemonSet(cfg)}
 }
@@ -108,4 +109,18 @@ func daemonSet(cfg *config.Config) any {
 	hostprocess.MountLokiSecret(cfg, &pod)
 	// SYSTEM: LocalService and NetworkService cannot read C:\var\log\pods.
 	return hostprocess.DaemonSet(cfg, Name, Name, hostprocess.SystemAccount, pod)
+}
+
+// spaceIndented is conf with each leading tab as two spaces: the same Alloy
+// config (its syntax ignores indentation; a string cannot span lines, so
+// every leading tab is indentation), which YAML can hold as a readable
+// literal block in the ConfigMap. With tabs, YAML encoders fall back to one
+// double-quoted line that `kubectl get cm -o yaml` shows unreadable.
+func spaceIndented(conf []byte) string {
+	lines := strings.Split(string(conf), "\n")
+	for i, l := range lines {
+		body := strings.TrimLeft(l, "\t")
+		lines[i] = strings.Repeat("  ", len(l)-len(body)) + body
+	}
+	return strings.Join(lines, "\n")
 }

@@ -6,6 +6,7 @@ package render
 import (
 	"bytes"
 	"crypto/sha256"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -94,7 +95,7 @@ func EncodeObjects(objs []any) ([]byte, error) {
 	var b bytes.Buffer
 	b.WriteString(Header)
 	for i, o := range objs {
-		y, err := k8syaml.Marshal(o)
+		y, err := objectYAML(o)
 		if err != nil {
 			return nil, fmt.Errorf("object %d: %w", i, err)
 		}
@@ -114,6 +115,27 @@ func EncodeObjects(objs []any) ([]byte, error) {
 		b.Write(y)
 	}
 	return b.Bytes(), nil
+}
+
+// objectYAML is o as YAML without its status: the API server owns it, and a
+// typed object's zero status (a DaemonSet's counters at 0) is only noise in
+// what a user reads and diffs.
+func objectYAML(o any) ([]byte, error) {
+	j, err := json.Marshal(o)
+	if err != nil {
+		return nil, err
+	}
+	var m map[string]any
+	dec := json.NewDecoder(bytes.NewReader(j))
+	dec.UseNumber() // numbers as written, never through float64
+	if err := dec.Decode(&m); err != nil {
+		return nil, err
+	}
+	delete(m, "status")
+	if j, err = json.Marshal(m); err != nil {
+		return nil, err
+	}
+	return k8syaml.JSONToYAML(j)
 }
 
 // Encode returns the bytes of every file plus kustomization.yaml, keyed by

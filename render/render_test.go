@@ -271,3 +271,23 @@ func TestStaleSetAsideTreeIsRemoved(t *testing.T) {
 		t.Error("a set-aside tree with an edited file was removed")
 	}
 }
+
+// An object is written without the status the API server owns, with its
+// numbers as they are, and otherwise as sigs.k8s.io/yaml writes it.
+func TestEncodeObjectsDropsStatus(t *testing.T) {
+	type daemonSet struct {
+		Kind   string         `json:"kind"`
+		Spec   map[string]any `json:"spec"`
+		Status struct {
+			NumberReady int `json:"numberReady"`
+		} `json:"status"`
+	}
+	y, err := EncodeObjects([]any{daemonSet{Kind: "DaemonSet", Spec: map[string]any{"revisionHistoryLimit": 9007199254740993, "z": "a", "a": 1.5}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := Header + "kind: DaemonSet\nspec:\n  a: 1.5\n  revisionHistoryLimit: 9007199254740993\n  z: a\n"
+	if string(y) != want {
+		t.Errorf("got\n%s\nwant\n%s", y, want)
+	}
+}

@@ -3,6 +3,7 @@ package rules
 import (
 	"os"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -145,6 +146,33 @@ func TestLokiRulesConfigMap(t *testing.T) {
 	for _, f := range files {
 		if strings.HasPrefix(f.Path, "loki/") {
 			t.Errorf("%s rendered with configMap: false", f.Path)
+		}
+	}
+}
+
+// docs/rulers.md states the default render's group sizes: they are the
+// rendered ones.
+func TestRulersDocCountsTheRules(t *testing.T) {
+	doc, err := os.ReadFile("../docs/rulers.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := defaultConfig(t)
+	groups, err := Build(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		group, kind string
+		n           int
+	}{
+		{RecordsGroup, "records", len(groups.Groups[0].Rules)},
+		{AlertsGroup, "alerts", len(groups.Groups[1].Rules)},
+		{LokiGroup, "alerts", len(LokiGroups(cfg).Groups[0].Rules)},
+	} {
+		m := regexp.MustCompile("\\| `" + regexp.QuoteMeta(tc.group) + "`[^|]*\\| (\\d+) " + tc.kind).FindSubmatch(doc)
+		if m == nil || string(m[1]) != strconv.Itoa(tc.n) {
+			t.Errorf("docs/rulers.md: %s has %d %s, the doc says %q", tc.group, tc.n, tc.kind, m)
 		}
 	}
 }
