@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"math"
 	"net/netip"
-	"sort"
 	"reflect"
+	"sort"
 	"strings"
 	"sync"
 

@@ -75,7 +75,7 @@ func (s *fakeSub) Wait(time.Duration) error {
 	time.Sleep(time.Millisecond)
 	return nil
 }
-func (s *fakeSub) Close() error             { return nil }
+func (s *fakeSub) Close() error { return nil }
 
 func (s *fakeSub) Next(n int) ([]Event, error) {
 	l := s.log
