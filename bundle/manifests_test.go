@@ -19,6 +19,7 @@ import (
 	"github.com/winobs/winobs/alloy"
 	"github.com/winobs/winobs/bundle"
 	"github.com/winobs/winobs/config"
+	"github.com/winobs/winobs/shipper/shipconfig"
 	"github.com/winobs/winobs/eventlogshipper"
 	"github.com/winobs/winobs/render"
 )
@@ -195,7 +196,8 @@ func TestRBACIsLeastPrivilege(t *testing.T) {
 // nodes, and agents bind their HTTP servers to loopback.
 func TestDaemonSetsOnWindowsNodes(t *testing.T) {
 	n := 0
-	for _, o := range objects(t, renderAll(t, configs(t)["default"])) {
+	cfg := configs(t)["default"]
+	for _, o := range objects(t, renderAll(t, cfg)) {
 		ds, ok := o.(*appsv1.DaemonSet)
 		if !ok {
 			continue
@@ -215,7 +217,9 @@ func TestDaemonSetsOnWindowsNodes(t *testing.T) {
 				}
 			}
 			// Every agent is probed; an exec probe asks a loopback URL that
-			// parses (an HTTP probe cannot reach a loopback listener).
+			// parses (an HTTP probe cannot reach a loopback listener), or,
+			// for the shipper, reads the health file in its state directory
+			// (which no connection held open can starve).
 			for kind, p := range map[string]*corev1.Probe{"readiness": c.ReadinessProbe, "liveness": c.LivenessProbe} {
 				if p == nil {
 					t.Errorf("%s/%s has no %s probe", ds.Name, c.Name, kind)
@@ -224,7 +228,15 @@ func TestDaemonSetsOnWindowsNodes(t *testing.T) {
 				if p.Exec == nil {
 					continue
 				}
-				last := p.Exec.Command[len(p.Exec.Command)-1]
+				cmd := p.Exec.Command
+				if n := len(cmd); c.Name == "eventlog-shipper" && n == 4 && cmd[1] == "probe" {
+					want := map[string]string{"readiness": "ready", "liveness": "live"}[kind]
+					if cmd[2] != cfg.Shipper.StateDir+`\`+shipconfig.HealthFile || cmd[3] != want {
+						t.Errorf("%s/%s %s probe runs %q", ds.Name, c.Name, kind, cmd)
+					}
+					continue
+				}
+				last := cmd[len(cmd)-1]
 				if u, err := url.Parse(last); err != nil || u.Hostname() != "127.0.0.1" || u.Port() == "" {
 					t.Errorf("%s/%s %s probe asks %q", ds.Name, c.Name, kind, last)
 				}

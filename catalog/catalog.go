@@ -54,7 +54,7 @@ const (
 // ShipperDropReasons are the reasons the eventlog-shipper gives up on an
 // event; each is exported from start (at 0) for every channel.
 var ShipperDropReasons = []string{DropTooLarge, DropTooOld, DropOlderThanMax, DropMalformed, DropCorrupt,
-	DropTooNew, DropTooFarBehind, DropStreamRefused, DropUnconfirmed, "rejected_405", "rejected_422"}
+	DropTooNew, DropTooFarBehind, DropStreamRefused, DropUnconfirmed, "rejected_422"}
 
 // ShipperRestampReasons are those of events_restamped_total, exported from
 // start for every channel.

@@ -76,11 +76,14 @@ func Shipper(cfg *config.Config) (*shipconfig.Config, error) {
 
 func daemonSet(cfg *config.Config) any {
 	grace := int64(30) // the shipper's own grace period is 20 s
-	probe := func(path string) *corev1.Probe {
-		// HTTP probes of a HostProcess pod go to the node's address; the
-		// shipper listens on loopback, so the kubelet execs its probe mode.
+	probe := func(state string) *corev1.Probe {
+		// HTTP probes of a HostProcess pod go to the node's address and the
+		// shipper listens on loopback; its probe mode reads the health file
+		// it keeps in its state directory, which no connection held open
+		// to the metrics port can starve.
+		health := strings.TrimRight(cfg.Shipper.StateDir, `\`) + `\` + shipconfig.HealthFile
 		return &corev1.Probe{ProbeHandler: corev1.ProbeHandler{Exec: &corev1.ExecAction{
-			Command: []string{`eventlog-shipper.exe`, "probe", "http://" + cfg.Shipper.Listen + path},
+			Command: []string{`eventlog-shipper.exe`, "probe", health, state},
 		}}, PeriodSeconds: 20, TimeoutSeconds: 10, FailureThreshold: 3}
 	}
 	container := corev1.Container{
@@ -91,8 +94,8 @@ func daemonSet(cfg *config.Config) any {
 		Env:            []corev1.EnvVar{hostprocess.NodeNameVar()},
 		Resources:      hostprocess.Resources(cfg.Shipper.Resources),
 		VolumeMounts:   []corev1.VolumeMount{{Name: "config", MountPath: configDir}},
-		LivenessProbe:  probe("/healthz"),
-		ReadinessProbe: probe("/readyz"),
+		LivenessProbe:  probe("live"),
+		ReadinessProbe: probe("ready"),
 	}
 	pod := corev1.PodSpec{
 		Affinity:   hostprocess.AgentAffinity(cfg, config.AgentShipper),

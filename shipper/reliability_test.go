@@ -317,6 +317,25 @@ func TestReliabilityErrorStorms(t *testing.T) {
 	h.verify("429, 500, 503 and 260 storms", h.recv.Stats().Requests)
 }
 
+// What stands in front of Loki refuses requests in its own words (nginx's
+// 400 page, an ALB's 408, nginx's 499): retried, nothing dropped or lost.
+func TestReliabilityProxyRefusals(t *testing.T) {
+	h := newHarness(t, 3000, "")
+	refusals := []lokitest.Fault{lokitest.ProxyBadRequest, lokitest.ProxyTimeout, lokitest.ClientClosed}
+	h.recv.Set(lokitest.Behaviour{Decide: func(n int) lokitest.Fault {
+		if n%2 == 1 && n < 40 {
+			return refusals[(n/2)%len(refusals)]
+		}
+		return lokitest.Accept
+	}})
+	metrics := h.withTextfile()
+	h.mustComplete(scale(3*time.Minute, 20*time.Minute))
+	if dropped, _ := metricSum(mustRead(t, metrics), "winobs_shipper_events_dropped_total", ""); dropped != 0 {
+		t.Errorf("%v events dropped for a proxy's refusals", dropped)
+	}
+	h.verify("a proxy's 400 page, 408 and 499 in front of Loki", h.recv.Stats().Requests)
+}
+
 func TestReliabilityConnectionResets(t *testing.T) {
 	h := newHarness(t, 3000, "")
 	h.recv.Set(lokitest.Behaviour{Decide: func(n int) lokitest.Fault {

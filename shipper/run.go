@@ -158,6 +158,8 @@ func (s *Shipper) Run(ctx context.Context) error {
 		defer stopTextfile()
 	}
 	s.ready.Store(true)
+	stopHealth := s.writeHealth()
+	defer stopHealth()
 
 	// Pushes outlive ctx by the grace period, so a shutdown delivers what it read.
 	sendCtx, cancelSend := context.WithCancel(context.Background())
@@ -238,12 +240,8 @@ func (s *Shipper) handler() http.Handler {
 	mux.Handle("/metrics", promhttp.HandlerFor(prometheus.Gatherers{s.m.reg, s.m.runtime}, promhttp.HandlerOpts{}))
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { w.Write([]byte("ok\n")) })
 	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
-		if !s.ready.Load() {
-			http.Error(w, "starting", http.StatusServiceUnavailable)
-			return
-		}
-		if since := s.client.FailingSince(); !since.IsZero() && s.now().Sub(since) > notReadyAfter {
-			http.Error(w, "cannot deliver to Loki since "+since.UTC().Format(time.RFC3339), http.StatusServiceUnavailable)
+		if h := s.health(); !h.Ready {
+			http.Error(w, h.Reason, http.StatusServiceUnavailable)
 			return
 		}
 		w.Write([]byte("ready\n"))

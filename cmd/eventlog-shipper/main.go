@@ -3,9 +3,11 @@
 // Loki accepted.
 //
 //	eventlog-shipper --config FILE [--listen ADDR] [--state-dir DIR]
-//	eventlog-shipper probe URL    (exit 0 if URL answers 200: the kubelet's
-//	                               exec probe, as HTTP probes of a HostProcess
-//	                               pod cannot reach its loopback listener)
+//	eventlog-shipper probe FILE live|ready  (exit 0 if the health file in the
+//	                               state directory says so: the kubelet's exec
+//	                               probe, which no connection held open to the
+//	                               metrics port can starve)
+//	eventlog-shipper probe URL    (exit 0 if URL answers 200, for a person)
 //
 // Exit status: 0 after a clean shutdown (or when every dump is delivered),
 // 1 on a runtime failure, 2 on a usage or configuration error.
@@ -38,9 +40,12 @@ var version = "dev"
 const usage = `Usage:
   eventlog-shipper --config FILE [--listen ADDR] [--state-dir DIR]
       ship the configured event log channels and dumps to Loki
+  eventlog-shipper probe FILE live|ready
+      exit 0 if the health file (health.json in the state directory) was
+      written within 30 s (live) and says ready (ready): the kubelet's exec
+      probe, which connections held open to the metrics port cannot starve
   eventlog-shipper probe URL
-      exit 0 if URL answers 200 (the kubelet's exec probe: HTTP probes of a
-      HostProcess pod cannot reach the shipper's loopback listener)
+      exit 0 if URL answers 200
   eventlog-shipper --version
 
 Flags:
@@ -66,6 +71,13 @@ func tuneGC() {
 func run(args []string, stdout, stderr io.Writer) int {
 	if len(args) == 2 && args[0] == "probe" {
 		return probe(args[1], stderr)
+	}
+	if len(args) == 3 && args[0] == "probe" && (args[2] == "live" || args[2] == "ready") {
+		if err := shipper.CheckHealth(args[1], args[2] == "ready", time.Now()); err != nil {
+			fmt.Fprintln(stderr, err)
+			return 1
+		}
+		return 0
 	}
 	fs := flag.NewFlagSet("eventlog-shipper", flag.ContinueOnError)
 	fs.SetOutput(stderr)

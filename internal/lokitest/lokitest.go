@@ -53,6 +53,13 @@ const (
 	// TooManyLabels answers the 400 Loki gives a stream over its label
 	// limit, which names no entry, storing nothing.
 	TooManyLabels
+	// ProxyBadRequest answers nginx's own 400 page (a proxy in front of
+	// Loki refusing the request), storing nothing.
+	ProxyBadRequest
+	// ProxyTimeout answers an AWS ALB's 408 page, storing nothing.
+	ProxyTimeout
+	// ClientClosed answers nginx's 499 with no body, storing nothing.
+	ClientClosed
 )
 
 // Behaviour injects faults. Set may change it while requests are served.
@@ -337,6 +344,11 @@ var cannedAnswers = map[Fault]struct {
 	Unauthorized:  {http.StatusUnauthorized, "invalid credentials\n"},
 	Unprocessable: {http.StatusUnprocessableEntity, "error at insertion: no streams\n"},
 	TooManyLabels: {http.StatusBadRequest, "entry for stream '{a=\"b\"}' has 16 label names; limit 15\n"},
+	ProxyBadRequest: {http.StatusBadRequest, "<html>\r\n<head><title>400 Bad Request</title></head>\r\n<body>\r\n" +
+		"<center><h1>400 Bad Request</h1></center>\r\n<hr><center>nginx</center>\r\n</body>\r\n</html>\r\n"},
+	ProxyTimeout: {http.StatusRequestTimeout, "<html>\r\n<head><title>408 Request Time-out</title></head>\r\n<body>\r\n" +
+		"<center><h1>408 Request Time-out</h1></center>\r\n</body>\r\n</html>\r\n"},
+	ClientClosed: {499, ""},
 }
 
 // push applies a request as Loki does: the tenant's rate limit (all or

@@ -103,14 +103,17 @@ const (
 	Delivered Outcome = iota
 	// Retry: 429, 5xx, a network error, a 2xx other than 204 (Loki answers
 	// 260 when ingestion is blocked and stores nothing), a redirect (never
-	// followed), or an error that a fixed configuration or credential
-	// resolves (401, 403, 404).
+	// followed), an error that a fixed configuration or credential resolves
+	// (401, 403, 404), and every answer that is not Loki's own refusal: what
+	// stands in front of Loki answers 408, 409, 421, 425, 499 or a 400 page
+	// of its own for reasons that pass. Only Loki's words drop an entry.
 	Retry
-	// Partial: a 400 that lists rejected entries; the others were stored.
+	// Partial: a 400 in Loki's words, listing rejected entries; the others
+	// were stored.
 	Partial
 	// TooLarge: 413, the batch must be split.
 	TooLarge
-	// Rejected: any other 4xx; retrying the same batch cannot succeed.
+	// Rejected: 422, Loki's refusal of a request it cannot take at all.
 	Rejected
 )
 
@@ -148,15 +151,14 @@ func (c *Client) Push(ctx context.Context, streams []Stream) Result {
 	switch s := resp.StatusCode; {
 	case s == http.StatusNoContent:
 		r.Outcome = Delivered
-	case s == http.StatusTooManyRequests || s >= 500 || s/100 == 2 || s/100 == 3 ||
-		s == http.StatusUnauthorized || s == http.StatusForbidden || s == http.StatusNotFound:
-		r.Outcome = Retry
-	case s == http.StatusBadRequest:
+	case s == http.StatusBadRequest && lokiRefusal(resp.Header.Get("Content-Type"), r.Body):
 		r.Outcome = Partial
 	case s == http.StatusRequestEntityTooLarge:
 		r.Outcome = TooLarge
-	default:
+	case s == http.StatusUnprocessableEntity && lokiRefusal(resp.Header.Get("Content-Type"), r.Body):
 		r.Outcome = Rejected
+	default:
+		r.Outcome = Retry
 	}
 	switch {
 	case r.Outcome == Delivered:
@@ -168,6 +170,24 @@ func (c *Client) Push(ctx context.Context, streams []Stream) Result {
 		r.Err = fmt.Errorf("loki answered %d: %s", resp.StatusCode, firstLine(r.Body))
 	}
 	return r
+}
+
+// lokiRefusal reports whether a 400 or 422 body is Loki's own words: Loki
+// answers with http.Error (text/plain, one Go error message a line). A
+// proxy's refusal is an HTML page, an empty body or a bare reason phrase
+// ("Bad Request", "400 Bad Request"): not Loki's, so nothing is dropped for
+// it and the batch is retried.
+func lokiRefusal(contentType, body string) bool {
+	text := strings.TrimSpace(body)
+	if text == "" || strings.HasPrefix(text, "<") || strings.Contains(strings.ToLower(contentType), "html") {
+		return false
+	}
+	phrase := strings.ToLower(strings.TrimLeft(text, "0123456789 "))
+	switch phrase {
+	case "bad request", "unprocessable entity", "unprocessable content", "request header or cookie too large":
+		return false
+	}
+	return true
 }
 
 // maxSecret bounds a token or password file: a real one is far smaller.

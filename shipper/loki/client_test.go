@@ -355,3 +355,58 @@ func TestCancelDuringRetries(t *testing.T) {
 		t.Errorf("err = %v", err)
 	}
 }
+
+// What stands in front of Loki refuses a request in its own words for
+// reasons that pass: the batch is retried and nothing is dropped. The
+// bodies are what these proxies send (nginx's error pages, an AWS ALB's,
+// Go's net/http for a request it cannot read, Envoy's local replies).
+func TestProxyAnswersAreRetriedNeverDropped(t *testing.T) {
+	nginx400 := "<html>\r\n<head><title>400 Bad Request</title></head>\r\n<body>\r\n<center><h1>400 Bad Request</h1></center>\r\n<hr><center>nginx</center>\r\n</body>\r\n</html>\r\n"
+	alb408 := "<html>\r\n<head><title>408 Request Time-out</title></head>\r\n<body>\r\n<center><h1>408 Request Time-out</h1></center>\r\n</body>\r\n</html>\r\n"
+	for _, tc := range []struct {
+		name string
+		code int
+		body string
+	}{
+		{"nginx 400 page", 400, nginx400},
+		{"nginx 499", 499, ""},
+		{"ALB 408", 408, alb408},
+		{"ALB 409", 409, ""},
+		{"Envoy 421", 421, "Misdirected Request"},
+		{"Envoy 425", 425, "Too Early"},
+		{"net/http 400", 400, "400 Bad Request"},
+		{"an empty 400", 400, ""},
+		{"an HTML 422", 422, "<html><body>Unprocessable Entity</body></html>"},
+		{"405", 405, "Method Not Allowed"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, rec, dropped := setup(t, Config{}, status(tc.code, tc.body), status(tc.code, tc.body))
+			if err := c.Send(context.Background(), batch(1, 2, 3)); err != nil {
+				t.Fatal(err)
+			}
+			if len(dropped) != 0 || len(rec.requests) != 3 || c.last.Stored[labels] != 3 {
+				t.Errorf("%d requests, dropped %v, stored %v", len(rec.requests), dropped, c.last.Stored)
+			}
+		})
+	}
+}
+
+// Loki's own refusals keep their meaning: a 400 in its words is read
+// entry by entry, a 422 in its words drops the request.
+func TestLokiRefusalIsLokisWords(t *testing.T) {
+	for _, tc := range []struct {
+		contentType, body string
+		want              bool
+	}{
+		{"text/plain; charset=utf-8", string(fixture.Read(t, "loki", "400-too-old.txt")), true},
+		{"text/plain; charset=utf-8", "error at insertion: stream has 20 labels, limit 15\n", true},
+		{"text/plain; charset=utf-8", "400 Bad Request", false},
+		{"text/plain; charset=utf-8", "Bad Request\n", false},
+		{"text/html; charset=utf-8", "entry for stream", false},
+		{"", "   \n", false},
+	} {
+		if got := lokiRefusal(tc.contentType, tc.body); got != tc.want {
+			t.Errorf("%q %.40q: %v", tc.contentType, tc.body, got)
+		}
+	}
+}

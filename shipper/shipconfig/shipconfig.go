@@ -22,6 +22,10 @@ import (
 //go:embed default.yaml
 var defaultYAML []byte
 
+// HealthFile is the file in StateDir where the shipper says it is alive and
+// ready; gen points the pod's exec probes at it.
+const HealthFile = "health.json"
+
 // Config is the shipper's configuration file.
 type Config struct {
 	Loki Loki `yaml:"loki"`

@@ -1,0 +1,96 @@
+package shipper
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/winobs/winobs/conffile"
+	"github.com/winobs/winobs/shipper/shipconfig"
+)
+
+// The health file (shipconfig.HealthFile, in the state directory) is where
+// the shipper says it is alive and ready for the kubelet's exec probe
+// (`eventlog-shipper probe FILE live|ready`). A file cannot be starved: any
+// local process can hold every connection the metrics port serves, and a
+// probe that waits behind them would have the kubelet restart a healthy
+// shipper again and again.
+
+// healthInterval is how often the file is rewritten; HealthStale is the
+// age at which it says the shipper is stuck (a probe's timeout and period
+// are far longer than the interval, so a live shipper is never stale).
+const (
+	healthInterval = 2 * time.Second
+	HealthStale    = 30 * time.Second
+)
+
+// Health is the health file's content.
+type Health struct {
+	Time   time.Time `json:"time"`
+	Ready  bool      `json:"ready"`
+	Reason string    `json:"reason,omitempty"` // why not ready
+}
+
+// health is what /readyz and the health file say now.
+func (s *Shipper) health() Health {
+	h := Health{Time: s.now().UTC(), Ready: true}
+	if !s.ready.Load() {
+		h.Ready, h.Reason = false, "starting"
+	} else if since := s.client.FailingSince(); !since.IsZero() && s.now().Sub(since) > notReadyAfter {
+		h.Ready, h.Reason = false, "cannot deliver to Loki since "+since.UTC().Format(time.RFC3339)
+	}
+	return h
+}
+
+// writeHealth keeps the health file current until the returned stop, which
+// removes it: a stopped shipper is neither live nor ready.
+func (s *Shipper) writeHealth() (stop func()) {
+	path := filepath.Join(s.cfg.StateDir, shipconfig.HealthFile)
+	write := func() {
+		b, _ := json.Marshal(s.health())
+		tmp := path + ".tmp"
+		// Written aside and renamed, so a probe never reads half of it. A
+		// rename refused while a probe holds the file open is retried at the
+		// next tick.
+		if err := os.WriteFile(tmp, b, 0o600); err == nil {
+			os.Rename(tmp, path)
+		}
+	}
+	write()
+	t := time.NewTicker(healthInterval)
+	done := make(chan struct{})
+	go func() {
+		for {
+			select {
+			case <-t.C:
+				write()
+			case <-done:
+				return
+			}
+		}
+	}()
+	return func() { t.Stop(); close(done); os.Remove(path) }
+}
+
+// CheckHealth reads a health file as the probe does: live when it was
+// written within HealthStale of now, ready when it also says ready.
+func CheckHealth(path string, ready bool, now time.Time) error {
+	b, err := conffile.ReadFileNoFollow(path, 4<<10)
+	if err != nil {
+		return fmt.Errorf("health file %s: %w", path, err)
+	}
+	var h Health
+	if err := json.Unmarshal(b, &h); err != nil || h.Time.IsZero() {
+		return fmt.Errorf("health file %s: not the shipper's", path)
+	}
+	if age := now.Sub(h.Time); age > HealthStale || age < -HealthStale {
+		return fmt.Errorf("health file %s written %s ago: the shipper is stuck", path, age.Round(time.Second))
+	}
+	if ready && !h.Ready {
+		return errors.New("not ready: " + h.Reason)
+	}
+	return nil
+}
