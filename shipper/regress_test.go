@@ -16,8 +16,8 @@ import (
 
 	"github.com/winobs/winobs/internal/fixture"
 	"github.com/winobs/winobs/internal/lokitest"
-	"github.com/winobs/winobs/shipper/shipconfig"
 	"github.com/winobs/winobs/shipper/loki"
+	"github.com/winobs/winobs/shipper/shipconfig"
 )
 
 // Regression tests through the real binary for the paths users take that

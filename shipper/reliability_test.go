@@ -15,6 +15,7 @@ import (
 	"syscall"
 	"testing"
 	"time"
+	"unicode/utf16"
 
 	"github.com/winobs/winobs/internal/fixture"
 	"github.com/winobs/winobs/internal/lokitest"
@@ -315,6 +316,46 @@ func TestReliabilityErrorStorms(t *testing.T) {
 	}})
 	h.mustComplete(scale(3*time.Minute, 20*time.Minute))
 	h.verify("429, 500, 503 and 260 storms", h.recv.Stats().Requests)
+}
+
+// A dump whose encoding changes part-way (UTF-16LE, as wevtutil /uni:true
+// writes it, then UTF-8 appended, then UTF-16LE again as PowerShell 5.1's
+// >> appends), with events whose comments and CDATA hold "</Event>": every
+// event delivered, across a SIGKILL and restart in each part.
+func TestReliabilityMixedEncodingDump(t *testing.T) {
+	h := newHarness(t, 1000, "")
+	utf8Part := filepath.Join(h.dir, "part2.xml")
+	lines2 := editedDump(t, utf8Part, 1000, dumpBase.Add(time.Hour), func(i int, ev string) string {
+		ev = replaceBetween(ev, "<Computer>", "</Computer>", "PART2")
+		if i%7 == 0 {
+			ev = strings.Replace(ev, "</System>", "<!-- </Event> --></System>", 1)
+		}
+		return ev
+	})
+	utf16Part := filepath.Join(h.dir, "part3.xml")
+	lines3 := syntheticDumpAt(t, utf16Part, 1000, dumpBase.Add(2*time.Hour), "PART3")
+	f, _ := os.OpenFile(h.dump, os.O_APPEND|os.O_WRONLY, 0)
+	f.Write([]byte("\r\n"))
+	u16 := []byte(mustRead(t, utf8Part)[2:])
+	units := make([]uint16, len(u16)/2)
+	for i := range units {
+		units[i] = uint16(u16[2*i]) | uint16(u16[2*i+1])<<8
+	}
+	f.Write([]byte(string(utf16.Decode(units))))
+	f.Write([]byte("x")) // an odd length: the next part starts misaligned
+	f.Write([]byte(mustRead(t, utf16Part)[2:]))
+	f.Close()
+	h.lines = append(append(h.lines, lines2...), lines3...)
+	h.slow(5 * time.Millisecond)
+	for range 3 {
+		cmd, done, _ := h.start()
+		time.Sleep(700 * time.Millisecond)
+		cmd.Process.Signal(syscall.SIGKILL)
+		<-done
+	}
+	h.fast()
+	h.mustComplete(scale(3*time.Minute, 10*time.Minute))
+	h.verify("dump in UTF-16, then UTF-8, then UTF-16 at odd offsets, \"</Event>\" in comments; 3 SIGKILLs", 4)
 }
 
 // What stands in front of Loki refuses requests in its own words (nginx's

@@ -35,6 +35,7 @@ type Reader struct {
 	info    os.FileInfo // the file opened, to tell it from one that replaced it
 	fp      string
 	utf16   bool
+	align   int64  // in UTF-16: the parity of the file offsets code units start at
 	buf     []byte // undecoded bytes from file offset base
 	base    int64
 	maxSize int
@@ -85,11 +86,22 @@ func SameStart(path, fp string) (bool, error) {
 	return m == size && fingerprintOf(buf) == fp, nil
 }
 
+// patterns are the markers an encoding writes: an event's start and end
+// tags, and the sections whose text may hold "</Event>" without ending it.
+type patterns struct {
+	start, end, cdata, cdataEnd, comment, commentEnd []byte
+}
+
+func encoded(enc func(string) []byte) patterns {
+	return patterns{enc("<Event"), enc("</Event>"), enc("<![CDATA["), enc("]]>"), enc("<!--"), enc("-->")}
+}
+
 var (
-	startUTF8  = []byte("<Event")
-	endUTF8    = []byte("</Event>")
-	startUTF16 = utf16le("<Event")
-	endUTF16   = utf16le("</Event>")
+	utf8Patterns  = encoded(func(s string) []byte { return []byte(s) })
+	utf16Patterns = encoded(utf16le)
+	// maxStart is the longest start tag of either encoding: the bytes kept
+	// at the end of the buffer while looking for the next event.
+	maxStart = len(utf16Patterns.start)
 )
 
 func utf16le(s string) []byte {
@@ -171,11 +183,7 @@ func (r *Reader) Read() int64 { return r.base + int64(len(r.buf)) }
 // malformed), or an oversized event whose end never came (ErrTooLarge).
 // The returned offset is the end of what was read.
 func (r *Reader) Rest() (Record, error) {
-	start := startUTF8
-	if r.utf16 {
-		start = startUTF16
-	}
-	s := r.find(start, 0)
+	s := r.nextStart(0, len(r.buf))
 	var raw []byte
 	if s >= 0 {
 		raw = r.text(r.buf[s:])
@@ -206,29 +214,18 @@ func (r *Reader) Next() (Record, error) { return r.NextContext(context.Backgroun
 // NextContext is Next, returning ctx's error as soon as ctx is done, even
 // in the middle of a long stretch without events.
 func (r *Reader) NextContext(ctx context.Context) (Record, error) {
-	start, end := startUTF8, endUTF8
-	if r.utf16 {
-		start, end = startUTF16, endUTF16
-	}
 	for {
 		if r.skipping {
 			// The oversized event's end may still be being written: it is
 			// counted when it comes (or when the file ends without it).
-			if err := r.skipPast(ctx, end); err != nil {
+			if err := r.skipPast(ctx, r.pats().end); err != nil {
 				return Record{}, err
 			}
 			r.skipping = false
 			return Record{Offset: r.base}, fmt.Errorf("%w (%d bytes)", ErrTooLarge, r.maxSize)
 		}
-		if s := r.findStart(start, 0); s >= 0 {
-			if e := r.find(end, s); e >= 0 {
-				stop := e + len(end)
-				// A second start before the end: the first event was cut
-				// short. Return it alone (it will not parse) rather than
-				// let it swallow the next, good one.
-				if s2 := r.findStart(start, s+len(start)); s2 >= 0 && s2 < e {
-					stop = s2
-				}
+		if s := r.nextStart(0, len(r.buf)); s >= 0 {
+			if stop := r.eventEnd(s); stop >= 0 {
 				raw := r.buf[s:stop]
 				r.advance(stop)
 				if r.maxSize > 0 && len(raw) > r.maxSize {
@@ -242,9 +239,9 @@ func (r *Reader) NextContext(ctx context.Context) (Record, error) {
 				r.skipping = true
 				continue
 			}
-		} else if len(r.buf) > len(start) {
+		} else if len(r.buf) > maxStart {
 			// Nothing but separators so far: drop them.
-			r.advance(len(r.buf) - len(start))
+			r.advance(len(r.buf) - maxStart)
 		}
 		if err := ctx.Err(); err != nil {
 			return Record{}, err
@@ -282,15 +279,26 @@ func (r *Reader) fill() error {
 	return err
 }
 
+// pats are the current encoding's markers.
+func (r *Reader) pats() *patterns {
+	if r.utf16 {
+		return &utf16Patterns
+	}
+	return &utf8Patterns
+}
+
 // find returns the index of pat in the buffer at or after from; in UTF-16
-// only at code unit boundaries (even file offsets).
-func (r *Reader) find(pat []byte, from int) int {
-	for from <= len(r.buf) {
-		i := bytes.Index(r.buf[from:], pat)
+// only at code unit boundaries (file offsets of the current alignment).
+func (r *Reader) find(pat []byte, from int) int { return r.findBefore(pat, from, len(r.buf)) }
+
+// findBefore is find for a pat that ends at or before limit.
+func (r *Reader) findBefore(pat []byte, from, limit int) int {
+	for from <= limit {
+		i := bytes.Index(r.buf[from:limit], pat)
 		if i < 0 {
 			return -1
 		}
-		if !r.utf16 || (r.base+int64(from+i))%2 == 0 {
+		if !r.utf16 || (r.base+int64(from+i)-r.align)&1 == 0 {
 			return from + i
 		}
 		from += i + 1
@@ -298,18 +306,37 @@ func (r *Reader) find(pat []byte, from int) int {
 	return -1
 }
 
-// findStart finds the start tag <Event itself, not <EventID or <EventData:
-// the name must be followed by white space, '>' or '/'.
-func (r *Reader) findStart(pat []byte, from int) int {
-	unit := 1
-	if r.utf16 {
-		unit = 2
+// nextStart finds the next start tag <Event itself (not <EventID or
+// <EventData: the name is followed by white space, '>' or '/') in either
+// encoding, in [from, limit), and makes the reader read in that encoding
+// from there. Encodings are decided event by event because a dump may
+// change encoding part-way (PowerShell 5.1's >> appends UTF-16LE to a UTF-8
+// file), and a UTF-16 start at the other parity realigns the reader after
+// a torn code unit; neither encoding's tag can occur inside the other's text
+// (one holds NUL bytes, the other never does).
+func (r *Reader) nextStart(from, limit int) int {
+	s8 := r.tagAt(utf8Patterns.start, 1, from, limit)
+	s16 := r.tagAt(utf16Patterns.start, 2, from, limit)
+	switch {
+	case s8 >= 0 && (s16 < 0 || s8 < s16):
+		r.utf16 = false
+		return s8
+	case s16 >= 0:
+		r.utf16, r.align = true, (r.base+int64(s16))&1
+		return s16
 	}
-	for {
-		i := r.find(pat, from)
+	return -1
+}
+
+// tagAt finds the start tag pat (code units of unit bytes) at any offset
+// in [from, limit).
+func (r *Reader) tagAt(pat []byte, unit, from, limit int) int {
+	for from < limit {
+		i := bytes.Index(r.buf[from:limit], pat)
 		if i < 0 {
 			return -1
 		}
+		i += from
 		next := i + len(pat)
 		if next+unit > len(r.buf) {
 			return -1 // wait for the next byte
@@ -319,6 +346,57 @@ func (r *Reader) findStart(pat []byte, from int) int {
 			return i
 		}
 		from = i + 1
+	}
+	return -1
+}
+
+// eventEnd returns where the event that starts at s ends: just past its
+// </Event>, passing over one inside a CDATA section or a comment; or at the
+// next event's start when that comes first (the event was cut short: it is
+// returned alone, to be counted as malformed, rather than swallow the next,
+// good one). -1 while the end is not in the buffer yet.
+func (r *Reader) eventEnd(s int) int {
+	p := r.pats()
+	utf16, align := r.utf16, r.align
+	defer func() { r.utf16, r.align = utf16, align }() // nextStart below only looks
+	pos := s + len(p.start)
+	for {
+		e := r.find(p.end, pos)
+		if e < 0 {
+			// No end in this encoding and alignment (yet): a torn code
+			// unit or a change of encoding hides it; the next start ends
+			// the event.
+			s2 := r.nextStart(pos, len(r.buf))
+			r.utf16, r.align = utf16, align
+			return s2
+		}
+		// The earliest of what may stand before the end tag.
+		first, kind := e, "end"
+		if s2 := r.nextStart(pos, first); s2 >= 0 {
+			first, kind = s2, "start"
+		}
+		r.utf16, r.align = utf16, align
+		if c := r.findBefore(p.cdata, pos, first); c >= 0 {
+			first, kind = c, "cdata"
+		}
+		if m := r.findBefore(p.comment, pos, first); m >= 0 {
+			first, kind = m, "comment"
+		}
+		switch kind {
+		case "end":
+			return e + len(p.end)
+		case "start":
+			return first
+		}
+		open, close := p.cdata, p.cdataEnd
+		if kind == "comment" {
+			open, close = p.comment, p.commentEnd
+		}
+		c := r.find(close, first+len(open))
+		if c < 0 {
+			return -1
+		}
+		pos = c + len(close)
 	}
 }
 

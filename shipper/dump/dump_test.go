@@ -190,3 +190,89 @@ func TestTruncatedEventDoesNotSwallowTheNext(t *testing.T) {
 		t.Errorf("the truncated event was not returned alone")
 	}
 }
+
+// A dump whose encoding changes part-way (PowerShell 5.1's >> appends
+// UTF-16LE to a UTF-8 file; the reverse too), at either parity, with or
+// without a BOM at the join, is read whole; a resume from any offset in the
+// second part reads the rest.
+func TestEncodingChangesPartWay(t *testing.T) {
+	events := samples(t)
+	a, b := dumpOf(events, "\r\n"), dumpOf(events[:3], "\r\n")
+	for name, data := range map[string][]byte{
+		"utf8 then utf16":            append(bytes.Clone(a), toUTF16(b, false)...),
+		"utf8 then utf16 with BOM":   append(bytes.Clone(a), toUTF16(b, true)...),
+		"utf8 (odd) then utf16":      append(append(bytes.Clone(a), 'x'), toUTF16(b, false)...),
+		"utf16 then utf8":            append(toUTF16(a, true), b...),
+		"utf16 then utf8 with BOM":   append(toUTF16(a, true), append([]byte{0xEF, 0xBB, 0xBF}, b...)...),
+		"utf16 then utf8 then utf16": append(append(toUTF16(a, true), append(b, 'y')...), toUTF16(b, false)...),
+	} {
+		want := len(events) + 3
+		if strings.Count(name, "then") == 2 {
+			want += 3
+		}
+		r, err := Open(write(t, data), 0, 1<<20)
+		if err != nil {
+			t.Fatal(err)
+		}
+		recs := readAll(t, r)
+		r.Close()
+		if len(recs) != want {
+			t.Fatalf("%s: %d records, want %d", name, len(recs), want)
+		}
+		for i, rec := range recs {
+			if !bytes.Equal(rec.XML, events[i%len(events)]) && !bytes.Equal(rec.XML, events[(i-len(events))%3]) {
+				t.Errorf("%s: record %d differs: %.60q", name, i, rec.XML)
+			}
+		}
+		// Resume after every record: the rest is the same records.
+		for i := range recs[:len(recs)-1] {
+			r, _ := Open(write(t, data), recs[i].Offset, 1<<20)
+			rest := readAll(t, r)
+			r.Close()
+			if len(rest) != len(recs)-i-1 || !bytes.Equal(rest[0].XML, recs[i+1].XML) {
+				t.Errorf("%s: resumed after record %d: %d records", name, i, len(rest))
+			}
+		}
+	}
+}
+
+// A UTF-16 dump torn by one byte (a code unit split) loses only the event
+// the tear is in, handed on whole as a record that will not parse: the
+// reader realigns at the next start tag.
+func TestTornUTF16Realigns(t *testing.T) {
+	events := samples(t)
+	data := toUTF16(dumpOf(events, "\r\n"), true)
+	second := bytes.Index(data[10:], utf16le("<Event xmlns")) + 10
+	torn := append(bytes.Clone(data[:second+101]), data[second+102:]...) // one byte gone inside event 2
+	r, _ := Open(write(t, torn), 0, 1<<20)
+	recs := readAll(t, r)
+	r.Close()
+	if len(recs) != len(events) {
+		t.Fatalf("%d records, want %d (the torn one included)", len(recs), len(events))
+	}
+	for i, rec := range recs {
+		if ok := bytes.Equal(rec.XML, events[i]); ok == (i == 1) {
+			t.Errorf("record %d intact %v: %.60q", i, ok, rec.XML)
+		}
+	}
+}
+
+// "</Event>" inside a CDATA section or a comment does not end the event;
+// in both encodings.
+func TestEndTagInCDATAOrComment(t *testing.T) {
+	events := samples(t)
+	odd := []byte(strings.Replace(string(events[0]), "</System>", "<!-- </Event> --></System>", 1))
+	odd = []byte(strings.Replace(string(odd), "</EventData>", "<Data Name='x'><![CDATA[a </Event> <Event b]]></Data></EventData>", 1))
+	if bytes.Equal(odd, events[0]) {
+		t.Fatal("the sample has no System or EventData to edit")
+	}
+	list := [][]byte{events[1], odd, events[2]}
+	for name, data := range map[string][]byte{"utf8": dumpOf(list, "\r\n"), "utf16": toUTF16(dumpOf(list, "\r\n"), true)} {
+		r, _ := Open(write(t, data), 0, 1<<20)
+		recs := readAll(t, r)
+		r.Close()
+		if len(recs) != 3 || !bytes.Equal(recs[1].XML, odd) || !bytes.Equal(recs[2].XML, events[2]) {
+			t.Errorf("%s: %d records", name, len(recs))
+		}
+	}
+}
