@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"syscall"
 
 	yamlv2 "go.yaml.in/yaml/v2"
 	"go.yaml.in/yaml/v3"
@@ -230,14 +231,19 @@ func Write(dir string, files []File) (Summary, error) {
 	if err := CheckOutDir(dir); err != nil {
 		return nil, err
 	}
-	if err := ownedOrAbsent(dir); err != nil {
-		return nil, err
-	}
 	parent, base := filepath.Split(filepath.Clean(dir))
 	if parent == "" {
 		parent = "."
 	}
 	if err := os.MkdirAll(parent, 0o755); err != nil {
+		return nil, err
+	}
+	unlock, err := lockParent(parent, base)
+	if err != nil {
+		return nil, fmt.Errorf("locking %s for the swap: %w", parent, err)
+	}
+	defer unlock()
+	if err := ownedOrAbsent(dir); err != nil {
 		return nil, err
 	}
 	removeStale(parent, base)
@@ -313,11 +319,13 @@ func hook(stage string) {
 func swap(tmp, dir string) error {
 	hook("before-swap")
 	old := tmp + ".old"
-	if err := os.Rename(dir, old); errors.Is(err, os.ErrNotExist) {
+	if err := rename(dir, old); errors.Is(err, os.ErrNotExist) {
 		if err := os.Rename(tmp, dir); err != nil {
 			return fmt.Errorf("moving the new output in place: %w", err)
 		}
 		return nil
+	} else if errors.Is(err, syscall.EBUSY) {
+		return swapInto(tmp, dir)
 	} else if err != nil {
 		return fmt.Errorf("moving the previous output aside: %w", err)
 	}
@@ -337,10 +345,84 @@ func swap(tmp, dir string) error {
 	return removeOwned(old)
 }
 
+// rename is os.Rename; a test makes it answer EBUSY as a mount point does.
+var rename = os.Rename
+
+// swapInto replaces the contents of dir, a directory that cannot be moved
+// (a mount point: a CI volume, an emptyDir), with tmp's: the previous
+// output's files are removed as removeOwned removes them, keeping dir, and
+// tmp's entries moved in. Not atomic, as a mount point cannot be: a run
+// killed in between leaves the directory for the next run to complete.
+func swapInto(tmp, dir string) error {
+	if err := ownedOrAbsent(dir); err != nil {
+		return fmt.Errorf("%s changed while gen ran: %w", dir, err)
+	}
+	if err := clearOwned(dir); err != nil {
+		return err
+	}
+	entries, err := os.ReadDir(tmp)
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		if e.Name() == RecordFile {
+			continue // last: a complete tree is the one with its record
+		}
+		if err := os.Rename(filepath.Join(tmp, e.Name()), filepath.Join(dir, e.Name())); err != nil {
+			return fmt.Errorf("moving the new output into %s: %w", dir, err)
+		}
+	}
+	return os.Rename(filepath.Join(tmp, RecordFile), filepath.Join(dir, RecordFile))
+}
+
+// clearOwned removes what removeOwned removes from dir, keeping dir itself;
+// an empty dir (a fresh mount) has nothing to remove.
+func clearOwned(dir string) error {
+	if _, err := os.Lstat(filepath.Join(dir, RecordFile)); errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err := removeOwnedFiles(dir); err != nil {
+		return err
+	}
+	if left := filesIn(dir); len(left) > 0 {
+		return fmt.Errorf("%s: files appeared in it while gen ran: %s", dir, strings.Join(left, ", "))
+	}
+	return nil
+}
+
 // removeOwned deletes a previous output gen wrote: each regular file listed
 // in its record whose hash still matches, then the directories left empty.
 // Anything else stays, and the error names where.
 func removeOwned(dir string) error {
+	if err := removeOwnedFiles(dir); err != nil {
+		return err
+	}
+	if err := os.Remove(dir); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("the new output is in place; the previous one was kept in %s, because files appeared in it while gen ran: %s",
+			dir, strings.Join(filesIn(dir), ", "))
+	}
+	return nil
+}
+
+// filesIn lists the files under dir (at most ten, then how many more).
+func filesIn(dir string) []string {
+	var left []string
+	_ = filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			rel, _ := filepath.Rel(dir, p)
+			left = append(left, filepath.ToSlash(rel))
+		}
+		return nil
+	})
+	sort.Strings(left)
+	if len(left) > 10 {
+		left = append(left[:10], fmt.Sprintf("and %d more", len(left)-10))
+	}
+	return left
+}
+
+// removeOwnedFiles is removeOwned but for dir itself.
+func removeOwnedFiles(dir string) error {
 	rec, err := readRegular(filepath.Join(dir, RecordFile))
 	if err != nil {
 		return fmt.Errorf("the previous output was kept in %s: %s: %v", dir, RecordFile, err)
@@ -364,22 +446,6 @@ func removeOwned(dir string) error {
 	sort.Slice(dirs, func(i, j int) bool { return len(dirs[i]) > len(dirs[j]) })
 	for _, d := range dirs {
 		_ = os.Remove(d)
-	}
-	if err := os.Remove(dir); err != nil && !errors.Is(err, os.ErrNotExist) {
-		var left []string
-		_ = filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
-			if err == nil && !d.IsDir() {
-				rel, _ := filepath.Rel(dir, p)
-				left = append(left, filepath.ToSlash(rel))
-			}
-			return nil
-		})
-		sort.Strings(left)
-		if len(left) > 10 {
-			left = append(left[:10], fmt.Sprintf("and %d more", len(left)-10))
-		}
-		return fmt.Errorf("the new output is in place; the previous one was kept in %s, because files appeared in it while gen ran: %s",
-			dir, strings.Join(left, ", "))
 	}
 	return nil
 }

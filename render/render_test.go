@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -289,5 +290,63 @@ func TestEncodeObjectsDropsStatus(t *testing.T) {
 	want := Header + "kind: DaemonSet\nspec:\n  a: 1.5\n  revisionHistoryLimit: 9007199254740993\n  z: a\n"
 	if string(y) != want {
 		t.Errorf("got\n%s\nwant\n%s", y, want)
+	}
+}
+
+// Runs into the same --out take turns: every one succeeds and the output is
+// always complete (was: 5 of 240 pairs left an empty directory while a run
+// exited 0, and the next run refused it).
+func TestConcurrentWritesTakeTurns(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "out")
+	for round := range 20 {
+		errs := make(chan error, 4)
+		for range 4 {
+			go func() { _, err := Write(dir, sample()); errs <- err }()
+		}
+		for range 4 {
+			if err := <-errs; err != nil {
+				t.Fatalf("round %d: %v", round, err)
+			}
+		}
+		if diffs, err := Diff(dir, sample()); err != nil || len(diffs) != 0 {
+			t.Fatalf("round %d: %v %v", round, diffs, err)
+		}
+	}
+	if left, _ := filepath.Glob(filepath.Join(filepath.Dir(dir), ".out.new-*")); len(left) != 0 {
+		t.Errorf("trees left behind: %v", left)
+	}
+}
+
+// A --out that cannot be moved (a mount point answers EBUSY) is filled in
+// place: a fresh empty mount, then a replacement of gen's own output; a
+// foreign file in it is still refused and kept.
+func TestWriteIntoAMountPoint(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "out")
+	os.Mkdir(dir, 0o755)
+	rename = func(from, to string) error {
+		if from == filepath.Clean(dir) {
+			return &os.LinkError{Op: "rename", Old: from, New: to, Err: syscall.EBUSY}
+		}
+		return os.Rename(from, to)
+	}
+	defer func() { rename = os.Rename }()
+	for i := range 2 {
+		files := sample()
+		if i == 1 {
+			files = files[:1] // the raw file goes: removed from the mount
+		}
+		if _, err := Write(dir, files); err != nil {
+			t.Fatalf("write %d: %v", i, err)
+		}
+		if diffs, err := Diff(dir, files); err != nil || len(diffs) != 0 {
+			t.Fatalf("write %d: %v %v", i, diffs, err)
+		}
+	}
+	os.WriteFile(filepath.Join(dir, "mine.txt"), []byte("x"), 0o644)
+	if _, err := Write(dir, sample()); err == nil || !strings.Contains(err.Error(), "mine.txt") {
+		t.Errorf("a foreign file in the mount: %v", err)
+	}
+	if read(t, filepath.Join(dir, "mine.txt")) != "x" {
+		t.Error("the foreign file was touched")
 	}
 }

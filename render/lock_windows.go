@@ -1,0 +1,25 @@
+//go:build windows
+
+package render
+
+import (
+	"os"
+	"path/filepath"
+
+	"golang.org/x/sys/windows"
+)
+
+// lockParent holds an exclusive lock until unlock, so two gen runs into the
+// same --out take turns. Windows cannot lock a directory handle, so the
+// lock is on an empty file beside the output, .<out>.lock, which stays.
+func lockParent(parent, base string) (unlock func(), err error) {
+	f, err := os.OpenFile(filepath.Join(parent, "."+base+".lock"), os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	if err := windows.LockFileEx(windows.Handle(f.Fd()), windows.LOCKFILE_EXCLUSIVE_LOCK, 0, 1, 0, new(windows.Overlapped)); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() { f.Close() }, nil // closing the handle unlocks
+}
