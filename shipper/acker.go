@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
+	"sync"
 	"time"
 
 	"github.com/winobs/winobs/catalog"
@@ -31,6 +33,26 @@ type acker struct {
 	m         *metrics
 	log       *slog.Logger
 	now       func() time.Time
+
+	// unsaved is the first checkpoint save that failed since the last one
+	// that succeeded (a full or read-only state disk).
+	mu      sync.Mutex
+	unsaved *unsavedCheckpoints
+}
+
+// unsavedCheckpoints: saves failing since, the latest error, and the
+// newest position of each channel that is still to be saved.
+type unsavedCheckpoints struct {
+	since time.Time
+	err   error
+	cps   map[string]checkpoint.Checkpoint
+}
+
+// saveFailure is why checkpoints are not being saved, or nil.
+func (a *acker) saveFailure() *unsavedCheckpoints {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.unsaved
 }
 
 var _ positions = (*acker)(nil)
@@ -65,20 +87,58 @@ func (a *acker) mark(cp checkpoint.Checkpoint) error { return a.store.Save(cp) }
 // acked is the last delivered position of a channel.
 func (a *acker) acked(channel string) (checkpoint.Checkpoint, bool) { return a.store.Peek(channel) }
 
-// ack records a batch the client is done with: every entry Loki stored or
-// gave up on with a reason, as its report says. Only then does the
-// checkpoint move past the batch.
-func (a *acker) ack(b *batch, rep loki.Report) error {
-	for ch, cp := range b.positions {
+// save records positions, and any still unsaved from earlier batches. A
+// position that cannot be saved is delivered but not recorded. Stopping
+// would not help: the restart would resend its batch and fail here again,
+// forever, delivering nothing newer. So delivery goes on, every batch (and
+// the end of the run) tries again, readiness and the checkpoint-age gauge
+// say so, and only a restart meanwhile resends (Loki drops the identical
+// entries).
+func (a *acker) save(positions map[string]checkpoint.Checkpoint) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	todo := positions
+	if a.unsaved != nil {
+		todo = a.unsaved.cps
+		maps.Copy(todo, positions) // a channel's newer position wins
+	}
+	var failed map[string]checkpoint.Checkpoint
+	var lastErr error
+	for ch, cp := range todo {
 		if err := a.store.Save(cp); err != nil {
-			// Delivered but not recorded: a restart resends, Loki deduplicates.
-			return fmt.Errorf("saving checkpoint of %s: %w", ch, err)
+			if failed == nil {
+				failed = map[string]checkpoint.Checkpoint{}
+			}
+			failed[ch], lastErr = cp, fmt.Errorf("saving checkpoint of %s: %w", ch, err)
+			continue
 		}
 		a.m.cpTime.WithLabelValues(ch).Set(float64(a.now().Unix()))
 		if cp.RecordID != 0 {
 			a.m.cpRecord.WithLabelValues(ch).Set(float64(cp.RecordID))
 		}
 	}
+	switch {
+	case failed != nil && a.unsaved == nil:
+		a.unsaved = &unsavedCheckpoints{since: a.now(), err: lastErr, cps: failed}
+		a.log.Error("CHECKPOINT NOT SAVED: the state directory refuses writes (full or read-only?); delivering on and retrying with every batch, a restart now resends from the last saved position",
+			"error", lastErr)
+	case failed != nil:
+		a.unsaved.err, a.unsaved.cps = lastErr, failed
+	case a.unsaved != nil:
+		a.log.Warn("checkpoints saved again", "unsaved_for", a.now().Sub(a.unsaved.since).Round(time.Second).String())
+		a.unsaved = nil
+	}
+}
+
+// flush tries once more to save what could not be saved; at the end of a
+// run it is the last chance before the next start resends.
+func (a *acker) flush() { a.save(nil) }
+
+// ack records a batch the client is done with: every entry Loki stored or
+// gave up on with a reason, as its report says. Only then does the
+// checkpoint move past the batch.
+func (a *acker) ack(b *batch, rep loki.Report) {
+	a.save(b.positions)
 	// Every event ends in one counter: sent (stored), or dropped with its
 	// reason.
 	accounted := map[string]int{}
@@ -105,5 +165,4 @@ func (a *acker) ack(b *batch, rep loki.Report) error {
 	a.m.bytesSent.Add(float64(b.bytes))
 	a.budget.release(b.charge)
 	a.m.inFlight.Set(float64(a.budget.inUse()))
-	return nil
 }

@@ -1,6 +1,7 @@
 package shipper
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -9,6 +10,7 @@ import (
 	"time"
 
 	"github.com/winobs/winobs/conffile"
+	"github.com/winobs/winobs/shipper/ratelog"
 	"github.com/winobs/winobs/shipper/shipconfig"
 )
 
@@ -41,28 +43,45 @@ func (s *Shipper) health() Health {
 		h.Ready, h.Reason = false, "starting"
 	} else if since := s.client.FailingSince(); !since.IsZero() && s.now().Sub(since) > notReadyAfter {
 		h.Ready, h.Reason = false, "cannot deliver to Loki since "+since.UTC().Format(time.RFC3339)
+	} else if u := s.acker.saveFailure(); u != nil {
+		h.Ready, h.Reason = false, "cannot save checkpoints since "+u.since.UTC().Format(time.RFC3339)
 	}
 	return h
 }
+
+// healthSize is the health file's fixed size: rewritten in place, it needs
+// no new disk block after the first write, so a full state disk (which
+// stops checkpoints) cannot make a live shipper look dead, and no rename
+// races a probe that holds the file open (Windows refuses that).
+const healthSize = 256
 
 // writeHealth keeps the health file current until the returned stop, which
 // removes it: a stopped shipper is neither live nor ready.
 func (s *Shipper) writeHealth() (stop func()) {
 	path := filepath.Join(s.cfg.StateDir, shipconfig.HealthFile)
+	logs := ratelog.New(s.log, time.Minute)
+	var f *os.File
 	write := func() {
-		b, _ := json.Marshal(s.health())
-		tmp := path + ".tmp"
-		// Written aside and renamed, so a probe never reads half of it. A
-		// rename refused while a probe holds the file open is retried at the
-		// next tick.
-		if err := os.WriteFile(tmp, b, 0o600); err == nil {
-			os.Rename(tmp, path)
+		if f == nil {
+			var err error
+			if f, err = os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600); err != nil {
+				logs.Error("health_file", "cannot write the health file the kubelet's probe reads", "path", path, "error", err)
+				return
+			}
+		}
+		h := s.health()
+		h.Reason = conffile.Excerpt(h.Reason)
+		b, _ := json.Marshal(h)
+		b = append(b, bytes.Repeat([]byte(" "), max(healthSize-len(b), 0))...)
+		if _, err := f.WriteAt(b, 0); err != nil {
+			logs.Error("health_file", "cannot write the health file the kubelet's probe reads", "path", path, "error", err)
 		}
 	}
 	write()
 	t := time.NewTicker(healthInterval)
-	done := make(chan struct{})
+	done, ended := make(chan struct{}), make(chan struct{})
 	go func() {
+		defer close(ended)
 		for {
 			select {
 			case <-t.C:
@@ -72,7 +91,15 @@ func (s *Shipper) writeHealth() (stop func()) {
 			}
 		}
 	}()
-	return func() { t.Stop(); close(done); os.Remove(path) }
+	return func() {
+		t.Stop()
+		close(done)
+		<-ended
+		if f != nil {
+			f.Close()
+		}
+		os.Remove(path)
+	}
 }
 
 // CheckHealth reads a health file as the probe does: live when it was

@@ -20,6 +20,7 @@ import (
 	"github.com/winobs/winobs/internal/fixture"
 	"github.com/winobs/winobs/internal/lokitest"
 	"github.com/winobs/winobs/shipper/checkpoint"
+	"github.com/winobs/winobs/shipper/shipconfig"
 )
 
 var (
@@ -697,31 +698,93 @@ func TestReliabilityCheckpointNotAFile(t *testing.T) {
 	h.verify("checkpoint path is a directory: set aside, resumed from the previous copy", 1)
 }
 
+// A state disk that refuses writes (full, or read-only) stops checkpoints,
+// not delivery: the shipper says so once, reports not ready (the probe's
+// file is rewritten in place, so it stays live), delivers everything, and
+// saves again once the disk takes writes. A run that ends while saves fail
+// exits 1 saying so, and a restart then resends from the last saved
+// position (Loki drops the identical entries) and goes past it: no batch is
+// resent forever. (Was: exit 1 at the first refused save, and every restart
+// resent the same batch and stopped again.)
 func TestReliabilityCheckpointWriteRefused(t *testing.T) {
 	h := newHarness(t, 3000, small)
+	full, _ := os.ReadFile(h.dump)
+	half := (len(full) / 2) &^ 1
+	os.WriteFile(h.dump, full[:half], 0o644) // the rest comes once the disk is full
+	os.WriteFile(h.cfg, []byte(strings.Replace(mustRead(t, h.cfg), "channel: System}", "channel: System, follow: true}", 1)), 0o644)
 	h.slow(20 * time.Millisecond)
 	cmd, done, out := h.start()
-	cp := filepath.Join(h.dir, "state", "System.checkpoint")
+	state := filepath.Join(h.dir, "state")
+	cp := filepath.Join(state, "System.checkpoint")
 	for deadline := time.Now().Add(fixture.Patience); time.Now().Before(deadline); time.Sleep(2 * time.Millisecond) {
 		if _, err := os.Stat(cp); err == nil {
 			break
 		}
 	}
 	os.MkdirAll(cp+".tmp/full", 0o700) // the disk refuses the next write
-	select {
-	case err := <-done:
-		var ee *exec.ExitError
-		if !errors.As(err, &ee) || ee.ExitCode() != 1 || !strings.Contains(out.String(), "saving checkpoint") {
-			t.Fatalf("a refused checkpoint write must stop the shipper: %v\n%s", err, out)
-		}
-	case <-time.After(fixture.Patience):
-		cmd.Process.Kill()
-		t.Fatal("the shipper kept running without checkpoints")
+	for deadline := time.Now().Add(fixture.Patience); !strings.Contains(out.String(), "CHECKPOINT NOT SAVED") && time.Now().Before(deadline); {
+		time.Sleep(20 * time.Millisecond)
 	}
-	os.RemoveAll(cp + ".tmp")
+	before := h.recv.Stats().Distinct
+	f, _ := os.OpenFile(h.dump, os.O_APPEND|os.O_WRONLY, 0)
+	f.Write(full[half:])
+	f.Close()
+	bin, _ := sharedBin()
+	health := filepath.Join(state, shipconfig.HealthFile)
+	var ready []byte
+	for deadline := time.Now().Add(fixture.Patience); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		if ready, _ = exec.Command(bin, "probe", health, "ready").CombinedOutput(); strings.Contains(string(ready), "cannot save checkpoints") {
+			break
+		}
+	}
+	if !strings.Contains(string(ready), "cannot save checkpoints") {
+		t.Errorf("the ready probe does not say why: %s", ready)
+	}
+	if b, err := exec.Command(bin, "probe", health, "live").CombinedOutput(); err != nil {
+		t.Errorf("not live while checkpoints fail: %v %s", err, b)
+	}
+	for deadline := time.Now().Add(fixture.Patience); h.recv.Stats().Distinct <= before && time.Now().Before(deadline); {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if h.recv.Stats().Distinct <= before {
+		t.Fatalf("delivery stopped with the checkpoints\n%s", out)
+	}
+	os.RemoveAll(cp + ".tmp") // the disk takes writes again
 	h.fast()
-	h.mustComplete(scale(2*time.Minute, 10*time.Minute))
-	h.verify("disk refuses the checkpoint write: exit 1, then resumed", 1)
+	for deadline := time.Now().Add(fixture.Patience); h.recv.Stats().Distinct < len(h.lines) && time.Now().Before(deadline); {
+		time.Sleep(50 * time.Millisecond)
+	}
+	cmd.Process.Signal(syscall.SIGTERM)
+	h.await(cmd, done, out, fixture.Patience)
+	if !strings.Contains(out.String(), "checkpoints saved again") {
+		t.Errorf("no word of the recovery\n%s", out)
+	}
+	h.verify("state disk refuses checkpoint writes mid-run: delivery goes on, saved again after", 1)
+
+	// Refused for a whole run: every event delivered, exit 1 saying so; the
+	// next run (the disk still full) resends and delivers again, it does
+	// not stall on one batch; once the disk is back, a clean finish.
+	h2 := newHarness(t, 3000, small)
+	state2 := filepath.Join(h2.dir, "state")
+	os.MkdirAll(state2, 0o700)
+	for _, f := range []string{"System.checkpoint.tmp", "System.checkpoint.bak.tmp"} {
+		os.MkdirAll(filepath.Join(state2, f, "full"), 0o700)
+	}
+	for run := range 2 {
+		o, err := h2.run(fixture.Patience)
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.ExitCode() != 1 || !strings.Contains(o, "checkpoints could not be saved") {
+			t.Fatalf("run %d with a full state disk: %v\n%s", run, err, o)
+		}
+		if st := h2.recv.Stats(); st.Distinct != len(h2.lines) {
+			t.Fatalf("run %d: %d of %d delivered", run, st.Distinct, len(h2.lines))
+		}
+	}
+	for _, f := range []string{"System.checkpoint.tmp", "System.checkpoint.bak.tmp"} {
+		os.RemoveAll(filepath.Join(state2, f))
+	}
+	h2.mustComplete(fixture.Patience)
+	h2.verify("state disk refuses checkpoint writes for two whole runs: all delivered each time, exit 1 saying so, then a clean finish", 3)
 }
 
 func TestReliabilityGrowingDump(t *testing.T) {

@@ -179,16 +179,18 @@ func (s *Shipper) Run(ctx context.Context) error {
 			return nil
 		}
 		s.format.learn(rep.Floors)
-		if err := s.acker.ack(b, rep); err != nil {
-			return err
-		}
+		s.acker.ack(b, rep)
 	}
 	select {
 	case err := <-errs:
 		return err
 	default:
-		return nil
 	}
+	s.acker.flush()
+	if u := s.acker.saveFailure(); u != nil {
+		return fmt.Errorf("everything was delivered, but checkpoints could not be saved since %s (%w): the next start resends from the last saved position", u.since.UTC().Format(time.RFC3339), u.err)
+	}
+	return nil
 }
 
 // maxConnections bounds the metrics listener's connections: any local
