@@ -19,9 +19,9 @@ import (
 	"github.com/winobs/winobs/alloy"
 	"github.com/winobs/winobs/bundle"
 	"github.com/winobs/winobs/config"
-	"github.com/winobs/winobs/shipper/shipconfig"
 	"github.com/winobs/winobs/eventlogshipper"
 	"github.com/winobs/winobs/render"
+	"github.com/winobs/winobs/shipper/shipconfig"
 )
 
 // renderAll encodes everything gen renders for cfg, as gen would write it.
