@@ -50,7 +50,7 @@ func TestCheckerCatchesMutations(t *testing.T) {
 		{"invalid label value on a core object", exporter, "DaemonSet", "  labels:\n", "  labels:\n    bad: \"-x-\"\n", "metadata.labels: Invalid value: \"-x-\""},
 		{"label key with a bad prefix", exporter, "DaemonSet", "  labels:\n", "  labels:\n    a..b/x: y\n", "metadata.labels: Invalid value: \"a..b/x\""},
 		{"misspelt core field", exporter, "DaemonSet", "hostNetwork: true", "hostNetwerk: true", "hostNetwerk"},
-		{"toleration Exists with a value", exporter, "DaemonSet", "operator: Equal", "operator: Exists", "value must be empty when `operator` is 'Exists'"},
+		{"toleration Exists with a value", exporter, "DaemonSet", "        operator: Exists\n", "        operator: Exists\n        value: windows\n", "value must be empty when `operator` is 'Exists'"},
 		{"bad container name", exporter, "DaemonSet", "name: windows-exporter\n", "name: Windows_Exporter\n", "containers[0].name"},
 		{"PrometheusRule group without a name", alerts, "PrometheusRule", "  - name: winobs-windows-alerts", "  - nam: winobs-windows-alerts", "spec.groups[0].name: Required value"},
 	} {
