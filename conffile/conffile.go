@@ -52,9 +52,10 @@ func (p Problem) Error() string {
 }
 
 // Printable escapes what a terminal or a CI log would act on (control
-// characters: CR and LF forge lines, ESC starts sequences; bidirectional
-// overrides) and invalid UTF-8, the way Go quotes them, leaving all other
-// text as it is.
+// characters: CR and LF forge lines, ESC starts sequences; line and
+// paragraph separators; every format character: bidirectional overrides,
+// isolates and marks such as U+200E, zero-width ones) and invalid UTF-8, the
+// way Go quotes them, leaving all other text as it is.
 func Printable(s string) string {
 	var b strings.Builder
 	for i := 0; i < len(s); {
@@ -62,7 +63,7 @@ func Printable(s string) string {
 		switch {
 		case r == utf8.RuneError && size == 1:
 			fmt.Fprintf(&b, `\x%02x`, s[i])
-		case unicode.IsControl(r) || r == '\u2028' || r == '\u2029' || (r >= '\u202a' && r <= '\u202e') || (r >= '\u2066' && r <= '\u2069'):
+		case unicode.IsControl(r) || r == '\u2028' || r == '\u2029' || unicode.Is(unicode.Cf, r):
 			q := strconv.QuoteRune(r)
 			b.WriteString(q[1 : len(q)-1])
 		default:

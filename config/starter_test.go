@@ -35,6 +35,11 @@ func TestWarnings(t *testing.T) {
 	if w := Warnings(c); len(w) != 0 {
 		t.Errorf("no firewall rule, nothing opened: %v", w)
 	}
+	// The shipper everywhere, its counters nowhere.
+	c.LogAgent.Default, c.WindowsExporter.Deploy = AgentShipper, false
+	if got := paths(Warnings(c)); got != "windowsExporter.deploy" {
+		t.Errorf("shipper without winobs's exporter: %s", got)
+	}
 }
 
 // Read locates the warnings in the user's file.

@@ -60,6 +60,11 @@ func Warnings(c *Config) Problems {
 	if fw := c.WindowsExporter.Firewall; fw.Enabled {
 		out = append(out, openFirewall(fw.AllowFrom)...)
 	}
+	if c.LogAgent.Default == AgentShipper && !c.WindowsExporter.Deploy {
+		out = append(out, Problem{Path: "windowsExporter.deploy", Related: "logAgent.default", Msg: "is false while the eventlog-shipper is the default log agent: " +
+			"its counters (drops, push errors) are a textfile that only winobs's exporter reads (shipper.textfileDir), so they never reach Prometheus; " +
+			"deploy the exporter, or have yours read that directory (--collector.textfile.directories)"})
+	}
 	return out
 }
 

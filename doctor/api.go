@@ -12,19 +12,43 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
+
+	"go.yaml.in/yaml/v3"
 
 	"github.com/winobs/winobs/conffile"
 	"github.com/winobs/winobs/endpoint"
 )
 
 // maxBody bounds one API answer: a doctor query aggregates, so a real
-// answer is a few KiB; a huge one is not what was asked.
-const maxBody = 16 << 20
+// answer is a few KiB (a per-node one for 5,000 nodes under 1 MiB); a huge
+// one is not what was asked. Decoded, an answer costs a small multiple of
+// its size, so this also bounds doctor's memory.
+const maxBody = 2 << 20
+
+// maxMessage bounds what doctor prints of an error or of a server's words:
+// enough for the reason (a TLS verification failure is ~200 bytes), never
+// a megabyte of a hostile answer.
+const maxMessage = 512
+
+// message is s as doctor prints it: bounded, control and format characters
+// escaped.
+func message(s string) string {
+	if len(s) > maxMessage {
+		cut := maxMessage
+		for cut > 0 && !utf8.RuneStart(s[cut]) {
+			cut--
+		}
+		s = fmt.Sprintf("%s… (%d bytes)", s[:cut], len(s))
+	}
+	return conffile.Printable(s)
+}
 
 // Auth is how doctor authenticates to an API: a bearer token or a basic
 // auth password, each read from a file, never from a flag or the
@@ -34,6 +58,8 @@ type Auth struct {
 	Username        string
 	PasswordFile    string
 	CAFile          string
+	// Tenant is sent as X-Scope-OrgID (a multi-tenant Loki or Mimir).
+	Tenant string
 }
 
 // API is a Prometheus- or Loki-compatible HTTP API.
@@ -112,10 +138,10 @@ func (a *API) get(ctx context.Context, path string, params url.Values, data any)
 		return a.notJSON(path, status, body)
 	}
 	if env.Status != "success" {
-		return &Error{API: a.name, Path: path, Status: status, Msg: conffile.Printable(env.ErrorType + ": " + env.Error)}
+		return &Error{API: a.name, Path: path, Status: status, Msg: message(env.ErrorType + ": " + env.Error)}
 	}
 	if err := json.Unmarshal(env.Data, data); err != nil {
-		return &Error{API: a.name, Path: path, Status: status, Msg: "unexpected data: " + err.Error()}
+		return &Error{API: a.name, Path: path, Status: status, Msg: "unexpected data: " + message(err.Error())}
 	}
 	return nil
 }
@@ -145,10 +171,13 @@ func (a *API) fetch(ctx context.Context, path string, params url.Values) ([]byte
 	if err := a.authorize(req); err != nil {
 		return nil, 0, &Error{API: a.name, Path: path, Msg: err.Error()}
 	}
+	if a.auth.Tenant != "" {
+		req.Header.Set("X-Scope-OrgID", a.auth.Tenant)
+	}
 	resp, err := a.client.Do(req)
 	if err != nil {
 		// The URL's userinfo is refused; the error holds no credential.
-		return nil, 0, &Error{API: a.name, Path: path, Msg: "cannot reach it: " + conffile.Excerpt(err.Error())}
+		return nil, 0, &Error{API: a.name, Path: path, Msg: "cannot reach it: " + message(err.Error())}
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(io.LimitReader(resp.Body, maxBody+1))
@@ -159,19 +188,24 @@ func (a *API) fetch(ctx context.Context, path string, params url.Values) ([]byte
 		return nil, 0, &Error{API: a.name, Path: path, Status: resp.StatusCode, Msg: fmt.Sprintf("the answer is larger than %d bytes", maxBody)}
 	}
 	switch {
+	case resp.StatusCode == http.StatusUnauthorized && strings.TrimSpace(string(body)) == "no org id":
+		// Loki and Mimir with auth_enabled say so without a tenant: not a
+		// credentials problem.
+		return nil, 0, &Error{API: a.name, Path: path, Status: resp.StatusCode,
+			Msg: "no org id: this " + a.name + " is multi-tenant and needs a tenant (X-Scope-OrgID): set loki.tenant in the config or --" + strings.ToLower(a.name) + "-tenant"}
 	case resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden:
 		return nil, 0, &Error{API: a.name, Path: path, Status: resp.StatusCode,
 			Msg: "refused: check the credentials (--" + strings.ToLower(a.name) + "-bearer-token-file or basic auth) and that they may read this API"}
 	case resp.StatusCode >= 300 && resp.StatusCode < 400:
 		return nil, 0, &Error{API: a.name, Path: path, Status: resp.StatusCode,
-			Msg: "redirects to " + conffile.Excerpt(endpoint.Redact(resp.Header.Get("Location"))) + ": give that URL instead (redirects are not followed)"}
+			Msg: "redirects to " + message(endpoint.Redact(resp.Header.Get("Location"))) + ": give that URL instead (redirects are not followed)"}
 	}
 	return body, resp.StatusCode, nil
 }
 
 // notJSON words an answer that is not the API's JSON.
 func (a *API) notJSON(path string, status int, body []byte) error {
-	text := conffile.Printable(conffile.Excerpt(strings.TrimSpace(string(body))))
+	text := message(strings.TrimSpace(string(body)))
 	switch {
 	case status == http.StatusNotFound:
 		return &Error{API: a.name, Path: path, Status: status, Msg: "no such path (" + text + "): not " + a.name + "'s API; give its base URL, without a path"}
@@ -229,12 +263,50 @@ func (a *API) Query(ctx context.Context, expr string) ([]Sample, error) {
 	for _, r := range data.Result {
 		s, _ := r.Value[1].(string)
 		v, err := strconv.ParseFloat(s, 64)
-		if err != nil {
-			return nil, &Error{API: a.name, Path: path, Msg: "a sample value that is not a number: " + strconv.Quote(s)}
+		// Every doctor query counts, sums or compares: NaN or an infinity
+		// is a server doctor cannot believe, never a value to judge.
+		if err != nil || math.IsNaN(v) || math.IsInf(v, 0) {
+			return nil, &Error{API: a.name, Path: path, Msg: "a sample value that is not a finite number: " + message(strconv.Quote(s))}
 		}
 		out = append(out, Sample{Metric: r.Metric, Value: v})
 	}
 	return out, nil
+}
+
+// LabelValues returns the values of label name on the series that match
+// selector in the last `since` (Loki's /loki/api/v1/label/NAME/values,
+// which no series limit bounds).
+func (a *API) LabelValues(ctx context.Context, name, selector string, since time.Duration) ([]string, error) {
+	params := url.Values{"since": {since.String()}}
+	if selector != "" {
+		params.Set("query", selector)
+	}
+	var data []string
+	if err := a.get(ctx, "/loki/api/v1/label/"+url.PathEscape(name)+"/values", params, &data); err != nil {
+		return nil, err
+	}
+	return data, nil
+}
+
+// ExternalLabels returns the external labels of a Prometheus's loaded
+// configuration (/api/v1/status/config): added to what leaves it (remote
+// write, federation, alerts), never shown in its own query answers.
+func (a *API) ExternalLabels(ctx context.Context) (map[string]string, error) {
+	var data struct {
+		YAML string `json:"yaml"`
+	}
+	if err := a.get(ctx, "/api/v1/status/config", nil, &data); err != nil {
+		return nil, err
+	}
+	var cfg struct {
+		Global struct {
+			ExternalLabels map[string]string `yaml:"external_labels"`
+		} `yaml:"global"`
+	}
+	if err := yaml.Unmarshal([]byte(data.YAML), &cfg); err != nil {
+		return nil, &Error{API: a.name, Path: "/api/v1/status/config", Msg: "the configuration is not YAML: " + message(err.Error())}
+	}
+	return cfg.Global.ExternalLabels, nil
 }
 
 // BuildInfo returns the server's version ("" when built without one).

@@ -1,11 +1,14 @@
 package doctor
 
 import (
+	"bytes"
 	"context"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -23,11 +26,8 @@ func recorded(t *testing.T, dir, name string) http.HandlerFunc {
 	body, status := fixture.Read(t, dir, name+".body"), fixture.Read(t, dir, name+".status")
 	code := 200
 	if f := strings.Fields(string(status)); len(f) > 1 {
-		switch f[1] {
-		case "400":
-			code = 400
-		case "404":
-			code = 404
+		if n, err := strconv.Atoi(f[1]); err == nil {
+			code = n
 		}
 	}
 	return func(w http.ResponseWriter, _ *http.Request) {
@@ -258,5 +258,41 @@ func TestQueryOnRecordedE2EAnswers(t *testing.T) {
 	}
 	if _, err := a.Query(context.Background(), "rate(up)"); err == nil || !strings.Contains(err.Error(), "expected type range vector") {
 		t.Errorf("%v", err)
+	}
+}
+
+// A hostile or broken server cannot flood the output or memory: an error
+// of a megabyte is printed to a bound with its length, an answer over the
+// cap is refused unread, and format characters are escaped.
+func TestHostileAnswersAreBounded(t *testing.T) {
+	ctx := context.Background()
+	huge := strings.Repeat("x", 1<<20)
+	mux := http.NewServeMux()
+	mux.HandleFunc("/api/v1/query", func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Query().Get("query") {
+		case "error":
+			w.WriteHeader(422)
+			fmt.Fprintf(w, `{"status":"error","errorType":"execution","error":"%s"}`, huge)
+		case "big":
+			fmt.Fprintf(w, `{"status":"success","data":{"resultType":"vector","result":[{"metric":{"a":"%s"},"value":[1,"1"]}]}}`, strings.Repeat("y", maxBody))
+		case "bidi":
+			fmt.Fprint(w, `{"status":"success","data":{"resultType":"vector","result":[{"metric":{"node":"win\u200e-1\u202e"},"value":[1,"1"]}]}}`)
+		}
+	})
+	a := newTestAPI(t, "Prometheus", mux, Auth{})
+	if _, err := a.Query(ctx, "error"); err == nil || len(err.Error()) > maxMessage+200 || !strings.Contains(err.Error(), "(1048587 bytes)") {
+		t.Errorf("a 1 MiB error: %.200v (%d bytes)", err, len(fmt.Sprint(err)))
+	}
+	if _, err := a.Query(ctx, "big"); err == nil || !strings.Contains(err.Error(), "larger than") {
+		t.Errorf("an answer over the cap: %.200v", err)
+	}
+	ss, err := a.Query(ctx, "bidi")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	Report{Checks: []Check{{ID: "x", Status: Fail, Evidence: []string{ss[0].Metric["node"]}}}}.WriteText(&out)
+	if strings.ContainsAny(out.String(), "\u200e\u202e") || !strings.Contains(out.String(), `win\u200e-1\u202e`) {
+		t.Errorf("format characters printed raw: %q", out.String())
 	}
 }

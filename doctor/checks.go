@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"math"
 	"regexp"
 	"slices"
 	"sort"
@@ -14,7 +15,6 @@ import (
 	"github.com/prometheus/prometheus/model/rulefmt"
 
 	"github.com/winobs/winobs/catalog"
-	"github.com/winobs/winobs/conffile"
 	"github.com/winobs/winobs/config"
 	"github.com/winobs/winobs/rules"
 	"github.com/winobs/winobs/vocab"
@@ -27,7 +27,7 @@ type Status string
 const (
 	Pass Status = "pass"
 	Fail Status = "fail"
-	Skip Status = "skip" // it could not run: its API is unreachable or not given
+	Skip Status = "skip" // nothing to check, or it depends on a check that failed (named in its evidence)
 )
 
 // Check is one item of the checklist: what was found, and how to fix it.
@@ -79,14 +79,34 @@ type run struct {
 	rules rulefmt.RuleGroups
 	// windowsNodes are the Windows nodes kube-state-metrics knows.
 	windowsNodes []string
-	now          func() time.Time
+	// exportersUp counts the exporter targets that are up; loaded names
+	// the winobs rule groups Prometheus has loaded. Later checks that need
+	// them skip, naming the check that found the cause, instead of
+	// failing again with another fix.
+	exportersUp int
+	loaded      map[string]bool
+	now         func() time.Time
+}
+
+// skip marks c skipped, saying why.
+func skip(c Check, why string) Check {
+	c.Status, c.Evidence, c.Fix = Skip, append(c.Evidence, why), ""
+	return c
+}
+
+// noExporter is why a check of exporter data has nothing to check.
+const noExporter = "no exporter target is up: nothing to check (see windows-nodes-scraped)"
+
+// groupMissing is why a check of a rule group's output has nothing to check.
+func groupMissing(group string) string {
+	return "the " + group + " group is not loaded: nothing to check (see rules-loaded)"
 }
 
 // Run checks what gen renders for cfg against prom (and loki, when not
 // nil). Each check is bounded by ctx.
 func Run(ctx context.Context, cfg *config.Config, prom, loki *API) Report {
 	groups, err := rules.Build(cfg)
-	r := &run{cfg: cfg, t: vocab.ForCluster(cfg), prom: prom, loki: loki, rules: groups, now: time.Now}
+	r := &run{cfg: cfg, t: vocab.ForCluster(cfg), prom: prom, loki: loki, rules: groups, now: time.Now, loaded: map[string]bool{}}
 	rep := Report{Prometheus: prom.base.Redacted()}
 	if loki != nil {
 		rep.Loki = loki.base.Redacted()
@@ -189,6 +209,8 @@ func (r *run) nodesScraped(ctx context.Context) Check {
 		}
 		if s.Value != 1 {
 			down = append(down, s.Metric["instance"]+orNode(node))
+		} else {
+			r.exportersUp++
 		}
 	}
 	var missing []string
@@ -234,14 +256,20 @@ func (r *run) exporterVersion(ctx context.Context) Check {
 	var bad []string
 	for _, s := range ss {
 		v := s.Metric["version"]
-		c.Evidence = append(c.Evidence, fmt.Sprintf("%s on %g nodes", v, s.Value))
+		n, err := countOf(s)
+		if err != nil {
+			return failed(c, err)
+		}
+		c.Evidence = append(c.Evidence, fmt.Sprintf("%s on %d nodes", v, n))
 		if !tested.MatchString(v) {
 			bad = append(bad, v)
 		}
 	}
 	switch {
+	case len(ss) == 0 && r.exportersUp == 0:
+		return skip(c, noExporter)
 	case len(ss) == 0:
-		c.Status, c.Fix = Fail, "no windows_exporter_build_info: no exporter is scraped (see windows-nodes-scraped)"
+		c.Status, c.Fix = Fail, "exporter targets are up but none reports windows_exporter_build_info: is the job's target really windows_exporter?"
 	case len(bad) > 0:
 		c.Status, c.Fix = Fail, "untested versions "+names(bad)+": metric names may have changed (0.32 renames the commit limit); pin windowsExporter.image to 0.31 (docs/runbooks.md#windowsexporterversionuntested)"
 	default:
@@ -253,6 +281,9 @@ func (r *run) exporterVersion(ctx context.Context) Check {
 // collectors: every collector of every exporter succeeds.
 func (r *run) collectors(ctx context.Context) Check {
 	c := Check{ID: "collectors", Title: "every exporter collector succeeds"}
+	if r.exportersUp == 0 {
+		return skip(c, noExporter)
+	}
 	ss, err := r.query(ctx, r.t.Exporter().Of("windows_exporter_collector_success")+" == 0")
 	if err != nil {
 		return failed(c, err)
@@ -287,13 +318,17 @@ func (r *run) rulesLoaded(ctx context.Context) Check {
 			continue
 		}
 		g := loaded[i]
+		if r.loaded == nil {
+			r.loaded = map[string]bool{}
+		}
+		r.loaded[g.Name] = true
 		have := map[string]bool{}
 		for _, rule := range g.Rules {
 			have[rule.Name] = true
 			if rule.Health != "" && rule.Health != "ok" {
-				problems = append(problems, fmt.Sprintf("%s: %s is %s: %s", g.Name, rule.Name, rule.Health, conffile.Excerpt(rule.LastError)))
+				problems = append(problems, fmt.Sprintf("%s: %s is %s: %s", g.Name, rule.Name, rule.Health, message(rule.LastError)))
 			} else if rule.LastError != "" {
-				problems = append(problems, fmt.Sprintf("%s: %s: %s", g.Name, rule.Name, conffile.Excerpt(rule.LastError)))
+				problems = append(problems, fmt.Sprintf("%s: %s: %s", g.Name, rule.Name, message(rule.LastError)))
 			}
 		}
 		var absent []string
@@ -333,6 +368,9 @@ func ago(now, t time.Time) string {
 // records: every record winobs renders produces series.
 func (r *run) records(ctx context.Context) Check {
 	c := Check{ID: "records", Title: "every winobs record produces series"}
+	if !r.loaded[rules.RecordsGroup] {
+		return skip(c, groupMissing(rules.RecordsGroup))
+	}
 	var recorded []string
 	for _, g := range r.rules.Groups {
 		for _, rule := range g.Rules {
@@ -360,8 +398,11 @@ func (r *run) records(ctx context.Context) Check {
 	}
 	n := len(recorded)
 	c.Evidence = []string{fmt.Sprintf("%d of %d records have series", n-len(empty), n)}
+	if len(empty) == n && r.exportersUp == 0 {
+		return skip(c, "the records group is loaded, but there is no exporter data to record: nothing to check (see windows-nodes-scraped)")
+	}
 	if len(empty) == n {
-		c.Status, c.Fix = Fail, "no record has series: the records group is not loaded or not evaluated (see rules-loaded)"
+		c.Status, c.Fix = Fail, "no record has series although exporters are scraped: check the rules' job selectors (windowsExporter.job, kubeStateMetrics.job) against your targets' job labels"
 		return c
 	}
 	// Records of what a cluster may not have are not failures.
@@ -404,6 +445,12 @@ func (r *run) commitLimitMetric(ctx context.Context) Check {
 func (r *run) scrapedWithout(ctx context.Context, c Check, metric string, sel vocab.Selector) Check {
 	fix := c.Fix
 	c.Fix = ""
+	if r.exportersUp == 0 {
+		return skip(c, noExporter)
+	}
+	if strings.Contains(metric, ":") && !r.loaded[rules.RecordsGroup] {
+		return skip(c, groupMissing(rules.RecordsGroup))
+	}
 	ss, err := r.query(ctx, fmt.Sprintf(`max by (instance) (%s == 1) unless on (instance) max by (instance) (%s)`,
 		r.t.Exporter().Of("up"), sel.Of(metric)))
 	if err != nil {
@@ -447,8 +494,24 @@ func (r *run) containerCoverage(ctx context.Context) Check {
 	if err != nil {
 		return failed(c, err)
 	}
-	m, miss := count(all), count(nMissing)
+	m, err := countIn(all)
+	if err != nil {
+		return failed(c, err)
+	}
+	miss, err := countIn(nMissing)
+	if err != nil {
+		return failed(c, err)
+	}
+	if miss > m {
+		return failed(c, fmt.Errorf("Prometheus counted %d missing of %d running containers: not an answer doctor can believe", miss, m))
+	}
 	c.Evidence = []string{fmt.Sprintf("%d of %d running Windows containers covered", m-miss, m)}
+	if m == 0 {
+		return skip(c, "kube-state-metrics reports no running container on a Windows node: nothing to check")
+	}
+	if !r.loaded[rules.RecordsGroup] {
+		return skip(c, groupMissing(rules.RecordsGroup))
+	}
 	if miss > 0 {
 		var ns []string
 		for _, s := range missing {
@@ -463,11 +526,24 @@ func (r *run) containerCoverage(ctx context.Context) Check {
 	return c
 }
 
-func count(ss []Sample) int {
-	if len(ss) == 0 {
-		return 0
+// countIn reads a count() answer: none is 0, else one whole, non-negative
+// number; anything else is a server doctor cannot believe.
+func countIn(ss []Sample) (int, error) {
+	switch len(ss) {
+	case 0:
+		return 0, nil
+	case 1:
+		return countOf(ss[0])
 	}
-	return int(ss[0].Value)
+	return 0, fmt.Errorf("a count answered %d series, not one: not an answer doctor can believe", len(ss))
+}
+
+// countOf reads one sample of a count.
+func countOf(s Sample) (int, error) {
+	if s.Value < 0 || s.Value != math.Trunc(s.Value) || s.Value > 1e9 {
+		return 0, fmt.Errorf("a count of %g: not an answer doctor can believe", s.Value)
+	}
+	return int(s.Value), nil
 }
 
 // containerLabels: container series carry the pods' labels, not exported_*
@@ -475,6 +551,9 @@ func count(ss []Sample) int {
 // pod's own.
 func (r *run) containerLabels(ctx context.Context) Check {
 	c := Check{ID: "container-labels", Title: "container series carry their pods' labels"}
+	if r.exportersUp == 0 {
+		return skip(c, noExporter)
+	}
 	exported, err := r.query(ctx, "count("+r.t.Exporter(vocab.NotEq("exported_pod", "")).Of("windows_container_available")+")")
 	if err != nil {
 		return failed(c, err)
@@ -485,8 +564,16 @@ func (r *run) containerLabels(ctx context.Context) Check {
 	if err != nil {
 		return failed(c, err)
 	}
+	nExported, err := countIn(exported)
+	if err != nil {
+		return failed(c, err)
+	}
+	nOwn, err := countIn(own)
+	if err != nil {
+		return failed(c, err)
+	}
 	var problems []string
-	if n := count(exported); n > 0 {
+	if n := nExported; n > 0 {
 		msg := fmt.Sprintf("%d container series carry exported_namespace/exported_pod: the monitor scrapes without honorLabels", n)
 		if r.cfg.WindowsExporter.Deploy {
 			problems = append(problems, msg+", but winobs deploys its own monitor with honorLabels: another monitor (kube-prometheus-stack's windowsMonitoring) scrapes the same exporter")
@@ -494,7 +581,7 @@ func (r *run) containerLabels(ctx context.Context) Check {
 			c.Evidence = append(c.Evidence, msg+" (kube-prometheus-stack's ServiceMonitor): the info record maps them back")
 		}
 	}
-	if n := count(own); n > 0 {
+	if n := nOwn; n > 0 {
 		problems = append(problems, fmt.Sprintf("%d container series carry the exporter pod's own namespace/pod (an exporter before 0.31, or containers whose labels it could not read from containerd): winobs's info record takes theirs from kube-state-metrics, any other query attributes them to the exporter", n))
 	}
 	if len(problems) > 0 {
@@ -506,25 +593,43 @@ func (r *run) containerLabels(ctx context.Context) Check {
 	return c
 }
 
-// clusterLabel: with a cluster name configured, the series carry it.
+// clusterLabel: with a cluster name configured, the series carry it where
+// they leave this Prometheus. kube-prometheus-stack sets it as an external
+// label, which a Prometheus adds to remote write, federation and alerts
+// but never shows in its own query answers: so the configuration is read
+// first, and the series only when it is not there.
 func (r *run) clusterLabel(ctx context.Context) Check {
 	c := Check{ID: "cluster-label", Title: "series carry the configured cluster label"}
 	if !vocab.MultiCluster(r.cfg) {
-		c.Status, c.Evidence = Pass, []string{"single cluster (cluster.name is empty): nothing to check"}
-		return c
+		return skip(c, "single cluster (cluster.name is empty): nothing to check")
 	}
-	ss, err := r.query(ctx, fmt.Sprintf(`count by (%s) (%s)`, r.cfg.Cluster.Label, vocab.Selector{vocab.Eq("job", r.cfg.WindowsExporter.Job)}.Of("up")))
+	name, want := r.cfg.Cluster.Label, r.cfg.Cluster.Name
+	ext, err := r.prom.ExternalLabels(ctx)
 	if err != nil {
 		return failed(c, err)
 	}
-	values := label(ss, r.cfg.Cluster.Label)
-	if !slices.Contains(values, r.cfg.Cluster.Name) {
+	if v, ok := ext[name]; ok {
+		if v == want {
+			c.Status, c.Evidence = Pass, []string{fmt.Sprintf("external label %s=%q: Prometheus adds it to everything it sends (remote write, federation, alerts)", name, want)}
+			return c
+		}
 		c.Status = Fail
-		c.Evidence = []string{fmt.Sprintf("%s values on the exporter's up series: %s; want %q", r.cfg.Cluster.Label, names(quoteAll(values)), r.cfg.Cluster.Name)}
-		c.Fix = "set the label where the series reach the shared backend (Prometheus external_labels, docs/rulers.md), or cluster.name/cluster.label to what it is"
+		c.Evidence = []string{fmt.Sprintf("external label %s=%q, but cluster.name is %q", name, v, want)}
+		c.Fix = "make cluster.name and the external label the same name (kube-prometheus-stack: prometheus.prometheusSpec.externalLabels)"
 		return c
 	}
-	c.Status, c.Evidence = Pass, []string{fmt.Sprintf("%s=%q", r.cfg.Cluster.Label, r.cfg.Cluster.Name)}
+	ss, err := r.query(ctx, fmt.Sprintf(`count by (%s) (%s)`, name, vocab.Selector{vocab.Eq("job", r.cfg.WindowsExporter.Job)}.Of("up")))
+	if err != nil {
+		return failed(c, err)
+	}
+	values := label(ss, name)
+	if !slices.Contains(values, want) {
+		c.Status = Fail
+		c.Evidence = []string{fmt.Sprintf("no external label %s, and its values on the exporter's up series are %s; want %q", name, names(quoteAll(values)), want)}
+		c.Fix = fmt.Sprintf("set the external label %s: %q on this Prometheus (kube-prometheus-stack: prometheus.prometheusSpec.externalLabels; docs/rulers.md), or cluster.name/cluster.label to what your series carry", name, want)
+		return c
+	}
+	c.Status, c.Evidence = Pass, []string{fmt.Sprintf("the exporter's series carry %s=%q", name, want)}
 	return c
 }
 
@@ -539,6 +644,12 @@ func quoteAll(ss []string) []string {
 // alertsFiring: no winobs alert fires now; the firing ones, grouped.
 func (r *run) alertsFiring(ctx context.Context) Check {
 	c := Check{ID: "alerts-firing", Title: "no winobs alert is firing"}
+	if !r.loaded[rules.AlertsGroup] {
+		return skip(c, groupMissing(rules.AlertsGroup))
+	}
+	if r.exportersUp == 0 {
+		return skip(c, "no exporter target is up: no winobs alert can fire, nothing to check (see windows-nodes-scraped)")
+	}
 	alerts, err := r.prom.Alerts(ctx)
 	if err != nil {
 		return failed(c, err)
@@ -585,8 +696,24 @@ func (r *run) shipperCounters(ctx context.Context) Check {
 	if err != nil {
 		return failed(c, err)
 	}
-	if count(present) == 0 {
-		c.Status, c.Evidence = Pass, []string{"no node runs the eventlog-shipper (no " + catalog.ShipperEventsRead + ")"}
+	channels, err := countIn(present)
+	if err != nil {
+		return failed(c, err)
+	}
+	if channels == 0 {
+		shipperDefault := r.cfg.LogAgent.Default == config.AgentShipper
+		switch {
+		case shipperDefault && !r.cfg.WindowsExporter.Deploy:
+			c.Status, c.Evidence = Fail, []string{"the eventlog-shipper is the log agent of every unlabelled node, but no " + catalog.ShipperEventsRead + " reaches Prometheus"}
+			c.Fix = "its counters are a textfile that winobs's exporter reads (shipper.textfileDir), and windowsExporter.deploy is false: its drops are invisible; deploy winobs's exporter, or have yours read that directory (--collector.textfile.directories)"
+		case shipperDefault && r.exportersUp == 0:
+			return skip(c, noExporter)
+		case shipperDefault:
+			c.Status, c.Evidence = Fail, []string{"the eventlog-shipper is the log agent of every unlabelled node, but no " + catalog.ShipperEventsRead + " reaches Prometheus"}
+			c.Fix = "check that the shipper's pods run on the Windows nodes (kubectl get pods -l app.kubernetes.io/name=" + "winobs-eventlog-shipper) and its log"
+		default:
+			return skip(c, "no node runs the eventlog-shipper (Alloy is the default log agent; no "+catalog.ShipperEventsRead+"): nothing to check")
+		}
 		return c
 	}
 	var problems []string
@@ -607,21 +734,31 @@ func (r *run) shipperCounters(ctx context.Context) Check {
 		c.Fix = "the reasons are in the shipper's log and docs/reliability.md; push errors name Loki's answer"
 		return c
 	}
-	c.Status, c.Evidence = Pass, []string{fmt.Sprintf("%d shipper channels", count(present))}
+	c.Status, c.Evidence = Pass, []string{fmt.Sprintf("%d shipper channels", channels)}
 	return c
 }
 
 // eventsPerNode: every Windows node's events reached Loki in the last hour.
+// The node names come from Loki's label-values API, which no series limit
+// bounds (a query by node and channel is refused past max_query_series, 500
+// by default: 250 nodes of two channels); the channels from a query by
+// channel, a handful of series.
 func (r *run) eventsPerNode(ctx context.Context) Check {
 	c := Check{ID: "loki-events", Title: "every Windows node's events reached Loki in the last hour"}
-	ss, err := r.loki.Query(ctx, fmt.Sprintf(`sum by (node, channel) (count_over_time(%s [1h]))`, r.t.Events()))
+	nodes, err := r.loki.LabelValues(ctx, "node", r.t.Events().String(), time.Hour)
 	if err != nil {
 		return failed(c, err)
 	}
-	seen, channels := map[string]bool{}, map[string]bool{}
-	for _, s := range ss {
-		seen[s.Metric["node"]] = true
-		channels[s.Metric["channel"]] = true
+	if len(nodes) == 0 {
+		return r.noStreams(ctx, c, r.cfg.Logs.EventsJob, fmt.Sprintf("no stream with job %q in the last hour: check logs.eventsJob and loki.url", r.cfg.Logs.EventsJob))
+	}
+	ss, err := r.loki.Query(ctx, fmt.Sprintf(`sum by (channel) (count_over_time(%s [1h]))`, r.t.Events()))
+	if err != nil {
+		return failed(c, err)
+	}
+	seen := map[string]bool{}
+	for _, n := range nodes {
+		seen[n] = true
 	}
 	var missing []string
 	for _, n := range r.windowsNodes {
@@ -629,33 +766,49 @@ func (r *run) eventsPerNode(ctx context.Context) Check {
 			missing = append(missing, n)
 		}
 	}
-	c.Evidence = []string{fmt.Sprintf("%d nodes, channels %s", len(seen), names(slices.Collect(maps.Keys(channels))))}
+	c.Evidence = []string{fmt.Sprintf("%d nodes, channels %s", len(nodes), names(label(ss, "channel")))}
 	if len(missing) > 0 {
 		c.Status = Fail
 		c.Evidence = append(c.Evidence, fmt.Sprintf("%d of %d Windows nodes sent no event: %s", len(missing), len(r.windowsNodes), names(missing)))
 		c.Fix = "a node whose agent cannot reach Loki sends nothing: check loki.url from the node's network (not a Service name) and the agent's log; a node with no event of the forwarded levels in the hour is silent too (eventLog.channels)"
 		return c
 	}
-	if len(ss) == 0 {
-		c.Status, c.Fix = Fail, fmt.Sprintf("no stream with job %q: check logs.eventsJob and loki.url", r.cfg.Logs.EventsJob)
-		return c
-	}
 	c.Status = Pass
+	return c
+}
+
+// noStreams fails c for a job without streams, after telling a tenant that
+// holds nothing at all (a wrong tenant answers 200 and empty, like a
+// silent cluster) from one that lacks only this job.
+func (r *run) noStreams(ctx context.Context, c Check, job, fix string) Check {
+	c.Status, c.Fix = Fail, fix
+	all, err := r.loki.LabelValues(ctx, "job", "", 24*time.Hour)
+	if err != nil {
+		return failed(c, err)
+	}
+	tenant := r.loki.auth.Tenant
+	switch {
+	case len(all) == 0 && tenant != "":
+		c.Evidence = append(c.Evidence, fmt.Sprintf("tenant %q holds no logs at all in the last day", tenant))
+		c.Fix = fmt.Sprintf("check the tenant: the agents push as loki.tenant (%q here); a Loki answers an unknown tenant with an empty result", tenant)
+	case len(all) == 0:
+		c.Evidence = append(c.Evidence, "this Loki holds no logs at all in the last day")
+	default:
+		c.Evidence = append(c.Evidence, fmt.Sprintf("no stream with job %q; jobs here: %s", job, names(quoteAll(all))))
+	}
 	return c
 }
 
 // podLogs: Windows pod logs reached Loki in the last hour.
 func (r *run) podLogs(ctx context.Context) Check {
 	c := Check{ID: "loki-pod-logs", Title: "Windows pod logs reached Loki in the last hour"}
-	ss, err := r.loki.Query(ctx, fmt.Sprintf(`sum by (node) (count_over_time(%s [1h]))`, r.t.PodLogs()))
+	nodes, err := r.loki.LabelValues(ctx, "node", r.t.PodLogs().String(), time.Hour)
 	if err != nil {
 		return failed(c, err)
 	}
-	if len(ss) == 0 {
-		c.Status = Fail
-		c.Fix = fmt.Sprintf("no stream with job %q: the Alloy DaemonSet reads C:\\var\\log\\pods on nodes labelled for it (logAgent); check its log", r.cfg.Logs.PodLogsJob)
-		return c
+	if len(nodes) == 0 {
+		return r.noStreams(ctx, c, r.cfg.Logs.PodLogsJob, fmt.Sprintf("no stream with job %q: the Alloy DaemonSet reads C:\\var\\log\\pods on nodes labelled for it (logAgent); check its log", r.cfg.Logs.PodLogsJob))
 	}
-	c.Status, c.Evidence = Pass, []string{fmt.Sprintf("lines from %d nodes", len(ss))}
+	c.Status, c.Evidence = Pass, []string{fmt.Sprintf("lines from %d nodes", len(nodes))}
 	return c
 }

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -22,6 +23,7 @@ import (
 	promrules "github.com/prometheus/prometheus/rules"
 
 	"github.com/winobs/winobs/config"
+	"github.com/winobs/winobs/internal/fixture"
 	"github.com/winobs/winobs/render"
 	"github.com/winobs/winobs/rules"
 	"github.com/winobs/winobs/vocab"
@@ -210,6 +212,8 @@ type fakeProm struct {
 	alerts []Alert
 	// skipGroup is a rule group left out of /api/v1/rules (not selected).
 	skipGroup string
+	// external are the external labels of its configuration.
+	external map[string]string
 }
 
 var testParser = parser.NewParser(parser.Options{})
@@ -331,6 +335,16 @@ func (f *fakeProm) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			groups = append(groups, map[string]any{"name": g.Name(), "file": g.File(), "rules": rs, "interval": g.Interval().Seconds(), "lastEvaluation": now})
 		}
 		writeJSON(w, map[string]any{"groups": groups})
+	case "/api/v1/status/config":
+		// The shape of testdata/prometheus-api/external-labels-status-config.
+		cfg := "global:\n  scrape_interval: 30s\n"
+		if len(f.external) > 0 {
+			cfg += "  external_labels:\n"
+			for k, v := range f.external {
+				cfg += fmt.Sprintf("    %s: %s\n", k, strconv.Quote(v))
+			}
+		}
+		writeJSON(w, map[string]any{"yaml": cfg + "scrape_configs: []\n"})
 	case "/api/v1/alerts":
 		alerts := f.alerts
 		if alerts == nil {
@@ -351,18 +365,31 @@ func fakeLoki(eventNodes []string, podLines bool) http.HandlerFunc {
 			w.Write([]byte(`{"version":"3.7.6","revision":"5003600d","branch":"","buildUser":"","buildDate":"","goVersion":""}`))
 		case "/loki/api/v1/query":
 			q := r.URL.Query().Get("query")
-			var res []map[string]any
-			if strings.Contains(q, `job="windows-events"`) {
-				for _, n := range eventNodes {
-					res = append(res, map[string]any{"metric": map[string]string{"node": n, "channel": "System"}, "value": []any{1796315373.352, "2"}})
-				}
-			} else if podLines {
-				res = append(res, map[string]any{"metric": map[string]string{"node": "win-1"}, "value": []any{1796315373.352, "40"}})
-			}
-			if res == nil {
-				res = []map[string]any{}
+			res := []map[string]any{}
+			if strings.Contains(q, `job="windows-events"`) && len(eventNodes) > 0 {
+				res = append(res, map[string]any{"metric": map[string]string{"channel": "System"}, "value": []any{1796315373.352, "2"}})
 			}
 			writeJSON(w, map[string]any{"resultType": "vector", "result": res})
+		case "/loki/api/v1/label/node/values":
+			// As testdata/loki-api/label-node-values: the node values of
+			// the streams the query selects.
+			q, values := r.URL.Query().Get("query"), []string{}
+			switch {
+			case strings.Contains(q, `job="windows-events"`):
+				values = append(values, eventNodes...)
+			case strings.Contains(q, `job="windows-pods"`) && podLines:
+				values = append(values, "win-1")
+			}
+			writeJSON(w, values)
+		case "/loki/api/v1/label/job/values":
+			jobs := []string{}
+			if len(eventNodes) > 0 {
+				jobs = append(jobs, "windows-events")
+			}
+			if podLines {
+				jobs = append(jobs, "windows-pods")
+			}
+			writeJSON(w, jobs)
 		default:
 			http.NotFound(w, r)
 		}
@@ -397,9 +424,12 @@ func TestHealthyClusterPassesEveryCheck(t *testing.T) {
 	rep := runDoctor(t, cfg, healthy(), nil, fakeLoki([]string{"win-1", "win-2", "win-3"}, true))
 	var out bytes.Buffer
 	rep.WriteText(&out)
+	// A single cluster has no cluster label to check, and Alloy, the
+	// default log agent, no shipper counters: those are skipped, saying so.
+	nothing := map[string]bool{"cluster-label": true, "shipper-counters": true}
 	for _, c := range rep.Checks {
-		if c.Status != Pass {
-			t.Errorf("%s: %s %v (fix: %s)", c.ID, c.Status, c.Evidence, c.Fix)
+		if want := map[bool]Status{true: Skip, false: Pass}[nothing[c.ID]]; c.Status != want {
+			t.Errorf("%s: %s, want %s: %v (fix: %s)", c.ID, c.Status, want, c.Evidence, c.Fix)
 		}
 	}
 	if !rep.OK() || len(rep.Checks) != 16 {
@@ -493,6 +523,22 @@ func TestClusterLabel(t *testing.T) {
 	if got.Status != Fail || !strings.Contains(strings.Join(got.Evidence, " "), `"us-2"; want "eu-1"`) {
 		t.Errorf("%+v", got)
 	}
+	// kube-prometheus-stack's way: series without the label, the name an
+	// external label of the Prometheus (which its queries never show).
+	c.clusterName = ""
+	external := func(v string) func(*fakeProm) {
+		return func(f *fakeProm) { f.external = map[string]string{"cluster": v} }
+	}
+	if got := statuses(runDoctor(t, cfg, c, external("eu-1"), nil))["cluster-label"]; got.Status != Pass ||
+		!strings.Contains(strings.Join(got.Evidence, " "), `external label cluster="eu-1"`) {
+		t.Errorf("external label: %+v", got)
+	}
+	if got := statuses(runDoctor(t, cfg, c, external("us-2"), nil))["cluster-label"]; got.Status != Fail {
+		t.Errorf("another external label: %+v", got)
+	}
+	if got := statuses(runDoctor(t, cfg, c, nil, nil))["cluster-label"]; got.Status != Fail || !strings.Contains(got.Fix, "externalLabels") {
+		t.Errorf("no label anywhere: %+v", got)
+	}
 }
 
 // An unreachable Prometheus gives one failed check and no noise; --output
@@ -545,5 +591,122 @@ func TestRunbooksLinkDoctorChecks(t *testing.T) {
 	}
 	if len(sections) < 20 {
 		t.Errorf("%d runbook sections", len(sections))
+	}
+}
+
+// An empty Prometheus (no exporter, no kube-state-metrics, no winobs rules)
+// shows no ✓ for anything it could not check: each check fails at its root
+// cause or is skipped naming it; the one with the rules loaded but no data
+// skips its records instead of blaming the rules.
+func TestEmptyPrometheusPassesNothing(t *testing.T) {
+	empty := cluster{version: "0.31.8"}
+	for _, tc := range []struct {
+		name   string
+		mutate func(*fakeProm)
+		fail   []string
+	}{
+		{"no rules loaded", func(f *fakeProm) { f.groups = nil }, []string{"windows-nodes-scraped", "rules-loaded"}},
+		{"rules loaded", nil, []string{"windows-nodes-scraped"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := config.Default()
+			rep := runDoctor(t, cfg, empty, tc.mutate, fakeLoki(nil, false))
+			var out bytes.Buffer
+			rep.WriteText(&out)
+			for _, c := range rep.Checks {
+				wantFail := slices.Contains(tc.fail, c.ID) || c.ID == "loki-events" || c.ID == "loki-pod-logs"
+				switch {
+				case c.Status == Pass && !strings.HasSuffix(c.ID, "-reachable") && c.ID != "rules-loaded":
+					t.Errorf("%s passes with nothing to check", c.ID)
+				case c.Status == Fail && !wantFail:
+					t.Errorf("%s fails, but its cause is another check's: %v", c.ID, c.Evidence)
+				case c.Status == Skip && !strings.Contains(strings.Join(c.Evidence, " "), "nothing to check"):
+					t.Errorf("%s skipped without saying why: %v", c.ID, c.Evidence)
+				}
+			}
+			if rep.OK() {
+				t.Errorf("an empty Prometheus is OK:\n%s", out.String())
+			}
+			t.Log(out.String())
+		})
+	}
+}
+
+// A server that answers NaN, an infinity or a negative count never makes a
+// check pass: doctor says it cannot believe the answer.
+func TestHostileNumbersFail(t *testing.T) {
+	for _, v := range []string{"NaN", "+Inf", "-Inf", "-9223372036854775808", "-1", "2.5"} {
+		srv := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			switch r.URL.Path {
+			case "/api/v1/status/buildinfo":
+				writeJSON(w, map[string]string{"version": "3.16.0"})
+			case "/api/v1/query":
+				writeJSON(w, map[string]any{"resultType": "vector", "result": []any{
+					map[string]any{"metric": map[string]string{"node": "win-1", "version": "0.31.8", "instance": "10.1.1.1:9182"}, "value": []any{1, v}}}})
+			default:
+				http.NotFound(w, r)
+			}
+		})
+		prom := newTestAPI(t, "Prometheus", srv, Auth{})
+		rep := Run(context.Background(), config.Default(), prom, nil)
+		st := statuses(rep)
+		for _, id := range []string{"exporter-version", "container-coverage", "container-labels"} {
+			if st[id].Status == Pass {
+				t.Errorf("value %s: %s passes: %v", v, id, st[id].Evidence)
+			}
+		}
+		if rep.OK() {
+			t.Errorf("value %s: the report is OK", v)
+		}
+	}
+}
+
+// A multi-tenant Loki as a real one answers (testdata/loki-api/mt-*): no
+// tenant is a tenant problem, not a credentials one; a wrong tenant's empty
+// answers are told from a silent cluster; the right tenant passes for 300
+// nodes without the query that max_query_series refuses.
+func TestMultiTenantLoki(t *testing.T) {
+	var nodes []string
+	if err := json.Unmarshal(fixture.Read(t, "loki-api", "mt-label-node-values.body"), &struct{ Data *[]string }{&nodes}); err != nil || len(nodes) != 300 {
+		t.Fatalf("%d nodes: %v", len(nodes), err)
+	}
+	loki := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		tenant := r.Header.Get("X-Scope-OrgID")
+		switch {
+		case r.URL.Path == "/loki/api/v1/status/buildinfo":
+			recorded(t, "loki-api", "mt-buildinfo-no-org-id")(w, r)
+		case tenant == "":
+			recorded(t, "loki-api", "mt-query-no-org-id")(w, r)
+		case strings.Contains(r.URL.Query().Get("query"), "by (cluster, node, channel)"):
+			recorded(t, "loki-api", "mt-query-max-series")(w, r)
+		case tenant != "windows" && r.URL.Path == "/loki/api/v1/query":
+			recorded(t, "loki-api", "mt-query-wrong-tenant")(w, r)
+		case tenant != "windows":
+			writeJSON(w, []string{}) // label values of a tenant with nothing
+		case r.URL.Path == "/loki/api/v1/label/node/values":
+			recorded(t, "loki-api", "mt-label-node-values")(w, r)
+		case r.URL.Path == "/loki/api/v1/query":
+			writeJSON(w, map[string]any{"resultType": "vector", "result": []any{
+				map[string]any{"metric": map[string]string{"channel": "System"}, "value": []any{1, "300"}},
+				map[string]any{"metric": map[string]string{"channel": "Application"}, "value": []any{1, "300"}}}})
+		default:
+			writeJSON(w, []string{"windows-events"})
+		}
+	})
+	cfg := config.Default()
+	for _, tc := range []struct {
+		tenant string
+		status Status
+		want   string
+	}{
+		{"", Fail, "needs a tenant (X-Scope-OrgID): set loki.tenant"},
+		{"other", Fail, `tenant "other" holds no logs at all`},
+		{"windows", Pass, "300 nodes, channels Application, System"},
+	} {
+		r := &run{cfg: cfg, t: vocab.ForCluster(cfg), loki: newTestAPI(t, "Loki", loki, Auth{Tenant: tc.tenant}), windowsNodes: nodes}
+		got := r.eventsPerNode(context.Background())
+		if text := strings.Join(append(got.Evidence, got.Fix), " "); got.Status != tc.status || !strings.Contains(text, tc.want) {
+			t.Errorf("tenant %q: %s %s, want %q", tc.tenant, got.Status, text, tc.want)
+		}
 	}
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/winobs/winobs/config"
 	"github.com/winobs/winobs/doctor"
+	"github.com/winobs/winobs/endpoint"
 )
 
 // runDoctor checks the user's cluster against what gen renders for the
@@ -32,6 +33,8 @@ func runDoctor(args []string, stdout, stderr io.Writer) int {
 		fs.StringVar(&a.auth.PasswordFile, a.name+"-password-file", "", "file holding the basic auth password for "+a.name)
 		fs.StringVar(&a.auth.CAFile, a.name+"-ca-file", "", "CA bundle to verify "+a.name+"'s certificate (default: the system roots)")
 	}
+	fs.StringVar(&promAuth.Tenant, "prometheus-tenant", "", "X-Scope-OrgID for a multi-tenant Prometheus API (Mimir, Cortex)")
+	lokiTenant := fs.String("loki-tenant", "", "X-Scope-OrgID for a multi-tenant Loki (default: the config's loki.tenant)")
 	if code, ok := parseFlags(fs, args, stdout, stderr); !ok {
 		return code
 	}
@@ -46,6 +49,17 @@ func runDoctor(args []string, stdout, stderr io.Writer) int {
 	cfg, _, err := config.Read(*configPath)
 	if err != nil {
 		return configFailed(stderr, "gen doctor", err)
+	}
+	// The agents push as loki.tenant: doctor reads as the same tenant.
+	lokiAuth.Tenant = cfg.Loki.Tenant
+	if *lokiTenant != "" {
+		lokiAuth.Tenant = *lokiTenant
+	}
+	for flag, t := range map[string]string{"--prometheus-tenant": promAuth.Tenant, "--loki-tenant": *lokiTenant} {
+		if msg := endpoint.CheckTenant(t); t != "" && msg != "" {
+			fmt.Fprintf(stderr, "gen doctor: %s: %s\n", flag, msg)
+			return 2
+		}
 	}
 	prom, err := doctor.NewAPI("Prometheus", *promURL, promAuth, *reqTimeout)
 	if err != nil {
