@@ -72,8 +72,14 @@ func names(ns []string) string {
 
 // run holds what the checks share.
 type run struct {
-	cfg   *config.Config
-	t     vocab.Terms
+	cfg *config.Config
+	// t selects the series of this cluster in Prometheus: with the cluster
+	// name an external label of the Prometheus asked, its series lack the
+	// label (it is added on the way out), so t selects without it. lt
+	// selects in Loki, where the agents write the label on every stream.
+	t, lt vocab.Terms
+	// external are the Prometheus's external labels (nil: unknown).
+	external map[string]string
 	prom  *API
 	loki  *API
 	rules rulefmt.RuleGroups
@@ -106,7 +112,7 @@ func groupMissing(group string) string {
 // nil). Each check is bounded by ctx.
 func Run(ctx context.Context, cfg *config.Config, prom, loki *API) Report {
 	groups, err := rules.Build(cfg)
-	r := &run{cfg: cfg, t: vocab.ForCluster(cfg), prom: prom, loki: loki, rules: groups, now: time.Now, loaded: map[string]bool{}}
+	r := &run{cfg: cfg, t: vocab.ForCluster(cfg), lt: vocab.ForCluster(cfg), prom: prom, loki: loki, rules: groups, now: time.Now, loaded: map[string]bool{}}
 	rep := Report{Prometheus: prom.base.Redacted()}
 	if loki != nil {
 		rep.Loki = loki.base.Redacted()
@@ -118,6 +124,9 @@ func Run(ctx context.Context, cfg *config.Config, prom, loki *API) Report {
 	reach := r.reachable(ctx, prom, "prometheus-reachable")
 	rep.Checks = append(rep.Checks, reach)
 	if reach.Status == Pass {
+		if r.external, err = prom.ExternalLabels(ctx); err == nil && vocab.MultiCluster(cfg) && r.external[cfg.Cluster.Label] == cfg.Cluster.Name {
+			r.t = vocab.ForRules(cfg)
+		}
 		r.windowsNodes, err = r.nodes(ctx)
 		if err != nil {
 			rep.Checks = append(rep.Checks, Check{ID: "windows-nodes", Title: "kube-state-metrics lists the Windows nodes", Status: Fail,
@@ -604,9 +613,12 @@ func (r *run) clusterLabel(ctx context.Context) Check {
 		return skip(c, "single cluster (cluster.name is empty): nothing to check")
 	}
 	name, want := r.cfg.Cluster.Label, r.cfg.Cluster.Name
-	ext, err := r.prom.ExternalLabels(ctx)
-	if err != nil {
-		return failed(c, err)
+	ext := r.external
+	if ext == nil {
+		var err error
+		if ext, err = r.prom.ExternalLabels(ctx); err != nil {
+			return failed(c, err)
+		}
 	}
 	if v, ok := ext[name]; ok {
 		if v == want {
@@ -745,14 +757,14 @@ func (r *run) shipperCounters(ctx context.Context) Check {
 // channel, a handful of series.
 func (r *run) eventsPerNode(ctx context.Context) Check {
 	c := Check{ID: "loki-events", Title: "every Windows node's events reached Loki in the last hour"}
-	nodes, err := r.loki.LabelValues(ctx, "node", r.t.Events().String(), time.Hour)
+	nodes, err := r.loki.LabelValues(ctx, "node", r.lt.Events().String(), time.Hour)
 	if err != nil {
 		return failed(c, err)
 	}
 	if len(nodes) == 0 {
 		return r.noStreams(ctx, c, r.cfg.Logs.EventsJob, fmt.Sprintf("no stream with job %q in the last hour: check logs.eventsJob and loki.url", r.cfg.Logs.EventsJob))
 	}
-	ss, err := r.loki.Query(ctx, fmt.Sprintf(`sum by (channel) (count_over_time(%s [1h]))`, r.t.Events()))
+	ss, err := r.loki.Query(ctx, fmt.Sprintf(`sum by (channel) (count_over_time(%s [1h]))`, r.lt.Events()))
 	if err != nil {
 		return failed(c, err)
 	}
@@ -802,7 +814,7 @@ func (r *run) noStreams(ctx context.Context, c Check, job, fix string) Check {
 // podLogs: Windows pod logs reached Loki in the last hour.
 func (r *run) podLogs(ctx context.Context) Check {
 	c := Check{ID: "loki-pod-logs", Title: "Windows pod logs reached Loki in the last hour"}
-	nodes, err := r.loki.LabelValues(ctx, "node", r.t.PodLogs().String(), time.Hour)
+	nodes, err := r.loki.LabelValues(ctx, "node", r.lt.PodLogs().String(), time.Hour)
 	if err != nil {
 		return failed(c, err)
 	}

@@ -529,9 +529,16 @@ func TestClusterLabel(t *testing.T) {
 	external := func(v string) func(*fakeProm) {
 		return func(f *fakeProm) { f.external = map[string]string{"cluster": v} }
 	}
-	if got := statuses(runDoctor(t, cfg, c, external("eu-1"), nil))["cluster-label"]; got.Status != Pass ||
+	rep := runDoctor(t, cfg, c, external("eu-1"), nil)
+	if got := statuses(rep)["cluster-label"]; got.Status != Pass ||
 		!strings.Contains(strings.Join(got.Evidence, " "), `external label cluster="eu-1"`) {
 		t.Errorf("external label: %+v", got)
+	}
+	// And every other Prometheus check passes on those unlabelled series.
+	for _, ch := range rep.Checks {
+		if ch.Status == Fail {
+			t.Errorf("with the external label, %s fails: %v", ch.ID, ch.Evidence)
+		}
 	}
 	if got := statuses(runDoctor(t, cfg, c, external("us-2"), nil))["cluster-label"]; got.Status != Fail {
 		t.Errorf("another external label: %+v", got)
@@ -703,7 +710,7 @@ func TestMultiTenantLoki(t *testing.T) {
 		{"other", Fail, `tenant "other" holds no logs at all`},
 		{"windows", Pass, "300 nodes, channels Application, System"},
 	} {
-		r := &run{cfg: cfg, t: vocab.ForCluster(cfg), loki: newTestAPI(t, "Loki", loki, Auth{Tenant: tc.tenant}), windowsNodes: nodes}
+		r := &run{cfg: cfg, t: vocab.ForCluster(cfg), lt: vocab.ForCluster(cfg), loki: newTestAPI(t, "Loki", loki, Auth{Tenant: tc.tenant}), windowsNodes: nodes}
 		got := r.eventsPerNode(context.Background())
 		if text := strings.Join(append(got.Evidence, got.Fix), " "); got.Status != tc.status || !strings.Contains(text, tc.want) {
 			t.Errorf("tenant %q: %s %s, want %q", tc.tenant, got.Status, text, tc.want)
