@@ -22,13 +22,14 @@ const (
 	ShipperTruncated      = "winobs_shipper_events_truncated_total"
 	ShipperRestamped      = "winobs_shipper_events_restamped_total"
 	ShipperDumpReopens    = "winobs_shipper_dump_reopens_total"
+	ShipperPresumed       = "winobs_shipper_events_presumed_stored_total"
 )
 
 // ShipperMetrics are all the eventlog-shipper's metrics (package shipper's
 // tests hold its registry to this list).
 var ShipperMetrics = []string{ShipperEventsRead, ShipperEventsSent, ShipperEventsDropped, ShipperBytesSent, ShipperPushDuration,
 	ShipperPushErrors, ShipperPushRetries, ShipperCheckpointTime, ShipperCheckpointID, ShipperPending, ShipperRecordLag,
-	ShipperResubscribes, ShipperRenderErrors, ShipperInFlightBytes, ShipperTruncated, ShipperRestamped, ShipperDumpReopens}
+	ShipperResubscribes, ShipperRenderErrors, ShipperInFlightBytes, ShipperTruncated, ShipperRestamped, ShipperDumpReopens, ShipperPresumed}
 
 // Reasons the eventlog-shipper gives up on an event (reason of
 // events_dropped_total) or sends it with another timestamp than TimeCreated

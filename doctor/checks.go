@@ -80,9 +80,9 @@ type run struct {
 	t, lt vocab.Terms
 	// external are the Prometheus's external labels (nil: unknown).
 	external map[string]string
-	prom  *API
-	loki  *API
-	rules rulefmt.RuleGroups
+	prom     *API
+	loki     *API
+	rules    rulefmt.RuleGroups
 	// windowsNodes are the Windows nodes kube-state-metrics knows.
 	windowsNodes []string
 	// exportersUp counts the exporter targets that are up; loaded names

@@ -84,6 +84,17 @@ func (a *acker) start(channel string) (cp checkpoint.Checkpoint, found bool, pol
 // mark saves a position that needs no delivery: a bookmark taken at start.
 func (a *acker) mark(cp checkpoint.Checkpoint) error { return a.store.Save(cp) }
 
+// sending records, before a batch is pushed, how far it reaches in each
+// channel (checkpoint.Store.SaveSent). A mark that cannot be saved only
+// makes a replay after a crash less careful: it is logged, not fatal.
+func (a *acker) sending(b *batch) {
+	for ch, cp := range b.positions {
+		if err := a.store.SaveSent(cp); err != nil {
+			a.log.Warn("cannot save the sent mark; a replay after a crash may store re-stamped copies", "channel", ch, "error", err)
+		}
+	}
+}
+
 // acked is the last delivered position of a channel.
 func (a *acker) acked(channel string) (checkpoint.Checkpoint, bool) { return a.store.Peek(channel) }
 
@@ -154,6 +165,7 @@ func (a *acker) ack(b *batch, rep loki.Report) {
 		for reason, n := range rep.Restamped[st.Labels] {
 			a.m.restamped.WithLabelValues(ch, reason).Add(float64(n))
 		}
+		a.m.presumed.WithLabelValues(ch).Add(float64(rep.Presumed[st.Labels]))
 	}
 	for ch, n := range b.counts {
 		if accounted[ch] != n {

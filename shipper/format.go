@@ -38,6 +38,8 @@ type formatter struct {
 	// last is the last event formatted per channel, so a checkpoint after
 	// a skipped record still names the last real event.
 	last map[string]checkpoint.Checkpoint
+	// sent is, per channel, how far the last push before a restart reached.
+	sent map[string]checkpoint.Checkpoint
 	// newest is the newest timestamp formatted per stream, to keep each
 	// stream within Loki's too-far-behind window.
 	newest map[string]time.Time
@@ -56,11 +58,28 @@ type floor struct{ at, learned time.Time }
 
 func newFormatter(cfg *shipconfig.Config, m *metrics, log *slog.Logger) *formatter {
 	return &formatter{cfg: cfg, m: m, log: ratelog.New(log, time.Minute), now: time.Now, labels: map[[2]string]string{},
-		last: map[string]checkpoint.Checkpoint{}, newest: map[string]time.Time{}}
+		last: map[string]checkpoint.Checkpoint{}, newest: map[string]time.Time{}, sent: map[string]checkpoint.Checkpoint{}}
 }
 
 // resume starts a channel from its last delivered event.
 func (f *formatter) resume(cp checkpoint.Checkpoint) { f.last[cp.Channel] = cp }
+
+// replaying marks the events of a channel up to sent, the position the
+// last push before a restart reached, as possibly stored already.
+func (f *formatter) replaying(sent checkpoint.Checkpoint) { f.sent[sent.Channel] = sent }
+
+// maybeStored: the record was in a push of an earlier run (at or before the
+// channel's sent mark, in the same dump file or the same live channel).
+func (f *formatter) maybeStored(r record, id uint64) bool {
+	sent, ok := f.sent[r.channel]
+	if !ok {
+		return false
+	}
+	if sent.Source != "" || r.cp.Source != "" {
+		return sent.Source == r.cp.Source && sent.Fingerprint == r.cp.Fingerprint && r.cp.Offset <= sent.Offset
+	}
+	return id != 0 && id <= sent.RecordID
+}
 
 // learn records the oldest times Loki named in a push's answers (the push
 // loop is its only caller).
@@ -162,7 +181,7 @@ func (f *formatter) prepare(r record) entry {
 		f.m.dropped.WithLabelValues(r.channel, catalog.DropTooOld).Inc()
 		return out
 	}
-	out.labels, out.e, out.ok = labels, loki.Entry{Time: ts, Line: line}, true
+	out.labels, out.e, out.ok = labels, loki.Entry{Time: ts, Line: line, MaybeStored: f.maybeStored(r, e.RecordID())}, true
 	out.id, out.tc = e.RecordID(), e.System.TimeCreated.SystemTime
 	return out
 }

@@ -33,6 +33,7 @@ type metrics struct {
 	truncated    *prometheus.CounterVec
 	restamped    *prometheus.CounterVec
 	dumpReopens  *prometheus.CounterVec
+	presumed     *prometheus.CounterVec
 }
 
 // newMetrics registers the shipper's metrics, with every known label value
@@ -61,10 +62,12 @@ func newMetrics(channels []string) *metrics {
 			Help: "Events sent with a timestamp other than TimeCreated, by reason (too_old, too_far_behind, too_new)."}, []string{"channel", "reason"}),
 		dumpReopens: prometheus.NewCounterVec(prometheus.CounterOpts{Name: catalog.ShipperDumpReopens,
 			Help: "Followed dumps read again from the start because another file took the path (rotated), it shrank (truncated) or its start changed (replaced)."}, []string{"channel", "reason"}),
+		presumed: prometheus.NewCounterVec(prometheus.CounterOpts{Name: catalog.ShipperPresumed,
+			Help: "Events counted sent that Loki refused as too far behind or too old while an earlier push (before a restart, or without an answer) may have stored them: not re-stamped, which would store them twice."}, ch),
 	}
 	m.reg.MustRegister(m.collectors()...)
 	for _, c := range channels {
-		for _, v := range []*prometheus.CounterVec{m.read, m.sent, m.truncated, m.renderErrors} {
+		for _, v := range []*prometheus.CounterVec{m.read, m.sent, m.truncated, m.renderErrors, m.presumed} {
 			v.WithLabelValues(c)
 		}
 		m.pending.WithLabelValues(c)
@@ -89,5 +92,5 @@ func newMetrics(channels []string) *metrics {
 // collectors are the shipper's own metrics, as registered.
 func (m *metrics) collectors() []prometheus.Collector {
 	return []prometheus.Collector{m.read, m.sent, m.dropped, m.bytesSent, m.pushDuration, m.pushErrors, m.retries,
-		m.cpTime, m.cpRecord, m.pending, m.lag, m.resubscribes, m.renderErrors, m.inFlight, m.truncated, m.restamped, m.dumpReopens}
+		m.cpTime, m.cpRecord, m.pending, m.lag, m.resubscribes, m.renderErrors, m.inFlight, m.truncated, m.restamped, m.dumpReopens, m.presumed}
 }

@@ -647,6 +647,66 @@ func TestReliabilitySIGKILL(t *testing.T) {
 	h.verify(fmt.Sprintf("SIGKILL at random moments, restarted (%d kills)", killed), killed)
 }
 
+// A sparse channel (an event every 6 minutes, so one batch spans hours,
+// more than Loki's max_chunk_age/2 of one stream) killed at random moments:
+// a replay of a batch Loki stored before the kill is "too far behind" the
+// stream's newest entry, which Loki says before it deduplicates. Those
+// entries are stored already: re-stamping them would store them twice.
+func TestReliabilitySparseChannelReplays(t *testing.T) {
+	base := time.Now().UTC().Add(-5 * 24 * time.Hour).Truncate(time.Second)
+	killAfterStoredPushes(t, base, false, "a sparse channel (a batch spans hours) killed after a stored, unanswered push: replays too far behind are not stored twice")
+}
+
+// The same kills while backfilling behind a live stream (another writer's
+// entry is the stream's newest): the replayed entries were ignored, not
+// stored, and must still be re-stamped and stored, not presumed.
+func TestReliabilityBackfillReplays(t *testing.T) {
+	base := time.Now().UTC().Add(-3 * time.Hour).Truncate(time.Second)
+	killAfterStoredPushes(t, base, true, "backfill 3 h behind a live stream killed after a stored, unanswered push: replays re-stamped once, none presumed")
+}
+
+// killAfterStoredPushes ships a dump of events 6 minutes apart from base
+// (behind a live entry when live), killing the shipper as soon as Loki
+// stores a push and before it answers, then lets it finish.
+func killAfterStoredPushes(t *testing.T, base time.Time, live bool, scenario string) {
+	h := newHarness(t, 1, small)
+	spacing := 6 * time.Minute
+	if live {
+		spacing = time.Second // 3 h behind "now", all of it
+	}
+	h.lines = editedDump(t, h.dump, scale(3000, 12000), base, func(i int, ev string) string {
+		ev = replaceBetween(ev, "<Computer>", "</Computer>", "WINNODE01")
+		return replaceBetween(ev, "SystemTime='", "'", base.Add(time.Duration(i)*spacing).Format("2006-01-02T15:04:05.0000000Z"))
+	})
+	if live {
+		pushLive(t, h.recv, liveLabels("WINNODE01"))
+		h.lines = append(h.lines, fmt.Sprintf(`{"live":%q}`, liveLabels("WINNODE01")))
+	}
+	// Loki answers 300 ms after storing; each run is killed as soon as a
+	// push is stored, before its answer: the restart replays that batch.
+	h.recv.Set(lokitest.Behaviour{AnswerDelay: 300 * time.Millisecond})
+	kills := scale(8, 30)
+	for k := range kills {
+		cmd, done, out := h.start()
+		stored := h.recv.Stats().Distinct
+		for deadline := time.Now().Add(fixture.Patience); h.recv.Stats().Distinct == stored && time.Now().Before(deadline); {
+			select {
+			case err := <-done:
+				t.Fatalf("kill %d: the shipper finished first: %v\n%s", k, err, out)
+			case <-time.After(time.Millisecond):
+			}
+		}
+		cmd.Process.Signal(syscall.SIGKILL)
+		<-done
+	}
+	h.fast()
+	h.mustComplete(fixture.Patience)
+	if st := h.recv.Stats(); st.Received <= st.Distinct {
+		t.Errorf("no batch was replayed (%+v): the test shows nothing", st)
+	}
+	h.verify(fmt.Sprintf("%s (%d kills)", scenario, kills), kills)
+}
+
 // damage runs the shipper part way, then damages the checkpoint files.
 func TestReliabilityCorruptCheckpoints(t *testing.T) {
 	for name, damage := range map[string]func(path string){

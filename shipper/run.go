@@ -122,6 +122,9 @@ func (s *Shipper) Run(ctx context.Context) error {
 		if cp, ok := s.acker.acked(src.channel()); ok {
 			s.format.resume(cp)
 		}
+		if sent, ok := s.acker.store.Sent(src.channel()); ok {
+			s.format.replaying(sent)
+		}
 	}
 	records := make(chan record, 256)
 	batches := make(chan *batch, 1)
@@ -172,6 +175,7 @@ func (s *Shipper) Run(ctx context.Context) error {
 		var rep loki.Report
 		err := s.pacer.Wait(sendCtx, b.streamBytes())
 		if err == nil {
+			s.acker.sending(b)
 			rep, err = s.client.Send(sendCtx, b.streams)
 		}
 		if err != nil { // only the end of the grace period stops pacing and sending

@@ -89,12 +89,10 @@ const MaxFileBytes = 1 << 20
 
 // Save writes cp for its channel. The previous checkpoint becomes the .bak.
 func (s *Store) Save(cp Checkpoint) error {
-	cp.Saved = s.now().UTC()
-	payload, err := json.Marshal(cp)
+	data, err := s.encode(cp)
 	if err != nil {
 		return err
 	}
-	data := fmt.Appendf(payload, "\ncrc32c:%08x\n", crc32.Checksum(payload, crcTable))
 	path := s.Path(cp.Channel)
 	tmp := path + ".tmp"
 	if err := writeSync(tmp, data); err != nil {
@@ -107,6 +105,45 @@ func (s *Store) Save(cp Checkpoint) error {
 		return fmt.Errorf("replacing checkpoint: %w", err)
 	}
 	return syncDir(s.dir)
+}
+
+// encode is cp as a file holds it: JSON and its checksum.
+func (s *Store) encode(cp Checkpoint) ([]byte, error) {
+	cp.Saved = s.now().UTC()
+	payload, err := json.Marshal(cp)
+	if err != nil {
+		return nil, err
+	}
+	return fmt.Appendf(payload, "\ncrc32c:%08x\n", crc32.Checksum(payload, crcTable)), nil
+}
+
+// sentPath is where a channel's sent mark is kept, beside its checkpoint.
+func (s *Store) sentPath(channel string) string {
+	return strings.TrimSuffix(s.Path(channel), ".checkpoint") + ".sent"
+}
+
+// SaveSent records, before a push, the position of the newest event it
+// holds: after a crash, the events from the checkpoint up to this mark may
+// be in Loki already (the push may have been stored and not acknowledged),
+// and the next run treats them so. It is a hint: losing it (a crash while
+// writing, a full disk) only makes a replay less careful, never skips an
+// event, so it is written without a backup copy.
+func (s *Store) SaveSent(cp Checkpoint) error {
+	data, err := s.encode(cp)
+	if err != nil {
+		return err
+	}
+	path := s.sentPath(cp.Channel)
+	if err := writeSync(path+".tmp", data); err != nil {
+		return fmt.Errorf("writing the sent mark: %w", err)
+	}
+	return os.Rename(path+".tmp", path)
+}
+
+// Sent returns the channel's sent mark, if a valid one exists.
+func (s *Store) Sent(channel string) (Checkpoint, bool) {
+	cp, err := read(s.sentPath(channel), channel)
+	return cp, err == nil
 }
 
 var crcTable = crc32.MakeTable(crc32.Castagnoli)

@@ -233,3 +233,34 @@ func TestCheckpointNamesAreInjective(t *testing.T) {
 		t.Error("the legacy file was taken for the other channel")
 	}
 }
+
+// The sent mark is kept apart from the checkpoint: saving it never moves
+// the delivered position, and a missing or damaged one is simply absent.
+func TestSentMark(t *testing.T) {
+	s, err := Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := s.Sent("System"); ok {
+		t.Fatal("a sent mark before any push")
+	}
+	if err := s.Save(Checkpoint{Channel: "System", Offset: 10}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.SaveSent(Checkpoint{Channel: "System", Offset: 99}); err != nil {
+		t.Fatal(err)
+	}
+	if cp, _, _, _ := s.Load("System"); cp.Offset != 10 {
+		t.Errorf("the checkpoint moved to %d", cp.Offset)
+	}
+	if sent, ok := s.Sent("System"); !ok || sent.Offset != 99 {
+		t.Errorf("sent mark %+v %v", sent, ok)
+	}
+	if _, ok := s.Sent("Application"); ok {
+		t.Error("another channel's sent mark")
+	}
+	os.WriteFile(s.sentPath("System"), []byte("garbage"), 0o600)
+	if _, ok := s.Sent("System"); ok {
+		t.Error("a damaged sent mark is used")
+	}
+}

@@ -335,6 +335,9 @@ func (c *Client) send(ctx context.Context, w work, rep *Report) error {
 			c.dropAll(w.streams, "rejected_"+strconv.Itoa(r.Status), rep)
 			return nil
 		}
+		if mayHaveStored(r) {
+			markMaybeStored(w)
+		}
 		delay := c.backoff().Delay(attempt)
 		c.record(r, delay)
 		if err := backoff.Sleep(ctx, delay); err != nil {
@@ -343,6 +346,28 @@ func (c *Client) send(ctx context.Context, w work, rep *Report) error {
 		attempt++
 	}
 	return nil
+}
+
+// mayHaveStored: a retried attempt whose request Loki may have stored in
+// part or whole: no answer (the connection broke, the client timed out),
+// a 5xx (an ingester write may have succeeded), a 429 (the ingester's
+// per-stream limit is partial), or a proxy's refusal after it forwarded
+// the request (499). Redirects, 401/403/404 and 260 store nothing.
+func mayHaveStored(r Result) bool {
+	switch s := r.Status; {
+	case s == 0, s >= 500, s == http.StatusTooManyRequests, s == 499:
+		return true
+	}
+	return false
+}
+
+// markMaybeStored marks every entry of w as possibly stored already.
+func markMaybeStored(w work) {
+	for _, s := range w.streams {
+		for k := range s.Entries {
+			s.Entries[k].MaybeStored = true
+		}
+	}
 }
 
 func (c *Client) dropAll(streams []Stream, reason string, rep *Report) {

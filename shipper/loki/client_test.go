@@ -52,6 +52,12 @@ func (r *receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	}
 	r.mu.Unlock()
 	code, msg := answer(&pr)
+	if code == 0 { // no answer: the connection breaks
+		if conn, _, err := w.(http.Hijacker).Hijack(); err == nil {
+			conn.Close()
+		}
+		return
+	}
 	w.WriteHeader(code)
 	io.WriteString(w, msg)
 }

@@ -17,6 +17,11 @@ import (
 type Entry struct {
 	Time time.Time
 	Line []byte
+	// MaybeStored: an earlier request may have stored this entry (it is
+	// replayed after a restart, or an answer left it in doubt). Loki checks
+	// "too far behind" before it drops an identical entry, so such an entry
+	// is never re-stamped: that would store it a second time.
+	MaybeStored bool
 }
 
 // Stream is entries sharing one label set.

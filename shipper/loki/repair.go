@@ -21,11 +21,15 @@ type Report struct {
 	Dropped   map[string]map[string]int
 	Restamped map[string]map[string]int
 	Floors    map[string]time.Time
+	// Presumed counts, per stream, entries Loki refused as too far behind
+	// or too old that an earlier request may have stored: counted among
+	// Stored, neither re-stamped (a second copy) nor dropped.
+	Presumed map[string]int
 }
 
 func newReport() Report {
 	return Report{Stored: map[string]int{}, Dropped: map[string]map[string]int{},
-		Restamped: map[string]map[string]int{}, Floors: map[string]time.Time{}}
+		Restamped: map[string]map[string]int{}, Floors: map[string]time.Time{}, Presumed: map[string]int{}}
 }
 
 func (r *Report) drop(stream, reason string, n int) { bump(r.Dropped, stream, reason, n) }
@@ -433,6 +437,22 @@ func (v *verdict) repair(w work, rep *Report) (next work, progress bool) {
 		why := make([]string, 0, len(s.Entries))
 		for k, e := range s.Entries {
 			m, reason := v.marks[i][k], w.why[i][k]
+			switch {
+			case m.fault == unnamed && v.proven[i]:
+				// Loki accounted for this stream entry by entry: stored.
+				// Resent, it could be "too far behind" the entries stored
+				// with it, which Loki says before it drops a duplicate.
+				rep.stored(s.Labels, reason)
+				progress = true
+				continue
+			case m.fault == unnamed:
+				e.MaybeStored = true
+			case m.fault == behind && e.MaybeStored && v.ownNewest(i, s):
+				rep.stored(s.Labels, reason)
+				rep.Presumed[s.Labels]++
+				progress = true
+				continue
+			}
 			switch m.fault {
 			case refused:
 				rep.drop(s.Labels, catalog.DropStreamRefused, 1)
@@ -463,6 +483,31 @@ func (v *verdict) repair(w work, rep *Report) (next work, progress bool) {
 		}
 	}
 	return next, progress
+}
+
+// presumeMargin is less than any cutoff Loki's too-far-behind check uses
+// (max_chunk_age/2: 1h by default, and max_chunk_age is hours in practice).
+const presumeMargin = 30 * time.Minute
+
+// ownNewest reports whether stream i's newest entry in Loki (the floor Loki
+// named plus its cutoff) is explained by entries of this batch that an
+// earlier request may have stored: then an entry of theirs "too far behind"
+// was stored with them, and re-stamping it would store it twice. A newer
+// entry from another writer (a live agent ahead of a backfill) leaves the
+// floor above them: those entries were ignored, never stored, and are
+// re-stamped into the window.
+func (v *verdict) ownNewest(i int, s Stream) bool {
+	floor, ok := v.floors[i]
+	if !ok || floor.IsZero() {
+		return false
+	}
+	var newest time.Time
+	for _, e := range s.Entries {
+		if e.MaybeStored && e.Time.After(newest) {
+			newest = e.Time
+		}
+	}
+	return !floor.After(newest.Add(-presumeMargin))
 }
 
 // giveUp ends a batch Loki keeps refusing: each named entry is dropped with

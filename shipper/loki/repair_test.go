@@ -31,8 +31,10 @@ func behind12() []Stream {
 
 // A real Loki names ten of the twelve ignored entries and gives the total:
 // all twelve are re-stamped (in their order, a nanosecond apart) and sent
-// again, the one that fits goes unchanged, and the report counts 13 stored,
-// 12 of them re-stamped, and the oldest time the stream takes.
+// again; the one that fits, proven stored, is not sent again (it could be
+// too far behind the entries stored with it, and Loki says so before it
+// drops a duplicate); the report counts 13 stored, 12 of them re-stamped,
+// and the oldest time the stream takes.
 func TestTooFarBehindBeyondTheNamedTen(t *testing.T) {
 	c, rec, dropped := setup(t, Config{}, status(400, string(fixture.Read(t, "loki", "400-too-far-behind-12-of-13.txt"))))
 	now := time.Date(2026, 12, 3, 16, 29, 45, 0, time.UTC)
@@ -50,8 +52,8 @@ func TestTooFarBehindBeyondTheNamedTen(t *testing.T) {
 			t.Errorf("entry %d resent at %v, want %v", i, e.Timestamp, want)
 		}
 	}
-	if !resent[12].Timestamp.Equal(time.Date(2026, 12, 3, 16, 0, 0, 0, time.UTC)) {
-		t.Errorf("the entry that fitted was changed: %v", resent[12].Timestamp)
+	if len(resent) != 12 {
+		t.Errorf("%d entries resent, want the 12 re-stamped ones", len(resent))
 	}
 	rep := c.last
 	if rep.Stored[agent] != 13 || rep.Restamped[agent][catalog.RestampTooFarBehind] != 12 || !rep.Floors[agent].Equal(floor) {
@@ -160,3 +162,61 @@ func BenchmarkJudgeLargeBody(b *testing.B) {
 }
 
 var _ = endpoint.Loki{}
+
+// An entry an earlier request may have stored (a replay after a restart, or
+// a batch whose previous attempt got no answer or a 5xx) is never
+// re-stamped when Loki says it is too far behind: Loki says so before it
+// drops an identical entry, so it is presumed stored, counted among the
+// stored and as presumed, and not sent again.
+func TestMaybeStoredIsNeverRestamped(t *testing.T) {
+	body := string(fixture.Read(t, "loki", "400-too-far-behind-12-of-13.txt"))
+	now := time.Date(2026, 12, 3, 16, 29, 45, 0, time.UTC)
+	replay := func() []Stream {
+		s := behind12()
+		for k := range s[0].Entries {
+			s[0].Entries[k].MaybeStored = true
+		}
+		return s
+	}
+	for _, tc := range []struct {
+		name    string
+		answers []func(*push.PushRequest) (int, string)
+		batch   []Stream
+		sent    int // requests
+	}{
+		{"a replay", []func(*push.PushRequest) (int, string){status(400, body)}, replay(), 1},
+		{"after a 503", []func(*push.PushRequest) (int, string){status(503, "ingester unavailable"), status(400, body)}, behind12(), 2},
+		{"after no answer", []func(*push.PushRequest) (int, string){func(*push.PushRequest) (int, string) { return 0, "" }, status(400, body)}, behind12(), 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, rec, dropped := setup(t, Config{}, tc.answers...)
+			c.now = func() time.Time { return now }
+			if err := c.Send(context.Background(), tc.batch); err != nil {
+				t.Fatal(err)
+			}
+			rep := c.last
+			if len(rec.requests) != tc.sent || len(dropped) != 0 || rep.Stored[agent] != 13 || rep.Presumed[agent] != 12 || len(rep.Restamped[agent]) != 0 {
+				t.Errorf("%d requests, dropped %v, report %+v", len(rec.requests), dropped, rep)
+			}
+		})
+	}
+	// Maybe stored, but the stream's newest entry in Loki is not one of
+	// them (another writer's, hours ahead: a backfill behind a live
+	// stream): they were ignored, never stored, and are re-stamped.
+	behindLive := replay()
+	behindLive[0].Entries[12].MaybeStored = false // the new entry is not ours from before
+	c0, _, _ := setup(t, Config{}, status(400, body))
+	c0.now = func() time.Time { return now }
+	c0.Send(context.Background(), behindLive)
+	if rep := c0.last; rep.Presumed[agent] != 0 || rep.Restamped[agent][catalog.RestampTooFarBehind] != 12 {
+		t.Errorf("behind another writer's entry: report %+v", rep)
+	}
+	// Not in doubt (a 429 of the tenant's rate refuses the request whole,
+	// as does a 401): re-stamped as before.
+	c, rec, _ := setup(t, Config{}, status(401, "invalid credentials"), status(400, body))
+	c.now = func() time.Time { return now }
+	c.Send(context.Background(), behind12())
+	if rep := c.last; len(rec.requests) != 3 || rep.Presumed[agent] != 0 || rep.Restamped[agent][catalog.RestampTooFarBehind] != 12 {
+		t.Errorf("after a 401: %d requests, report %+v", len(rec.requests), rep)
+	}
+}
