@@ -94,6 +94,10 @@ type run struct {
 	now         func() time.Time
 }
 
+// runbook is an alert's runbook link, as the rules' runbook_url gives it
+// (alerts.runbookURL).
+func (r *run) runbook(alert string) string { return rules.RunbookURL(r.cfg.Alerts.RunbookURL, alert) }
+
 // skip marks c skipped, saying why.
 func skip(c Check, why string) Check {
 	c.Status, c.Evidence, c.Fix = Skip, append(c.Evidence, why), ""
@@ -236,11 +240,11 @@ func (r *run) nodesScraped(ctx context.Context) Check {
 	case len(missing) > 0:
 		c.Status = Fail
 		c.Evidence = append(c.Evidence, fmt.Sprintf("%d of %d Windows nodes have no exporter target: %s", len(missing), len(r.windowsNodes), names(missing)))
-		c.Fix = fmt.Sprintf("check the exporter DaemonSet runs on those nodes (nodes.selector, nodes.tolerations), that the monitor is selected by your Prometheus (windowsExporter.monitorLabels) and that its job is %q (docs/runbooks.md#windowsexporterdown)", r.cfg.WindowsExporter.Job)
+		c.Fix = fmt.Sprintf("check the exporter DaemonSet runs on those nodes (nodes.selector, nodes.tolerations), that the monitor is selected by your Prometheus (windowsExporter.monitorLabels) and that its job is %q (%s)", r.cfg.WindowsExporter.Job, r.runbook(rules.AlertExporterDown))
 	case len(down) > 0:
 		c.Status = Fail
 		c.Evidence = append(c.Evidence, "targets down: "+names(down))
-		c.Fix = "a target that is down is usually firewalled: windowsExporter.firewall.allowFrom must list the nodes your Prometheus pods run on (docs/runbooks.md#windowsexporterdown)"
+		c.Fix = "a target that is down is usually firewalled: windowsExporter.firewall.allowFrom must list the nodes your Prometheus pods run on (" + r.runbook(rules.AlertExporterDown) + ")"
 	default:
 		c.Status = Pass
 	}
@@ -256,7 +260,7 @@ func orNode(node string) string {
 
 // exporterVersion: every exporter runs a version the rules are tested with.
 func (r *run) exporterVersion(ctx context.Context) Check {
-	c := Check{ID: "exporter-version", Title: "every exporter runs a tested windows_exporter version (0.29-0.31)"}
+	c := Check{ID: "exporter-version", Title: "every exporter runs a tested windows_exporter version (" + vocab.SupportedExporterRange + ")"}
 	ss, err := r.query(ctx, fmt.Sprintf(`count by (version) (%s)`, r.t.Exporter().Of("windows_exporter_build_info")))
 	if err != nil {
 		return failed(c, err)
@@ -280,7 +284,7 @@ func (r *run) exporterVersion(ctx context.Context) Check {
 	case len(ss) == 0:
 		c.Status, c.Fix = Fail, "exporter targets are up but none reports windows_exporter_build_info: is the job's target really windows_exporter?"
 	case len(bad) > 0:
-		c.Status, c.Fix = Fail, "untested versions "+names(bad)+": metric names may have changed (0.32 renames the commit limit); pin windowsExporter.image to 0.31 (docs/runbooks.md#windowsexporterversionuntested)"
+		c.Status, c.Fix = Fail, "untested versions "+names(bad)+": metric names may have changed (0.32 renames the commit limit); pin windowsExporter.image to a tested version (" + r.runbook(rules.AlertExporterVersionUntested) + ")"
 	default:
 		c.Status = Pass
 	}
@@ -306,7 +310,7 @@ func (r *run) collectors(ctx context.Context) Check {
 		failing = append(failing, s.Metric["instance"]+" "+s.Metric["collector"])
 	}
 	c.Status, c.Evidence = Fail, []string{fmt.Sprintf("%d failing: %s", len(ss), names(failing))}
-	c.Fix = "see the exporter's log on that node (docs/runbooks.md#windowsexportercollectorfailing)"
+	c.Fix = "see the exporter's log on that node (" + r.runbook(rules.AlertExporterCollectorFailing) + ")"
 	return c
 }
 
@@ -445,7 +449,7 @@ func (r *run) commitPerNode(ctx context.Context) Check {
 // in 0.32).
 func (r *run) commitLimitMetric(ctx context.Context) Check {
 	return r.scrapedWithout(ctx, Check{ID: "commit-limit-metric", Title: "every scraped node reports its commit limit",
-		Fix: "the memory collector is off or the exporter is 0.32+ (docs/runbooks.md#windowsnodecommitlimitmetricabsent)"},
+		Fix: "the memory collector is off or the exporter is 0.32+ (" + r.runbook(rules.AlertNodeCommitLimitMetricAbsent) + ")"},
 		"windows_memory_commit_limit", r.t.Exporter())
 }
 
@@ -694,7 +698,7 @@ func (r *run) alertsFiring(ctx context.Context) Check {
 		return c
 	}
 	for _, name := range slices.Sorted(maps.Keys(firing)) {
-		c.Evidence = append(c.Evidence, fmt.Sprintf("%s ×%d: %s (docs/runbooks.md#%s)", name, len(firing[name]), names(firing[name]), strings.ToLower(name)))
+		c.Evidence = append(c.Evidence, fmt.Sprintf("%s ×%d: %s (%s)", name, len(firing[name]), names(firing[name]), r.runbook(name)))
 	}
 	c.Status, c.Fix = Fail, "each alert's runbook says what to do"
 	return c
