@@ -284,7 +284,7 @@ func (r *run) exporterVersion(ctx context.Context) Check {
 	case len(ss) == 0:
 		c.Status, c.Fix = Fail, "exporter targets are up but none reports windows_exporter_build_info: is the job's target really windows_exporter?"
 	case len(bad) > 0:
-		c.Status, c.Fix = Fail, "untested versions "+names(bad)+": metric names may have changed (0.32 renames the commit limit); pin windowsExporter.image to a tested version (" + r.runbook(rules.AlertExporterVersionUntested) + ")"
+		c.Status, c.Fix = Fail, "untested versions "+names(bad)+": metric names may have changed (0.32 renames the commit limit); pin windowsExporter.image to a tested version ("+r.runbook(rules.AlertExporterVersionUntested)+")"
 	default:
 		c.Status = Pass
 	}
