@@ -296,3 +296,38 @@ func TestHostileAnswersAreBounded(t *testing.T) {
 		t.Errorf("format characters printed raw: %q", out.String())
 	}
 }
+
+// A real Prometheus with external labels (testdata/prometheus-api/
+// external-labels-*) names them in its configuration and never in its own
+// query answers: doctor reads them from the configuration.
+func TestExternalLabelsOnRecordedAnswers(t *testing.T) {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/api/v1/status/config", recorded(t, "prometheus-api", "external-labels-status-config"))
+	mux.HandleFunc("/api/v1/query", recorded(t, "prometheus-api", "external-labels-query-up"))
+	a := newTestAPI(t, "Prometheus", mux, Auth{})
+	ext, err := a.ExternalLabels(context.Background())
+	if err != nil || len(ext) != 1 || ext["cluster"] != "prod-eu-1" {
+		t.Errorf("external labels %v %v", ext, err)
+	}
+	up, err := a.Query(context.Background(), "up")
+	if err != nil || len(up) == 0 || up[0].Metric["cluster"] != "" {
+		t.Errorf("up %v %v: the recorded series carry no cluster label", up, err)
+	}
+}
+
+// Per-node answers stay far under the answer cap at 5,000 nodes: the
+// largest, max by (instance, node) (up), in Prometheus's own encoding.
+func TestPerNodeAnswersFitTheCapAt5000Nodes(t *testing.T) {
+	var b strings.Builder
+	b.WriteString(`{"status":"success","data":{"resultType":"vector","result":[`)
+	for i := range 5000 {
+		if i > 0 {
+			b.WriteString(",")
+		}
+		fmt.Fprintf(&b, `{"metric":{"instance":"10.%d.%d.%d:9182","node":"aks-winpool-%08d"},"value":[1796357523.155,"1"]}`, i/65536, i/256%256, i%256, i)
+	}
+	b.WriteString("]}}")
+	if b.Len() > maxBody/2 {
+		t.Errorf("5,000 nodes answer %d bytes, over half the %d-byte cap", b.Len(), maxBody)
+	}
+}
