@@ -35,6 +35,12 @@ func TestWarnings(t *testing.T) {
 	if w := Warnings(c); len(w) != 0 {
 		t.Errorf("no firewall rule, nothing opened: %v", w)
 	}
+	// A cluster name Grafana's default flags cannot carry in a variable.
+	c.Cluster.Name = `eu "west"`
+	if got := paths(Warnings(c)); got != "cluster.name" {
+		t.Errorf("a quote in the cluster name: %s", got)
+	}
+	c.Cluster.Name = ""
 	// The shipper everywhere, its counters nowhere.
 	c.LogAgent.Default, c.WindowsExporter.Deploy = AgentShipper, false
 	if got := paths(Warnings(c)); got != "windowsExporter.deploy" {

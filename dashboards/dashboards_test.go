@@ -128,6 +128,57 @@ func TestClusterVariable(t *testing.T) {
 	}
 }
 
+// No variable's query refers to itself, in any of the forms Grafana
+// interpolates ($name, ${name…}, [[name…]]): the cluster variable filtered
+// on the cluster it holds could only ever list that one, and one Grafana
+// for many clusters is why it exists.
+func TestNoVariableQueriesItself(t *testing.T) {
+	for _, mutate := range []func(*config.Config){nil, func(c *config.Config) { c.Cluster.Name = "prod-eu-1" }} {
+		for _, d := range build(t, mutate) {
+			for _, v := range d.Templating.List {
+				raw, _ := json.Marshal(v.Query)
+				q := string(raw)
+				for _, ref := range []string{"$" + v.Name, "${" + v.Name, "[[" + v.Name} {
+					if i := strings.Index(q, ref); i >= 0 && !isNameChar(q, i+len(ref)) {
+						t.Errorf("%s: variable %s queries itself: %s", *d.Uid, v.Name, q)
+					}
+				}
+			}
+		}
+	}
+}
+
+// A row repeated per value of a variable never opens on All: Grafana
+// (dashboard-scene/utils/variables.ts: defaultToAll = includeAll) opens an
+// includeAll variable without a saved value on All, one row per node of the
+// cluster before the user picked anything.
+func TestRepeatedRowsDoNotOpenOnAll(t *testing.T) {
+	for _, d := range build(t, nil) {
+		vars := map[string]dashboard.VariableModel{}
+		for _, v := range d.Templating.List {
+			vars[v.Name] = v
+		}
+		for _, p := range d.Panels {
+			if p.RowPanel == nil || p.RowPanel.Repeat == nil {
+				continue
+			}
+			if v := vars[*p.RowPanel.Repeat]; v.IncludeAll != nil && *v.IncludeAll {
+				t.Errorf("%s: a row repeats over %s, which opens on All", *d.Uid, v.Name)
+			}
+		}
+	}
+}
+
+// isNameChar: the byte at i continues a variable name ($cluster_x is
+// another variable than $cluster).
+func isNameChar(s string, i int) bool {
+	if i >= len(s) {
+		return false
+	}
+	c := s[i]
+	return c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
+}
+
 func TestLinksReachTheOtherDashboards(t *testing.T) {
 	for _, d := range build(t, nil) {
 		if len(d.Links) != 3 {

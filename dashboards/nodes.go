@@ -26,7 +26,11 @@ func nodes(cfg *config.Config, q queries) *dashboard.DashboardBuilder {
 	return newDashboard(cfg, q, NodesUID,
 		"Windows nodes: commit charge (what fails allocations), CPU, memory, paging, disks, network, node services and exporter health.",
 		promVar).
-		WithVariable(queryVar("instance", promDS, q.instanceValues(), true)).
+		// Several nodes may be picked, but there is no All: Grafana opens an
+		// includeAll variable without a saved value on All, which would draw
+		// the repeated row below once per node (the fleet table is the
+		// all-nodes view). It opens on the first node.
+		WithVariable(queryVar("instance", promDS, q.instanceValues(), false).Multi(true)).
 		WithRow(dashboard.NewRowBuilder("Fleet")).
 		WithPanel(grid("Windows nodes",
 			"One row per node. OS build and revision show the monthly patch level; commit charge is the share of RAM plus page files already promised.",

@@ -60,7 +60,7 @@ func (q queries) containerIDValues() string {
 }
 
 func (q queries) clusterValues() string {
-	return labelValues("windows_exporter_build_info", q.t.Exporter(), q.t.ClusterLabel)
+	return labelValues("windows_exporter_build_info", q.t.AllExporters(), q.t.ClusterLabel)
 }
 
 // clusterLogValues lists the clusters of a dashboard that reads only Loki.

@@ -164,6 +164,11 @@ func (t Terms) Events(ms ...Matcher) Selector { return t.job(t.events, ms) }
 // dashboard's cluster variable lists them).
 func (t Terms) AllEvents() Selector { return Selector{t.events} }
 
+// AllExporters selects windows_exporter's series of every cluster: what a
+// cluster variable lists (filtered on itself, it could list only the one
+// it holds).
+func (t Terms) AllExporters() Selector { return Selector{t.exporter} }
+
 // PodLogs selects the pod log streams (LogQL).
 func (t Terms) PodLogs(ms ...Matcher) Selector { return t.job(t.podLogs, ms) }
 
