@@ -15,6 +15,7 @@ import (
 
 	"github.com/winobs/winobs/config"
 	"github.com/winobs/winobs/hostprocess"
+	"github.com/winobs/winobs/vocab"
 )
 
 // expr is an Alloy expression written as is (a reference or a call), where
@@ -152,7 +153,7 @@ func writeBlock(cfg *config.Config) *builder.Block {
 	}
 	w := block("loki.write", "default")
 	w.Body().AppendBlock(ep)
-	if cfg.Cluster.Name != "" {
+	if vocab.MultiCluster(cfg) {
 		w.Body().SetAttributeValue("external_labels", map[string]string{cfg.Cluster.Label: cfg.Cluster.Name})
 	}
 	return w

@@ -5,6 +5,7 @@ package eventlogshipper
 import (
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/winobs/winobs/meta"
 	"github.com/winobs/winobs/shipper/shipconfig"
@@ -16,6 +17,7 @@ import (
 	"github.com/winobs/winobs/config"
 	"github.com/winobs/winobs/hostprocess"
 	"github.com/winobs/winobs/render"
+	"github.com/winobs/winobs/vocab"
 )
 
 // Name of every shipper object.
@@ -34,7 +36,11 @@ func Files(cfg *config.Config) ([]render.File, error) {
 		ObjectMeta: hostprocess.Meta(cfg, Name, meta.ComponentLogAgent),
 		Data:       map[string]string{"shipper.yaml": string(conf)},
 	}
-	return []render.File{{Path: "shipper/eventlog-shipper.yaml", Objects: []any{cm, daemonSet(cfg)}}}, nil
+	sc, err := Shipper(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return []render.File{{Path: "shipper/eventlog-shipper.yaml", Objects: []any{cm, daemonSet(cfg, sc)}}}, nil
 }
 
 // ShipperConfig is the shipper's config file for the bundle's config: the
@@ -58,7 +64,7 @@ func Shipper(cfg *config.Config) (*shipconfig.Config, error) {
 	}
 	sc.Loki.Loki = cfg.Loki
 	sc.Labels = map[string]string{"job": cfg.Logs.EventsJob}
-	if cfg.Cluster.Name != "" {
+	if vocab.MultiCluster(cfg) {
 		sc.Labels[cfg.Cluster.Label] = cfg.Cluster.Name // Alloy's external label
 	}
 	sc.LabelsFromEnv = map[string]string{"node": hostprocess.NodeNameEnv}
@@ -74,8 +80,13 @@ func Shipper(cfg *config.Config) (*shipconfig.Config, error) {
 	return sc, nil
 }
 
-func daemonSet(cfg *config.Config) any {
-	grace := int64(30) // the shipper's own grace period is 20 s
+// graceMargin is what the pod's termination grace period leaves beyond the
+// shipper's own shutdownGrace: the process exits, writes its last
+// checkpoint and metrics, before the kubelet kills it.
+const graceMargin = 10 * time.Second
+
+func daemonSet(cfg *config.Config, sc *shipconfig.Config) any {
+	grace := int64((time.Duration(sc.ShutdownGrace.Model()) + graceMargin).Seconds())
 	probe := func(state string) *corev1.Probe {
 		// HTTP probes of a HostProcess pod go to the node's address and the
 		// shipper listens on loopback; its probe mode reads the health file

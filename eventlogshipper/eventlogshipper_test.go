@@ -6,6 +6,9 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
 
 	"github.com/winobs/winobs/shipper/shipconfig"
 
@@ -53,5 +56,20 @@ func TestShipperAcceptsRenderedConfig(t *testing.T) {
 	}
 	if sc.Listen != "127.0.0.1:9498" || sc.StartAt != shipconfig.Newest || sc.OnCorruptCheckpoint != shipconfig.Oldest {
 		t.Errorf("listen %s, startAt %s, onCorruptCheckpoint %s", sc.Listen, sc.StartAt, sc.OnCorruptCheckpoint)
+	}
+}
+
+// The pod's termination grace period is derived from the shipper's own
+// shutdownGrace (plus the margin to exit), never kept in step by hand.
+func TestGracePeriodFollowsTheShipper(t *testing.T) {
+	cfg := config.Default()
+	sc, err := Shipper(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ds := daemonSet(cfg, sc).(*appsv1.DaemonSet)
+	want := int64((time.Duration(sc.ShutdownGrace.Model()) + graceMargin).Seconds())
+	if got := ds.Spec.Template.Spec.TerminationGracePeriodSeconds; got == nil || *got != want || want <= int64(time.Duration(sc.ShutdownGrace.Model()).Seconds()) {
+		t.Errorf("grace %v, want %d", got, want)
 	}
 }

@@ -1,3 +1,9 @@
+// Package shipper is the eventlog-shipper: it reads Windows event log
+// channels (or wevtutil dumps), formats each event as Grafana Alloy's
+// windowsevent line, pushes batches to Loki within Loki's limits, and moves
+// a channel's checkpoint only past what Loki stored or refused with a
+// counted reason. cmd/eventlog-shipper wires it; the stages are its
+// subpackages (source, eventxml, loki, checkpoint, pace).
 package shipper
 
 import (
@@ -26,7 +32,7 @@ import (
 	"github.com/winobs/winobs/shipper/shipconfig"
 )
 
-// Shipper wires the stages, as DESIGN's pipeline has them: sources (dump
+// Shipper wires the stages of ARCHITECTURE.md's shipper line: sources (dump
 // files, live channels) → formatter and batcher → the Loki client → the
 // acker, which owns the checkpoints. Each stage sees only what it needs.
 type Shipper struct {
