@@ -77,24 +77,9 @@ func (s *Shipper) writeHealth() (stop func()) {
 			logs.Error("health_file", "cannot write the health file the kubelet's probe reads", "path", path, "error", err)
 		}
 	}
-	write()
-	t := time.NewTicker(healthInterval)
-	done, ended := make(chan struct{}), make(chan struct{})
-	go func() {
-		defer close(ended)
-		for {
-			select {
-			case <-t.C:
-				write()
-			case <-done:
-				return
-			}
-		}
-	}()
+	stopWriting := every(healthInterval, write)
 	return func() {
-		t.Stop()
-		close(done)
-		<-ended
+		stopWriting()
 		if f != nil {
 			f.Close()
 		}

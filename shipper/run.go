@@ -227,20 +227,28 @@ func (s *Shipper) writeTextfile() (stop func()) {
 			s.log.Warn("writing the metrics textfile", "path", s.cfg.Textfile, "error", err)
 		}
 	}
-	write()
-	t := time.NewTicker(textfileInterval)
-	done := make(chan struct{})
+	stopWriting := every(textfileInterval, write)
+	return func() { stopWriting(); write() }
+}
+
+// every runs f now and then every d until the returned stop, which waits
+// for a run in progress to end.
+func every(d time.Duration, f func()) (stop func()) {
+	f()
+	t := time.NewTicker(d)
+	done, ended := make(chan struct{}), make(chan struct{})
 	go func() {
+		defer close(ended)
 		for {
 			select {
 			case <-t.C:
-				write()
+				f()
 			case <-done:
 				return
 			}
 		}
 	}()
-	return func() { t.Stop(); close(done); write() }
+	return func() { t.Stop(); close(done); <-ended }
 }
 
 // notReadyAfter is how long pushes may fail before /readyz says so: one
