@@ -69,16 +69,20 @@ func (f *formatter) resume(cp checkpoint.Checkpoint) { f.last[cp.Channel] = cp }
 func (f *formatter) replaying(sent checkpoint.Checkpoint) { f.sent[sent.Channel] = sent }
 
 // maybeStored: the record was in a push of an earlier run (at or before the
-// channel's sent mark, in the same dump file or the same live channel).
-func (f *formatter) maybeStored(r record, id uint64) bool {
+// channel's sent mark, in the same dump file or the same live channel);
+// upTo is the newest event time that push held.
+func (f *formatter) maybeStored(r record, id uint64) (maybe bool, upTo time.Time) {
 	sent, ok := f.sent[r.channel]
 	if !ok {
-		return false
+		return false, time.Time{}
 	}
 	if sent.Source != "" || r.cp.Source != "" {
-		return sent.Source == r.cp.Source && sent.Fingerprint == r.cp.Fingerprint && r.cp.Offset <= sent.Offset
+		maybe = sent.Source == r.cp.Source && sent.Fingerprint == r.cp.Fingerprint && r.cp.Offset <= sent.Offset
+	} else {
+		maybe = id != 0 && id <= sent.RecordID
 	}
-	return id != 0 && id <= sent.RecordID
+	upTo, _ = time.Parse(time.RFC3339Nano, sent.TimeCreated)
+	return maybe, upTo
 }
 
 // learn records the oldest times Loki named in a push's answers (the push
@@ -181,7 +185,8 @@ func (f *formatter) prepare(r record) entry {
 		f.m.dropped.WithLabelValues(r.channel, catalog.DropTooOld).Inc()
 		return out
 	}
-	out.labels, out.e, out.ok = labels, loki.Entry{Time: ts, Line: line, MaybeStored: f.maybeStored(r, e.RecordID())}, true
+	maybe, upTo := f.maybeStored(r, e.RecordID())
+	out.labels, out.e, out.ok = labels, loki.Entry{Time: ts, Line: line, MaybeStored: maybe, StoredUpTo: upTo}, true
 	out.id, out.tc = e.RecordID(), e.System.TimeCreated.SystemTime
 	return out
 }

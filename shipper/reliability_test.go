@@ -653,7 +653,7 @@ func TestReliabilitySIGKILL(t *testing.T) {
 // stream's newest entry, which Loki says before it deduplicates. Those
 // entries are stored already: re-stamping them would store them twice.
 func TestReliabilitySparseChannelReplays(t *testing.T) {
-	base := time.Now().UTC().Add(-5 * 24 * time.Hour).Truncate(time.Second)
+	base := time.Now().UTC().Add(-6*24*time.Hour + time.Hour).Truncate(time.Second)
 	killAfterStoredPushes(t, base, false, "a sparse channel (a batch spans hours) killed after a stored, unanswered push: replays too far behind are not stored twice")
 }
 
@@ -665,16 +665,20 @@ func TestReliabilityBackfillReplays(t *testing.T) {
 	killAfterStoredPushes(t, base, true, "backfill 3 h behind a live stream killed after a stored, unanswered push: replays re-stamped once, none presumed")
 }
 
-// killAfterStoredPushes ships a dump of events 6 minutes apart from base
-// (behind a live entry when live), killing the shipper as soon as Loki
+// killAfterStoredPushes ships a dump of events from base, hours to a batch
+// (seconds apart behind a live entry when live), killing the shipper as soon as Loki
 // stores a push and before it answers, then lets it finish.
 func killAfterStoredPushes(t *testing.T, base time.Time, live bool, scenario string) {
 	h := newHarness(t, 1, small)
-	spacing := 6 * time.Minute
+	n := scale(3000, 12000)
+	// Every event in the past and younger than limits.maxEntryAge (6 days),
+	// so no timestamp is the shipper's to choose: sparse, about 170 events
+	// (one batch) span hours; live, all of it 3 h behind "now".
+	spacing := (6*24*time.Hour - 2*time.Hour) / time.Duration(n)
 	if live {
-		spacing = time.Second // 3 h behind "now", all of it
+		spacing = time.Second
 	}
-	h.lines = editedDump(t, h.dump, scale(3000, 12000), base, func(i int, ev string) string {
+	h.lines = editedDump(t, h.dump, n, base, func(i int, ev string) string {
 		ev = replaceBetween(ev, "<Computer>", "</Computer>", "WINNODE01")
 		return replaceBetween(ev, "SystemTime='", "'", base.Add(time.Duration(i)*spacing).Format("2006-01-02T15:04:05.0000000Z"))
 	})

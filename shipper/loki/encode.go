@@ -22,6 +22,10 @@ type Entry struct {
 	// "too far behind" before it drops an identical entry, so such an entry
 	// is never re-stamped: that would store it a second time.
 	MaybeStored bool
+	// StoredUpTo, with MaybeStored, is the newest timestamp that earlier
+	// request may have stored in the stream (a replayed batch can be a part
+	// of the one Loki stored).
+	StoredUpTo time.Time
 }
 
 // Stream is entries sharing one label set.

@@ -503,8 +503,13 @@ func (v *verdict) ownNewest(i int, s Stream) bool {
 	}
 	var newest time.Time
 	for _, e := range s.Entries {
-		if e.MaybeStored && e.Time.After(newest) {
-			newest = e.Time
+		if !e.MaybeStored {
+			continue
+		}
+		for _, t := range []time.Time{e.Time, e.StoredUpTo} {
+			if t.After(newest) {
+				newest = t
+			}
 		}
 	}
 	return !floor.After(newest.Add(-presumeMargin))
