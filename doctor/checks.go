@@ -516,7 +516,7 @@ func (r *run) containerCoverage(ctx context.Context) Check {
 		return failed(c, err)
 	}
 	if miss > m {
-		return failed(c, fmt.Errorf("Prometheus counted %d missing of %d running containers: not an answer doctor can believe", miss, m))
+		return failed(c, fmt.Errorf("the server counted %d missing of %d running containers: not an answer doctor can believe", miss, m))
 	}
 	c.Evidence = []string{fmt.Sprintf("%d of %d running Windows containers covered", m-miss, m)}
 	if m == 0 {
