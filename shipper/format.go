@@ -39,7 +39,7 @@ type formatter struct {
 	// a skipped record still names the last real event.
 	last map[string]checkpoint.Checkpoint
 	// sent is, per channel, how far the last push before a restart reached.
-	sent map[string]checkpoint.Checkpoint
+	sent map[string]sentMark
 	// newest is the newest timestamp formatted per stream, to keep each
 	// stream within Loki's too-far-behind window.
 	newest map[string]time.Time
@@ -58,7 +58,7 @@ type floor struct{ at, learned time.Time }
 
 func newFormatter(cfg *shipconfig.Config, m *metrics, log *slog.Logger) *formatter {
 	return &formatter{cfg: cfg, m: m, log: ratelog.New(log, time.Minute), now: time.Now, labels: map[[2]string]string{},
-		last: map[string]checkpoint.Checkpoint{}, newest: map[string]time.Time{}, sent: map[string]checkpoint.Checkpoint{}}
+		last: map[string]checkpoint.Checkpoint{}, newest: map[string]time.Time{}, sent: map[string]sentMark{}}
 }
 
 // resume starts a channel from its last delivered event.
@@ -66,7 +66,16 @@ func (f *formatter) resume(cp checkpoint.Checkpoint) { f.last[cp.Channel] = cp }
 
 // replaying marks the events of a channel up to sent, the position the
 // last push before a restart reached, as possibly stored already.
-func (f *formatter) replaying(sent checkpoint.Checkpoint) { f.sent[sent.Channel] = sent }
+func (f *formatter) replaying(sent checkpoint.Checkpoint) {
+	upTo, _ := time.Parse(time.RFC3339Nano, sent.TimeCreated) // once, not per event
+	f.sent[sent.Channel] = sentMark{sent, upTo}
+}
+
+// sentMark is a channel's sent mark and the newest event time it held.
+type sentMark struct {
+	checkpoint.Checkpoint
+	upTo time.Time
+}
 
 // maybeStored: the record was in a push of an earlier run (at or before the
 // channel's sent mark, in the same dump file or the same live channel);
@@ -81,8 +90,10 @@ func (f *formatter) maybeStored(r record, id uint64) (maybe bool, upTo time.Time
 	} else {
 		maybe = id != 0 && id <= sent.RecordID
 	}
-	upTo, _ = time.Parse(time.RFC3339Nano, sent.TimeCreated)
-	return maybe, upTo
+	if !maybe {
+		return false, time.Time{}
+	}
+	return true, sent.upTo
 }
 
 // learn records the oldest times Loki named in a push's answers (the push

@@ -64,7 +64,7 @@ func (s *Shipper) writeHealth() (stop func()) {
 	write := func() {
 		if f == nil {
 			var err error
-			if f, err = os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600); err != nil {
+			if f, err = os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o600); err != nil {
 				logs.Error("health_file", "cannot write the health file the kubelet's probe reads", "path", path, "error", err)
 				return
 			}
