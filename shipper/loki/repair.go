@@ -435,6 +435,7 @@ func (v *verdict) repair(w work, rep *Report) (next work, progress bool) {
 	for i, s := range w.streams {
 		ns := Stream{Labels: s.Labels, Entries: make([]Entry, 0, len(s.Entries))}
 		why := make([]string, 0, len(s.Entries))
+		own := v.ownNewest(i, s) // once per stream: it reads all of its entries
 		for k, e := range s.Entries {
 			m, reason := v.marks[i][k], w.why[i][k]
 			switch {
@@ -447,7 +448,7 @@ func (v *verdict) repair(w work, rep *Report) (next work, progress bool) {
 				continue
 			case m.fault == unnamed:
 				e.MaybeStored = true
-			case m.fault == behind && e.MaybeStored && v.ownNewest(i, s):
+			case m.fault == behind && e.MaybeStored && own:
 				rep.stored(s.Labels, reason)
 				rep.Presumed[s.Labels]++
 				progress = true
