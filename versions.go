@@ -51,6 +51,11 @@ type Versions struct {
 	// schemas the rendered monitors and rules are validated against
 	// (testdata/crds).
 	PrometheusOperatorCRDs string `json:"prometheusOperatorCRDs"`
+	// GrafanaScenes and GrafanaPrometheus are the npm packages of Grafana's
+	// frontend code that the dashboards test runs (tests/grafana/package.json,
+	// which pins them).
+	GrafanaScenes     string `json:"grafanaScenes"`
+	GrafanaPrometheus string `json:"grafanaPrometheus"`
 }
 
 // Pinned returns versions.json. It panics only if the embedded file is

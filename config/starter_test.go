@@ -35,10 +35,13 @@ func TestWarnings(t *testing.T) {
 	if w := Warnings(c); len(w) != 0 {
 		t.Errorf("no firewall rule, nothing opened: %v", w)
 	}
-	// A cluster name Grafana's default flags cannot carry in a variable.
-	c.Cluster.Name = `eu "west"`
-	if got := paths(Warnings(c)); got != "cluster.name" {
-		t.Errorf("a quote in the cluster name: %s", got)
+	// A cluster name Grafana cannot carry in a variable (each character as
+	// TestGrafanaLimitsAreDocumented measured), and one it can.
+	for name, warned := range map[string]bool{`eu "west"`: true, `eu\west`: true, `eu's`: true, `eu.west|1 $x {y} [z] é`: false} {
+		c.Cluster.Name = name
+		if got := paths(Warnings(c)); (got == "cluster.name") != warned {
+			t.Errorf("cluster name %q: warnings %q, want a cluster.name warning: %v", name, got, warned)
+		}
 	}
 	c.Cluster.Name = ""
 	// The shipper everywhere, its counters nowhere.

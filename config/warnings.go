@@ -60,10 +60,11 @@ func Warnings(c *Config) Problems {
 	if fw := c.WindowsExporter.Firewall; fw.Enabled {
 		out = append(out, openFirewall(fw.AllowFrom)...)
 	}
-	if strings.ContainsAny(c.Cluster.Name, `"\`) {
-		out = append(out, Problem{Path: "cluster.name", Msg: "holds a '\"' or '\\': Grafana's Prometheus data source does not escape them in a variable's value " +
-			"(its prometheusSpecialCharsInLabelValues feature is off by default), so every dashboard query holding $cluster breaks when this cluster " +
-			"is chosen (docs/dashboards.md); rules and alerts are not affected"})
+	// Measured through Grafana's own code (tests: TestGrafanaLimitsAreDocumented).
+	if strings.ContainsAny(c.Cluster.Name, `"'\`) {
+		out = append(out, Problem{Path: "cluster.name", Msg: "holds a '\"', a \"'\" or a '\\', which Grafana cannot carry in a single-value variable: " +
+			"its Prometheus data source (with prometheusSpecialCharsInLabelValues off, the default) breaks on '\"' and \"'\", its Loki data source on all three, " +
+			"so the dashboard queries holding $cluster break or select nothing when this cluster is chosen (docs/dashboards.md); rules and alerts are not affected"})
 	}
 	if c.LogAgent.Default == AgentShipper && !c.WindowsExporter.Deploy {
 		out = append(out, Problem{Path: "windowsExporter.deploy", Related: "logAgent.default", Msg: "is false while the eventlog-shipper is the default log agent: " +

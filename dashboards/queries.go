@@ -187,12 +187,21 @@ func (q queries) scmTable() string {
 		vocab.SCMStream(q.t.Events(nodeVar)), scmEventIDs)
 }
 
+// The text boxes (event_id, search) reach LogQL inside raw strings: Grafana's
+// Loki data source escapes nothing but ' in a text box's value, so inside a
+// "…" string a typed Windows path (C:\Windows) or regex (\d) would be a bad
+// escape; between backquotes it arrives as typed.
+const (
+	eventIDFilter = "| event_id=~`$event_id`"
+	searchFilter  = "|= `$search`"
+)
+
 func (q queries) eventLogs() string {
-	return fmt.Sprintf(`%s | json | levelText=~"$level" | event_id=~"$event_id" |= "$search"`, q.eventStream())
+	return fmt.Sprintf(`%s | json | levelText=~"$level" %s %s`, q.eventStream(), eventIDFilter, searchFilter)
 }
 
 func (q queries) podLogLines() string {
-	return q.t.PodLogs(nodeVar, vocab.Var("namespace", "=~", "namespace"), podVar, vocab.Var("container", "=~", "container")).String() + ` |= "$search"`
+	return q.t.PodLogs(nodeVar, vocab.Var("namespace", "=~", "namespace"), podVar, vocab.Var("container", "=~", "container")).String() + " " + searchFilter
 }
 
 // Log pipeline (what reaches Loki, per node).

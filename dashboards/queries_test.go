@@ -368,10 +368,12 @@ func TestAlertThresholdsAreOnTheirPanels(t *testing.T) {
 	}
 }
 
-// grafanaInterpolation is Grafana's own variable pattern (templateSrv's
-// regex: $name, [[name]], [[name:format]], ${name}, ${name.field},
-// ${name:format}), applied to query text before a data source sees it.
-var grafanaInterpolation = regexp.MustCompile(`\$(\w+)|\[\[(\w+?)(?::(\w+))?\]\]|\$\{(\w+)(?:\.([^:^\}]+))?(?::([^\}]+))?\}`)
+// grafanaInterpolation is Grafana's own variable pattern (@grafana/scenes
+// 8.19.0's VARIABLE_REGEX: $name, [[name]], [[name:format]], ${name},
+// ${name.field}, ${name["key"]}, ${name[0]}, ${name:format}), applied to
+// query text before a data source sees it; tests/grafana_test.go holds it to
+// the scenes code.
+var grafanaInterpolation = regexp.MustCompile(`\$(\w+)|\[\[(\w+?)(?::(\w+))?\]\]|\$\{(\w+)((?:\.[^:^{}\[\]]+|\["[^"]*"\]|\['[^']*'\]|\[[^\]"']*\])*)(?::([^}]+))?\}`)
 
 // Config values reach query text as literals Grafana cannot touch: a job
 // named like a variable ($instance, ${__user.login}, [[pod]]) or a service

@@ -11,9 +11,12 @@ import (
 	"github.com/winobs/winobs/config"
 )
 
-// grafanaInterpolation is Grafana's own variable pattern ($name, [[name]],
-// ${name…}), applied to query text before a data source sees it.
-var grafanaInterpolation = regexp.MustCompile(`\$(\w+)|\[\[(\w+?)(?::(\w+))?\]\]|\$\{(\w+)(?:\.([^:^\}]+))?(?::([^\}]+))?\}`)
+// grafanaInterpolation is Grafana's own variable pattern (@grafana/scenes
+// 8.19.0's VARIABLE_REGEX: $name, [[name]], [[name:format]], ${name},
+// ${name.field}, ${name["key"]}, ${name[0]}, ${name:format}), applied to
+// query text before a data source sees it; tests/grafana_test.go holds it to
+// the scenes code.
+var grafanaInterpolation = regexp.MustCompile(`\$(\w+)|\[\[(\w+?)(?::(\w+))?\]\]|\$\{(\w+)((?:\.[^:^{}\[\]]+|\["[^"]*"\]|\['[^']*'\]|\[[^\]"']*\])*)(?::([^}]+))?\}`)
 
 // A literal reads back as the exact value in PromQL, and Grafana finds no
 // variable in it, whatever the value holds.
