@@ -5,6 +5,7 @@ package dashboards
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -165,6 +166,44 @@ func TestRepeatedRowsDoNotOpenOnAll(t *testing.T) {
 			if v := vars[*p.RowPanel.Repeat]; v.IncludeAll != nil && *v.IncludeAll {
 				t.Errorf("%s: a row repeats over %s, which opens on All", *d.Uid, v.Name)
 			}
+		}
+	}
+}
+
+// The fleet table of Windows / Nodes shows every node whatever the instance
+// variable holds (it opens on one node), and each node's name opens it,
+// keeping the cluster where there is one.
+func TestFleetTableShowsEveryNodeAndLinksIntoOne(t *testing.T) {
+	for name, mutate := range map[string]func(*config.Config){"single": nil, "multi-cluster": func(c *config.Config) { c.Cluster.Label, c.Cluster.Name = "cluster", "eu" }} {
+		var fleet *dashboard.Panel
+		for _, d := range build(t, mutate) {
+			for _, pr := range d.Panels {
+				if *d.Uid == NodesUID && pr.Panel != nil && *pr.Panel.Title == "Windows nodes" {
+					fleet = pr.Panel
+				}
+			}
+		}
+		if fleet == nil {
+			t.Fatalf("%s: no fleet table", name)
+		}
+		raw, _ := json.Marshal(fleet)
+		if strings.Contains(string(raw), "$instance") {
+			t.Errorf("%s: the fleet table narrows to the picked nodes", name)
+		}
+		var url string
+		for _, o := range fleet.FieldConfig.Overrides {
+			m, _ := json.Marshal(o.Matcher.Options)
+			for _, prop := range o.Properties {
+				if string(m) == `"instance"` && prop.Id == "links" {
+					url = fmt.Sprint(prop.Value)
+				}
+			}
+		}
+		if !strings.Contains(url, "/d/"+NodesUID+"?") || !strings.Contains(url, "var-instance=${__value.raw}") {
+			t.Errorf("%s: the instance column does not open the node: %q", name, url)
+		}
+		if want := mutate != nil; strings.Contains(url, "${cluster:queryparam}") != want {
+			t.Errorf("%s: the link keeps the cluster: %v, want %v (%s)", name, !want, want, url)
 		}
 	}
 }

@@ -4,6 +4,7 @@ package dashboards
 
 import (
 	"github.com/grafana/grafana-foundation-sdk/go/dashboard"
+	"github.com/grafana/grafana-foundation-sdk/go/table"
 	"github.com/grafana/grafana-foundation-sdk/go/units"
 
 	"github.com/winobs/winobs/config"
@@ -28,12 +29,13 @@ func nodes(cfg *config.Config, q queries) *dashboard.DashboardBuilder {
 		promVar).
 		// Several nodes may be picked, but there is no All: Grafana opens an
 		// includeAll variable without a saved value on All, which would draw
-		// the repeated row below once per node (the fleet table is the
-		// all-nodes view). It opens on the first node.
+		// the repeated row below once per node. It opens on the first node;
+		// the fleet table shows every node and links into each.
 		WithVariable(queryVar("instance", promDS, q.instanceValues(), false).Multi(true)).
 		WithRow(dashboard.NewRowBuilder("Fleet")).
-		WithPanel(grid("Windows nodes",
-			"One row per node. OS build and revision show the monthly patch level; commit charge is the share of RAM plus page files already promised.",
+		WithPanel(withNodeLink(cfg, grid("Windows nodes",
+			"Every node of the cluster, one row each, whichever nodes are picked above; click a node to open it below. "+
+				"OS build and revision show the monthly patch level; commit charge is the share of RAM plus page files already promised.",
 			units.Short, []query{promTable(q.fleetOS())}, append(append([]column{
 				{title: "Uptime", unit: units.Seconds, query: q.fleetUptime()}},
 				q.fleetServices()...), []column{
@@ -41,7 +43,7 @@ func nodes(cfg *config.Config, q queries) *dashboard.DashboardBuilder {
 				{title: "CPU", unit: units.PercentUnit, query: q.fleetRecord(vocab.NodeCPUUtilisation)},
 				{title: "Physical memory", unit: units.PercentUnit, query: q.fleetRecord(vocab.NodeMemoryUtilisation)},
 				{title: "C: free", unit: units.PercentUnit, query: q.fleetSystemVolumeFree(), steps: freeSteps[:2], low: true},
-			}...), "Commit charge").Height(10)).
+			}...), "Commit charge").Height(10))).
 		// One row per selected node.
 		WithRow(dashboard.NewRowBuilder("Node $instance").Repeat("instance")).
 		WithPanel(graph("Commit charge",
@@ -100,4 +102,16 @@ func (q queries) fleetServices() []column {
 		cols = append(cols, column{title: name, unit: units.Short, query: q.fleetService(name), mapping: running})
 	}
 	return cols
+}
+
+// withNodeLink makes the fleet table's instance column a link that opens the
+// node on this dashboard (keeping the time range, data source and cluster).
+func withNodeLink(cfg *config.Config, p *table.PanelBuilder) *table.PanelBuilder {
+	url := "/d/" + NodesUID + "?${__url_time_range}&${" + promVar + ":queryparam}&var-instance=${__value.raw}"
+	if vocab.MultiCluster(cfg) {
+		url += "&${cluster:queryparam}"
+	}
+	return p.OverrideByName("instance", []dashboard.DynamicConfigValue{{Id: "links", Value: []any{
+		map[string]any{"title": "Open node ${__value.raw}", "url": url},
+	}}})
 }

@@ -33,6 +33,11 @@ func (q queries) nodeRec(ms ...vocab.Matcher) vocab.Selector {
 }
 func (q queries) pod() vocab.Selector { return q.t.Cluster(namespaceVar, podVar) }
 
+// The fleet table's selectors: every node of the chosen cluster, whatever
+// nodes the instance variable holds (the table is where a node is picked).
+func (q queries) fleet(ms ...vocab.Matcher) vocab.Selector    { return q.t.Exporter(ms...) }
+func (q queries) fleetRec(ms ...vocab.Matcher) vocab.Selector { return q.t.Cluster(ms...) }
+
 // Variables.
 
 func labelValues(metric string, sel vocab.Selector, label string) string {
@@ -73,26 +78,26 @@ func lokiValues(sel vocab.Selector, label string) string {
 // Windows nodes: fleet table columns (instant, one row per instance).
 
 func (q queries) fleetOS() string {
-	return fmt.Sprintf("max by (instance, product, build_number, revision) (%s)", q.node().Of("windows_os_info"))
+	return fmt.Sprintf("max by (instance, product, build_number, revision) (%s)", q.fleet().Of("windows_os_info"))
 }
 
 func (q queries) fleetUptime() string {
-	return "time() - " + vocab.BootTime("instance", q.node())
+	return "time() - " + vocab.BootTime("instance", q.fleet())
 }
 
 // fleetService is 1 where the node service runs (matched without case, as
 // the rules match it).
 func (q queries) fleetService(name string) string {
 	return fmt.Sprintf(`max by (instance) (%s)`,
-		q.node(vocab.Re("name", "(?i)"+regexp.QuoteMeta(name)), vocab.Eq("state", "running")).Of("windows_service_state"))
+		q.fleet(vocab.Re("name", "(?i)"+regexp.QuoteMeta(name)), vocab.Eq("state", "running")).Of("windows_service_state"))
 }
 
 func (q queries) fleetRecord(record string) string {
-	return fmt.Sprintf("max by (instance) (%s)", q.nodeRec().Of(record))
+	return fmt.Sprintf("max by (instance) (%s)", q.fleetRec().Of(record))
 }
 
 func (q queries) fleetSystemVolumeFree() string {
-	return fmt.Sprintf(`max by (instance) (%s)`, q.nodeRec(vocab.Eq("volume", "C:")).Of(vocab.VolumeFreeRatio))
+	return fmt.Sprintf(`max by (instance) (%s)`, q.fleetRec(vocab.Eq("volume", "C:")).Of(vocab.VolumeFreeRatio))
 }
 
 // Windows nodes: per-node time series.

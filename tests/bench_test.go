@@ -25,12 +25,26 @@ const (
 	benchContainers = 60 // per node, 2 per pod sharing one HNS endpoint
 )
 
-// syntheticCluster returns a load script for benchNodes Windows nodes with
-// benchContainers containers each, scraped by the kube-prometheus-stack
-// ServiceMonitor (exported_* labels), plus kube-state-metrics series for every
-// container and node, steps+1 samples 30 s apart (the usual scrape interval,
-// so [1m] ranges hold two samples).
-func syntheticCluster(steps int) (script string, series int) {
+// clusterSpec is one synthetic cluster: its size, its job names and, for a
+// Prometheus that scrapes several clusters, its cluster label.
+type clusterSpec struct {
+	nodes, containers         int
+	exporterJob, ksmJob       string
+	clusterLabel, clusterName string // both empty: no cluster label
+}
+
+// benchCluster is the benchmarks' cluster, with the default job names.
+var benchCluster = clusterSpec{nodes: benchNodes, containers: benchContainers, exporterJob: "windows-exporter", ksmJob: "kube-state-metrics"}
+
+// syntheticCluster returns a load script for the clusters (benchCluster when
+// none is given): each node a Windows node with its containers, scraped by
+// the kube-prometheus-stack ServiceMonitor (exported_* labels), plus
+// kube-state-metrics series for every container and node, steps+1 samples
+// 30 s apart (the usual scrape interval, so [1m] ranges hold two samples).
+func syntheticCluster(steps int, clusters ...clusterSpec) (script string, series int) {
+	if len(clusters) == 0 {
+		clusters = []clusterSpec{benchCluster}
+	}
 	var b strings.Builder
 	b.WriteString("load 30s\n")
 	// Values are "<start>[+<delta>]", repeated for every step.
@@ -38,10 +52,22 @@ func syntheticCluster(steps int) (script string, series int) {
 		fmt.Fprintf(&b, "  %s %sx%d\n", s, values, steps)
 		series++
 	}
-	for n := range benchNodes {
+	for _, spec := range clusters {
+		spec.write(add)
+	}
+	return b.String(), series
+}
+
+func (spec clusterSpec) write(add func(series, values string)) {
+	cluster := ""
+	if spec.clusterLabel != "" {
+		cluster = fmt.Sprintf(`,%s="%s"`, spec.clusterLabel, spec.clusterName)
+	}
+	ksmTarget := fmt.Sprintf(`job="%s",instance="10.244.0.9:8080"%s`, spec.ksmJob, cluster)
+	for n := range spec.nodes {
 		ip := fmt.Sprintf("10.1.%d.%d", n/250, n%250+1)
 		node := fmt.Sprintf("win-%02d", n)
-		target := fmt.Sprintf(`job="windows-exporter",instance="%s:9182",namespace="monitoring",pod="kps-prometheus-windows-exporter-%05d",container="windows-exporter",endpoint="metrics",service="kps-prometheus-windows-exporter"`, ip, n)
+		target := fmt.Sprintf(`job="%s",instance="%s:9182",namespace="monitoring",pod="kps-prometheus-windows-exporter-%05d",container="windows-exporter",endpoint="metrics",service="kps-prometheus-windows-exporter"%s`, spec.exporterJob, ip, n, cluster)
 		add(`windows_exporter_build_info{`+target+`,version="0.31.8"}`, "1")
 		add(`windows_memory_committed_bytes{`+target+`}`, "6442450944")
 		add(`windows_memory_commit_limit{`+target+`}`, "12884901888")
@@ -113,9 +139,9 @@ func syntheticCluster(steps int) (script string, series int) {
 				add(fmt.Sprintf(`winobs_shipper_push_duration_seconds_bucket{%s,le="%s"}`, target, le), fmt.Sprintf("0+%d", 10+i))
 			}
 		}
-		add(fmt.Sprintf(`kube_node_info{job="kube-state-metrics",instance="10.244.0.9:8080",node="%s",internal_ip="%s",os_image="Windows Server 2025 Datacenter"}`, node, ip), "1")
-		add(fmt.Sprintf(`kube_node_spec_unschedulable{job="kube-state-metrics",instance="10.244.0.9:8080",node="%s"}`, node), "0")
-		for c := range benchContainers {
+		add(fmt.Sprintf(`kube_node_info{%s,node="%s",internal_ip="%s",os_image="Windows Server 2025 Datacenter"}`, ksmTarget, node, ip), "1")
+		add(fmt.Sprintf(`kube_node_spec_unschedulable{%s,node="%s"}`, ksmTarget, node), "0")
+		for c := range spec.containers {
 			pod := fmt.Sprintf("app-%02d-%02d", n, c/2)
 			name := []string{"app", "sidecar"}[c%2]
 			id := fmt.Sprintf("containerd://%064x", n*1000+c)
@@ -127,10 +153,10 @@ func syntheticCluster(steps int) (script string, series int) {
 			add(`windows_container_cpu_usage_seconds_total{`+target+`,`+exported+`}`, "0+15")
 			add(`windows_container_network_receive_bytes_total{`+target+`,`+exported+`,`+iface+`}`, "0+30000")
 			add(`windows_container_network_transmit_bytes_total{`+target+`,`+exported+`,`+iface+`}`, "0+15000")
-			ksm := fmt.Sprintf(`job="kube-state-metrics",instance="10.244.0.9:8080",namespace="ns-%d",pod="%s",container="%s",uid="%08x-0000-4000-8000-000000000000"`, c/2%10, pod, name, n*1000+c/2)
+			ksm := fmt.Sprintf(`%s,namespace="ns-%d",pod="%s",container="%s",uid="%08x-0000-4000-8000-000000000000"`, ksmTarget, c/2%10, pod, name, n*1000+c/2)
 			add(`kube_pod_container_info{`+ksm+`,image="ghcr.io/example/app:1",container_id="`+id+`"}`, "1")
 			add(`kube_pod_container_status_restarts_total{`+ksm+`}`, "0")
-			if c != benchContainers-1 { // one container per node without a memory limit
+			if c != spec.containers-1 { // one container per node without a memory limit
 				add(`kube_pod_container_resource_limits{`+ksm+`,node="`+node+`",resource="memory",unit="byte"}`, "268435456")
 			}
 			add(`kube_pod_container_resource_requests{`+ksm+`,node="`+node+`",resource="memory",unit="byte"}`, "268435456")
@@ -138,7 +164,6 @@ func syntheticCluster(steps int) (script string, series int) {
 			add(`kube_pod_container_resource_requests{`+ksm+`,node="`+node+`",resource="cpu",unit="core"}`, "0.5")
 		}
 	}
-	return b.String(), series
 }
 
 // kpsRules is kube-prometheus-stack's Windows recording rules, the baseline
@@ -159,10 +184,11 @@ var benchEvalTime = time.Unix(0, 0).Add(10 * time.Minute)
 
 func newRuleBench(b *testing.B) *ruleBench { return newBench(b, benchEvalTime) }
 
-// newBench loads the synthetic cluster up to end (30 s steps).
-func newBench(b *testing.B, end time.Time) *ruleBench {
+// newBench loads the synthetic clusters (benchCluster when none is given) up
+// to end (30 s steps).
+func newBench(b testing.TB, end time.Time, clusters ...clusterSpec) *ruleBench {
 	b.Helper()
-	script, inputs := syntheticCluster(int(end.Sub(time.Unix(0, 0)) / (30 * time.Second)))
+	script, inputs := syntheticCluster(int(end.Sub(time.Unix(0, 0))/(30*time.Second)), clusters...)
 	suite, err := promqltest.NewLazyLoader(script, promqltest.LazyLoaderOpts{Parser: promqlParser})
 	if err != nil {
 		b.Fatal(err)
@@ -190,7 +216,7 @@ func newBench(b *testing.B, end time.Time) *ruleBench {
 }
 
 // load returns the groups of the rule files, in file order.
-func (rb *ruleBench) load(b *testing.B, files ...string) []*rules.Group {
+func (rb *ruleBench) load(b testing.TB, files ...string) []*rules.Group {
 	b.Helper()
 	m, errs := rb.mgr.LoadGroups(30*time.Second, labels.EmptyLabels(), "", nil, false, files...)
 	if errs != nil {
@@ -205,7 +231,7 @@ func (rb *ruleBench) load(b *testing.B, files ...string) []*rules.Group {
 
 // eval evaluates the groups at ts, as a ruler does, and fails on any rule
 // error. It returns the wall time of the evaluation.
-func (rb *ruleBench) eval(b *testing.B, groups []*rules.Group, ts time.Time) time.Duration {
+func (rb *ruleBench) eval(b testing.TB, groups []*rules.Group, ts time.Time) time.Duration {
 	start := time.Now()
 	for _, g := range groups {
 		g.Eval(rb.suite.Context(), ts)

@@ -17,7 +17,8 @@ import (
 
 // The dashboard benchmark opens every dashboard as Grafana does on the
 // synthetic cluster: query variables resolved in order from their
-// label_values() queries, the first value or All selected, Grafana's
+// label_values() queries, the saved value, else All where the variable
+// includes it, else the first value selected (resolve), Grafana's
 // variables substituted as its Prometheus data source formats them, and
 // every Prometheus target run through Prometheus' engine (instant targets at
 // the end, the others over the last 30 minutes at Grafana's step). The
@@ -62,6 +63,26 @@ type grafanaVar struct {
 	Multi      bool            `json:"multi"`
 	IncludeAll bool            `json:"includeAll"`
 	AllValue   string          `json:"allValue"`
+	Current    struct {
+		Value json.RawMessage `json:"value"`
+	} `json:"current"`
+}
+
+// saved is the variable's saved value, if it has one: a list, or All.
+func (v grafanaVar) saved() (values []string, all, ok bool) {
+	if len(v.Current.Value) == 0 || string(v.Current.Value) == "null" {
+		return nil, false, false
+	}
+	var one string
+	if json.Unmarshal(v.Current.Value, &one) == nil {
+		values = []string{one}
+	} else if json.Unmarshal(v.Current.Value, &values) != nil {
+		return nil, false, false
+	}
+	if len(values) == 1 && values[0] == "$__all" {
+		return nil, true, true
+	}
+	return values, false, len(values) > 0 && values[0] != ""
 }
 
 // isLoki tells a Loki data source reference from a Prometheus one.
@@ -74,7 +95,7 @@ type dashPanel struct {
 	instant          []bool
 }
 
-func readDashboards(b *testing.B, glob string) (map[string][]grafanaVar, []dashPanel) {
+func readDashboards(b testing.TB, glob string) (map[string][]grafanaVar, []dashPanel) {
 	b.Helper()
 	files, err := filepath.Glob(glob)
 	if err != nil || len(files) == 0 {
@@ -177,7 +198,7 @@ func (r dashRunner) substitute(expr string, vals map[string]varValue) string {
 
 // exec runs expr as Grafana would and returns the engine's wall time and
 // whether any series came back.
-func (r dashRunner) exec(b *testing.B, expr string, instant bool) (time.Duration, bool) {
+func (r dashRunner) exec(b testing.TB, expr string, instant bool) (time.Duration, bool) {
 	b.Helper()
 	ctx := r.rb.suite.Context()
 	var q promql.Query
@@ -209,7 +230,7 @@ func (r dashRunner) exec(b *testing.B, expr string, instant bool) (time.Duration
 }
 
 // median runs expr dashReps times.
-func (r dashRunner) median(b *testing.B, expr string, instant bool) (time.Duration, bool) {
+func (r dashRunner) median(b testing.TB, expr string, instant bool) (time.Duration, bool) {
 	var ds []time.Duration
 	var data bool
 	for range dashReps {
@@ -222,9 +243,11 @@ func (r dashRunner) median(b *testing.B, expr string, instant bool) (time.Durati
 
 // resolve selects every query variable of a dashboard in order: the
 // label_values() query is run (its cost counted, as Grafana's series lookup
-// is part of opening the dashboard), its values sorted, and the first value
-// taken, or All where the variable includes it.
-func (r dashRunner) resolve(b *testing.B, vars []grafanaVar) (map[string]varValue, time.Duration) {
+// is part of opening the dashboard), its values sorted, and the value taken
+// as Grafana opens a dashboard (dashboard-scene: the saved value if it is
+// among the options, else All where the variable includes it, else the
+// first), or the user's choice where chosen names one.
+func (r dashRunner) resolve(b testing.TB, vars []grafanaVar, chosen map[string]string) (map[string]varValue, time.Duration) {
 	vals := map[string]varValue{}
 	var cost time.Duration
 	for _, v := range vars {
@@ -262,10 +285,19 @@ func (r dashRunner) resolve(b *testing.B, vars []grafanaVar) (map[string]varValu
 		}
 		q.Close()
 		slices.Sort(options)
+		savedValues, savedAll, hasSaved := v.saved()
+		if c, ok := chosen[v.Name]; ok {
+			savedValues, savedAll, hasSaved = []string{c}, false, true
+		}
+		if hasSaved && !savedAll && !slices.Contains(options, savedValues[0]) {
+			hasSaved = false // a saved value the data no longer has: Grafana falls back
+		}
 		switch {
-		case v.IncludeAll && v.AllValue != "":
+		case hasSaved && !savedAll:
+			vals[v.Name] = varValue{values: savedValues, multi: v.Multi}
+		case (hasSaved && savedAll || v.IncludeAll) && v.AllValue != "":
 			vals[v.Name] = varValue{allText: v.AllValue}
-		case v.IncludeAll:
+		case hasSaved && savedAll || v.IncludeAll:
 			vals[v.Name] = varValue{values: options, multi: true}
 		case len(options) > 0:
 			vals[v.Name] = varValue{values: options[:1], multi: v.Multi}
@@ -285,11 +317,11 @@ type panelCost struct {
 
 // run opens every dashboard of a set and returns its panels' costs and
 // each dashboard's variables' cost.
-func (r dashRunner) run(b *testing.B, set, glob string) ([]panelCost, map[string]time.Duration) {
+func (r dashRunner) run(b testing.TB, set, glob string, chosen map[string]string) ([]panelCost, map[string]time.Duration) {
 	vars, panels := readDashboards(b, glob)
 	vals, varCost := map[string]map[string]varValue{}, map[string]time.Duration{}
 	for title, vs := range vars {
-		vals[title], varCost[title] = r.resolve(b, vs)
+		vals[title], varCost[title] = r.resolve(b, vs, chosen)
 	}
 	var out []panelCost
 	for _, p := range panels {
@@ -321,8 +353,8 @@ func BenchmarkDashboardsVsKubePrometheusStack(b *testing.B) {
 	r := dashRunner{rb}
 	b.ResetTimer()
 	for b.Loop() {
-		oursP, oursV := r.run(b, "winobs", filepath.Join(manifests, "dashboards", "*.json"))
-		kpsP, kpsV := r.run(b, "kps", filepath.Join("..", "testdata", "kps-windows-dashboards", "*.json"))
+		oursP, oursV := r.run(b, "winobs", filepath.Join(manifests, "dashboards", "*.json"), nil)
+		kpsP, kpsV := r.run(b, "kps", filepath.Join("..", "testdata", "kps-windows-dashboards", "*.json"), nil)
 		b.StopTimer()
 		report := func(panels []panelCost, vars map[string]time.Duration) (total, slowest time.Duration, empty []string) {
 			per := map[string]time.Duration{}
