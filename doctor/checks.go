@@ -46,7 +46,7 @@ type Report struct {
 	Checks     []Check `json:"checks"`
 }
 
-// OK: every check passed or was skipped only for want of Loki.
+// OK reports whether every check passed or was skipped only for want of Loki.
 func (r Report) OK() bool {
 	for _, c := range r.Checks {
 		if c.Status == Fail {

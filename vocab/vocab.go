@@ -26,7 +26,7 @@ type Matcher struct {
 	Variable bool
 }
 
-// Eq, NotEq, Re and Var build matchers.
+// Eq builds an equality matcher (NotEq, Re and Var the others).
 func Eq(name, value string) Matcher    { return Matcher{Name: name, Op: "=", Value: value} }
 func NotEq(name, value string) Matcher { return Matcher{Name: name, Op: "!=", Value: value} }
 func Re(name, value string) Matcher    { return Matcher{Name: name, Op: "=~", Value: value} }
@@ -139,7 +139,8 @@ func ForCluster(cfg *config.Config) Terms {
 	return t
 }
 
-// MultiCluster: a cluster name is configured, so dashboards select on it.
+// MultiCluster reports whether a cluster name is configured, so that
+// dashboards select on it.
 func MultiCluster(cfg *config.Config) bool { return cfg.Cluster.Name != "" }
 
 // job is the one form of every selector: the job, the cluster, then ms.

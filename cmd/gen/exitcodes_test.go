@@ -11,33 +11,40 @@ import (
 	"testing"
 )
 
-// The README's commands that document an exit code call the built binary
-// (go run reports every failure as 1), and the binary's codes are the
-// documented ones: 2 for a config error, 1 for a stale --out and for a
-// failing doctor, 0 for an up-to-date --out.
+// The commands in the README and docs/ that document an exit code call the
+// built binary (go run reports every failure as 1), and the binary's codes
+// are the documented ones: 2 for a config error, 1 for a stale --out and for
+// a failing doctor, 0 for an up-to-date --out.
 func TestDocumentedExitCodesSurvive(t *testing.T) {
-	readme, err := os.Open("../../README.md")
+	docs, err := filepath.Glob("../../docs/*.md")
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer readme.Close()
 	exitComment := regexp.MustCompile(`#.*\b[012] [a-z]`)
-	sc, inShell, n := bufio.NewScanner(readme), false, 0
-	for line := 1; sc.Scan(); line++ {
-		l := sc.Text()
-		if strings.HasPrefix(l, "```") {
-			inShell = l == "```sh"
-			continue
+	n := 0
+	for _, name := range append([]string{"../../README.md"}, docs...) {
+		f, err := os.Open(name)
+		if err != nil {
+			t.Fatal(err)
 		}
-		if inShell && exitComment.MatchString(l) {
-			n++
-			if !strings.HasPrefix(l, "bin/gen ") {
-				t.Errorf("README.md:%d documents exit codes but does not call bin/gen: %s", line, l)
+		sc, inShell := bufio.NewScanner(f), false
+		for line := 1; sc.Scan(); line++ {
+			l := sc.Text()
+			if strings.HasPrefix(l, "```") {
+				inShell = l == "```sh"
+				continue
+			}
+			if inShell && exitComment.MatchString(l) {
+				n++
+				if !strings.HasPrefix(l, "bin/gen ") {
+					t.Errorf("%s:%d documents exit codes but does not call bin/gen: %s", filepath.Base(name), line, l)
+				}
 			}
 		}
+		f.Close()
 	}
 	if n < 2 {
-		t.Errorf("README documents exit codes on %d commands; want the --check and doctor ones", n)
+		t.Errorf("the README and docs document exit codes on %d commands; want the --check and doctor ones", n)
 	}
 
 	bin := filepath.Join(t.TempDir(), "gen")

@@ -1,9 +1,5 @@
 //go:build windows
 
-// Package wineventlog implements subscribe.API with wevtapi.dll: pull
-// subscriptions, EvtRender with buffers sized by a probing call,
-// EvtFormatMessage through cached publisher metadata, and bookmarks. It is
-// only the Windows calls; the subscription logic is in package subscribe.
 package wineventlog
 
 import (
