@@ -1,10 +1,18 @@
 package winobs_test
 
 import (
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"io/fs"
 	"os/exec"
+	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/winobs/winobs/contract"
 )
 
 // Dependencies point one way: gen links the shipper's config schema and its
@@ -52,6 +60,79 @@ func TestBinariesLinkOnlyWhatTheyNeed(t *testing.T) {
 					t.Errorf("eventlog-shipper (%s) links %s", goos, d)
 				}
 			}
+		}
+	}
+}
+
+// The names that cross a process boundary are spelled once, in package
+// contract: no other non-test Go file holds winobs's own as a string (struct tags and
+// the keys of log calls are not names another process reads; the Loki model
+// and the Alloy line's field names are kept apart on purpose), and contract
+// imports nothing of winobs's.
+func TestOnlyContractSpellsTheNames(t *testing.T) {
+	// The event stream's labels that winobs's agents make (job, namespace,
+	// pod and container are everyone's words), and winobs's metrics.
+	names := map[string]bool{}
+	for _, n := range []string{contract.LabelNode, contract.LabelChannel, contract.LabelComputer} {
+		names[strconv.Quote(n)] = true
+	}
+	for _, m := range contract.ShipperMetrics {
+		names[strconv.Quote(m)] = true
+	}
+	exempt := []string{"contract/", "internal/lokitest/", "shipper/eventxml/", "tests/", "internal/logqlcheck/"}
+	logCall := map[string]bool{"Debug": true, "Info": true, "Warn": true, "Error": true, "With": true}
+	checked := 0
+	err := filepath.WalkDir(".", func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && (d.Name() == "node_modules" || d.Name() == "testdata" || strings.HasPrefix(d.Name(), ".")) && path != "." {
+			return filepath.SkipDir
+		}
+		if d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") ||
+			slices.ContainsFunc(exempt, func(p string) bool { return strings.HasPrefix(path, p) }) {
+			return nil
+		}
+		f, err := parser.ParseFile(token.NewFileSet(), path, nil, 0)
+		if err != nil {
+			return err
+		}
+		checked++
+		skip := map[ast.Node]bool{}
+		ast.Inspect(f, func(n ast.Node) bool {
+			switch n := n.(type) {
+			case *ast.Field:
+				if n.Tag != nil {
+					skip[n.Tag] = true
+				}
+			case *ast.CallExpr:
+				if sel, ok := n.Fun.(*ast.SelectorExpr); ok && logCall[sel.Sel.Name] {
+					for _, a := range n.Args {
+						skip[a] = true
+					}
+				}
+			case *ast.BasicLit:
+				if n.Kind == token.STRING && names[n.Value] && !skip[n] {
+					t.Errorf("%s spells %s: use package contract's name", path, n.Value)
+				}
+			}
+			return true
+		})
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if checked < 50 {
+		t.Errorf("read only %d files", checked)
+	}
+	out, err := exec.Command("go", "list", "-deps", "./contract").CombinedOutput()
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	for _, d := range strings.Fields(string(out)) {
+		if strings.HasPrefix(d, "github.com/winobs/winobs/") && d != "github.com/winobs/winobs/contract" {
+			t.Errorf("contract imports %s: it must stay a leaf every part can read", d)
 		}
 	}
 }

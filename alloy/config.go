@@ -14,6 +14,7 @@ import (
 	"github.com/grafana/alloy/syntax/token/builder"
 
 	"github.com/winobs/winobs/config"
+	"github.com/winobs/winobs/contract"
 	"github.com/winobs/winobs/hostprocess"
 	"github.com/winobs/winobs/vocab"
 )
@@ -100,14 +101,14 @@ func podLogBlocks(cfg *config.Config) []*builder.Block {
 
 	rel := block("discovery.relabel", "pods", "targets", expr("discovery.kubernetes.pods.targets"))
 	for _, r := range []*builder.Block{
-		relabel([]string{"__meta_kubernetes_namespace"}, "namespace"),
-		relabel([]string{"__meta_kubernetes_pod_name"}, "pod"),
-		relabel([]string{"__meta_kubernetes_pod_container_name"}, "container"),
+		relabel([]string{"__meta_kubernetes_namespace"}, contract.LabelNamespace),
+		relabel([]string{"__meta_kubernetes_pod_name"}, contract.LabelPod),
+		relabel([]string{"__meta_kubernetes_pod_container_name"}, contract.LabelContainer),
 		// app: the recommended label, else the classic one.
-		relabel([]string{"__meta_kubernetes_pod_label_app_kubernetes_io_name", "__meta_kubernetes_pod_label_app"}, "app",
+		relabel([]string{"__meta_kubernetes_pod_label_app_kubernetes_io_name", "__meta_kubernetes_pod_label_app"}, contract.LabelApp,
 			"separator", ";", "regex", "^;*([^;]+)(;.*)?$", "replacement", "$1"),
-		relabel([]string{"__meta_kubernetes_pod_node_name"}, "node"),
-		relabel(nil, "job", "replacement", literalReplacement(cfg.Logs.PodLogsJob)),
+		relabel([]string{"__meta_kubernetes_pod_node_name"}, contract.LabelNode),
+		relabel(nil, contract.LabelJob, "replacement", literalReplacement(cfg.Logs.PodLogsJob)),
 		relabel([]string{"__meta_kubernetes_pod_uid", "__meta_kubernetes_pod_container_name"}, "__path__",
 			"separator", `\`, "replacement", podLogPattern),
 	} {
@@ -132,7 +133,7 @@ func eventBlock(cfg *config.Config, ch config.Channel) *builder.Block {
 		"locale", cfg.EventLog.Locale,
 		// One bookmark per component, on the node's disk.
 		"bookmark_path", windowsJoin(cfg.Alloy.StoragePath, "bookmarks", label+".xml"),
-		"labels", map[string]any{"job": cfg.Logs.EventsJob, "node": nodeName},
+		"labels", map[string]any{contract.LabelJob: cfg.Logs.EventsJob, contract.LabelNode: nodeName},
 		"forward_to", []expr{"loki.write.default.receiver"})
 }
 

@@ -4,6 +4,7 @@ import (
 	"math"
 	"net/netip"
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/distribution/reference"
@@ -11,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/winobs/winobs/conffile"
+	"github.com/winobs/winobs/contract"
 	"github.com/winobs/winobs/endpoint"
 )
 
@@ -65,23 +67,13 @@ func (v *validator) image(path, ref string) {
 	}
 }
 
-// reservedLabels are label names the rules, streams and scrapes already use:
-// a cluster label with one of these names would overwrite or clash with it.
-var reservedLabels = map[string]bool{
-	"job": true, "instance": true, "node": true, "namespace": true, "pod": true, "container": true,
-	"container_id": true, "interface": true, "hostprocess": true, "channel": true, "computer": true,
-	"app": true, "service": true, "endpoint": true, "alertname": true, "severity": true, "le": true,
-	"quantile": true, "service_name": true, "detected_level": true, "name": true, "state": true,
-	"resource": true, "unit": true, "version": true,
-}
-
 // clusterLabel checks the label that separates clusters: a Prometheus and
 // Loki label name that no rule, stream or scrape already uses.
 func (v *validator) clusterLabel(path, s string) {
 	switch {
 	case !endpoint.IsLabelName(s):
 		v.add(path, "must be a label name ([a-zA-Z_][a-zA-Z0-9_]*), got %q", s)
-	case strings.HasPrefix(s, "__") || strings.HasPrefix(s, "exported_") || reservedLabels[s]:
+	case strings.HasPrefix(s, "__") || strings.HasPrefix(s, "exported_") || slices.Contains(contract.ReservedLabels, s):
 		v.add(path, "%q is a label winobs's rules, streams or scrapes already use (reserved: __*, exported_*, job, instance, node, namespace, pod, container, channel, computer, ...): choose another, such as cluster", s)
 	}
 }

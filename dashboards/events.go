@@ -7,6 +7,7 @@ import (
 	"github.com/grafana/grafana-foundation-sdk/go/dashboard"
 
 	"github.com/winobs/winobs/config"
+	"github.com/winobs/winobs/contract"
 	"github.com/winobs/winobs/vocab"
 )
 
@@ -14,8 +15,8 @@ func events(cfg *config.Config, q queries) *dashboard.DashboardBuilder {
 	return newDashboard(cfg, q, EventsUID,
 		"Windows event logs and pod logs in Loki, as Alloy's loki.source.windowsevent and winobs's eventlog-shipper write them.",
 		lokiVar).
-		WithVariable(queryVar("node", lokiDS, lokiValues(q.t.Events(), "node"), true)).
-		WithVariable(queryVar("channel", lokiDS, lokiValues(q.t.Events(), "channel"), true)).
+		WithVariable(queryVar(nodeVar.Value, lokiDS, lokiValues(q.t.Events(), contract.LabelNode), true)).
+		WithVariable(queryVar(channelVar.Value, lokiDS, lokiValues(q.t.Events(), contract.LabelChannel), true)).
 		WithVariable(dashboard.NewCustomVariableBuilder("level").Label("level").
 			Values(dashboard.StringOrMap{String: cog.ToPtr("Critical,Error,Warning,Information,Verbose")}).
 			Multi(true).IncludeAll(true).AllValue(".*")).

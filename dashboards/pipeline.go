@@ -6,8 +6,8 @@ import (
 	"github.com/grafana/grafana-foundation-sdk/go/dashboard"
 	"github.com/grafana/grafana-foundation-sdk/go/units"
 
-	"github.com/winobs/winobs/catalog"
 	"github.com/winobs/winobs/config"
+	"github.com/winobs/winobs/contract"
 )
 
 // pipeline shows what reaches Loki from each node, and the eventlog-shipper's
@@ -16,7 +16,7 @@ func pipeline(cfg *config.Config, q queries) *dashboard.DashboardBuilder {
 	return newDashboard(cfg, q, PipelineUID,
 		"Windows log pipeline: what each node's agent delivers to Loki. A node that stops sending events is a broken agent, not a quiet node.",
 		lokiVar, promVar).
-		WithVariable(queryVar("node", lokiDS, lokiValues(q.t.Events(), "node"), true)).
+		WithVariable(queryVar(nodeVar.Value, lokiDS, lokiValues(q.t.Events(), contract.LabelNode), true)).
 		WithVariable(queryVar("instance", promDS, q.shipperInstanceValues(), true)).
 		WithRow(dashboard.NewRowBuilder("Delivered to Loki")).
 		WithPanel(graph("Events per node and channel", "Event log entries stored per interval.",
@@ -30,25 +30,25 @@ func pipeline(cfg *config.Config, q queries) *dashboard.DashboardBuilder {
 		WithRow(dashboard.NewRowBuilder("eventlog-shipper")).
 		WithPanel(graph("Events read and sent", "Read from the event log, and accepted by Loki, per second.",
 			units.OpsPerSecond, []query{
-				prom(q.shipperRate(catalog.ShipperEventsRead, "instance"), "{{instance}} read"),
-				prom(q.shipperRate(catalog.ShipperEventsSent, "instance"), "{{instance}} sent"),
+				prom(q.shipperRate(contract.ShipperEventsRead, "instance"), "{{instance}} read"),
+				prom(q.shipperRate(contract.ShipperEventsSent, "instance"), "{{instance}} sent"),
 			})).
 		WithPanel(graph("Dropped by reason", "Events given up on, per second: malformed XML, render errors, too large, rejected by Loki.",
-			units.OpsPerSecond, []query{prom(q.shipperRate(catalog.ShipperEventsDropped, "instance, reason"), "{{instance}} {{reason}}")})).
+			units.OpsPerSecond, []query{prom(q.shipperRate(contract.ShipperEventsDropped, "instance, reason"), "{{instance}} {{reason}}")})).
 		WithPanel(graph("Checkpoint age", "Time since each channel's checkpoint last moved: how far delivery lags when events keep coming.",
 			units.Seconds, []query{prom(q.checkpointAge(), "{{instance}} {{channel}}")})).
 		WithPanel(graph("Pending", "Events read and not yet accepted by Loki; they are read again after a restart.",
-			unitEvents, []query{prom(q.shipperGauge(catalog.ShipperPending), "{{instance}} {{channel}}")})).
+			unitEvents, []query{prom(q.shipperGauge(contract.ShipperPending), "{{instance}} {{channel}}")})).
 		WithPanel(graph("Push errors by status", "Failed push attempts per second (0: network error; 260: ingestion blocked).",
-			units.OpsPerSecond, []query{prom(q.shipperRate(catalog.ShipperPushErrors, "instance, status"), "{{instance}} {{status}}")})).
+			units.OpsPerSecond, []query{prom(q.shipperRate(contract.ShipperPushErrors, "instance, status"), "{{instance}} {{status}}")})).
 		WithPanel(graph("Push latency", "99th percentile of push request duration.",
 			units.Seconds, []query{prom(q.pushLatency(0.99), "{{instance}} p99")})).
 		WithPanel(graph("Retries, resubscribes and render errors", "Per second.",
 			units.OpsPerSecond, []query{
-				prom(q.shipperRate(catalog.ShipperPushRetries, "instance"), "{{instance}} push retries"),
-				prom(q.shipperRate(catalog.ShipperResubscribes, "instance, channel"), "{{instance}} {{channel}} resubscribes"),
-				prom(q.shipperRate(catalog.ShipperRenderErrors, "instance, channel"), "{{instance}} {{channel}} render errors"),
+				prom(q.shipperRate(contract.ShipperPushRetries, "instance"), "{{instance}} push retries"),
+				prom(q.shipperRate(contract.ShipperResubscribes, "instance, channel"), "{{instance}} {{channel}} resubscribes"),
+				prom(q.shipperRate(contract.ShipperRenderErrors, "instance, channel"), "{{instance}} {{channel}} render errors"),
 			})).
 		WithPanel(graph("Bytes in flight", "Read and not yet delivered; reading pauses at maxInFlightBytes.",
-			units.BytesIEC, []query{prom(q.shipperGauge(catalog.ShipperInFlightBytes), "{{instance}}")}))
+			units.BytesIEC, []query{prom(q.shipperGauge(contract.ShipperInFlightBytes), "{{instance}}")}))
 }

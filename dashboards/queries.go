@@ -5,7 +5,7 @@ import (
 	"regexp"
 	"strings"
 
-	"github.com/winobs/winobs/catalog"
+	"github.com/winobs/winobs/contract"
 	"github.com/winobs/winobs/vocab"
 )
 
@@ -20,8 +20,8 @@ var (
 	namespaceVar = vocab.Var("namespace", "=", "namespace")
 	podVar       = vocab.Var("pod", "=~", "pod")
 	containerVar = vocab.Var("container_id", "=~", "container_id")
-	nodeVar      = vocab.Var("node", "=~", "node")
-	channelVar   = vocab.Var("channel", "=~", "channel")
+	nodeVar      = vocab.Var(contract.LabelNode, "=~", contract.LabelNode)
+	channelVar   = vocab.Var(contract.LabelChannel, "=~", contract.LabelChannel)
 )
 
 // Selectors of the node and pod dashboards, narrowed by their variables.
@@ -231,7 +231,7 @@ func (q queries) nodesSilent() string {
 // collector, so they carry the exporter's job and instance).
 
 func (q queries) shipperInstanceValues() string {
-	return labelValues(catalog.ShipperEventsRead, q.t.Exporter(), "instance")
+	return labelValues(contract.ShipperEventsRead, q.t.Exporter(), "instance")
 }
 
 func (q queries) shipperRate(metric, by string) string {
@@ -241,9 +241,9 @@ func (q queries) shipperRate(metric, by string) string {
 func (q queries) shipperGauge(metric string) string { return q.node().Of(metric) }
 
 func (q queries) checkpointAge() string {
-	return "time() - " + q.node().Of(catalog.ShipperCheckpointTime)
+	return "time() - " + q.node().Of(contract.ShipperCheckpointTime)
 }
 
 func (q queries) pushLatency(quantile float64) string {
-	return fmt.Sprintf("histogram_quantile(%g, sum by (instance, le) (rate(%s[$__rate_interval])))", quantile, q.node().Of(catalog.ShipperPushDuration+"_bucket"))
+	return fmt.Sprintf("histogram_quantile(%g, sum by (instance, le) (rate(%s[$__rate_interval])))", quantile, q.node().Of(contract.ShipperPushDuration+"_bucket"))
 }

@@ -14,8 +14,8 @@ import (
 
 	"github.com/prometheus/prometheus/model/rulefmt"
 
-	"github.com/winobs/winobs/catalog"
 	"github.com/winobs/winobs/config"
+	"github.com/winobs/winobs/contract"
 	"github.com/winobs/winobs/rules"
 	"github.com/winobs/winobs/vocab"
 )
@@ -193,7 +193,7 @@ func failed(c Check, err error) Check {
 
 func (r *run) nodes(ctx context.Context) ([]string, error) {
 	ss, err := r.query(ctx, fmt.Sprintf(`max by (node) (%s)`, r.t.KSM(vocab.Re("os_image", "(?i).*windows.*")).Of("kube_node_info")))
-	return label(ss, "node"), err
+	return label(ss, contract.LabelNode), err
 }
 
 // nodesScraped: every Windows node has an exporter target that is up.
@@ -209,11 +209,11 @@ func (r *run) nodesScraped(ctx context.Context) Check {
 	}
 	nodeOf := map[string]string{}
 	for _, s := range info {
-		nodeOf[s.Metric["instance"]] = s.Metric["node"]
+		nodeOf[s.Metric["instance"]] = s.Metric[contract.LabelNode]
 	}
 	scraped, down := map[string]bool{}, []string{}
 	for _, s := range up {
-		node := s.Metric["node"]
+		node := s.Metric[contract.LabelNode]
 		if node == "" {
 			node = nodeOf[s.Metric["instance"]]
 		}
@@ -260,7 +260,7 @@ func orNode(node string) string {
 
 // exporterVersion: every exporter runs a version the rules are tested with.
 func (r *run) exporterVersion(ctx context.Context) Check {
-	c := Check{ID: "exporter-version", Title: "every exporter runs a tested windows_exporter version (" + vocab.SupportedExporterRange + ")"}
+	c := Check{ID: "exporter-version", Title: "every exporter runs a tested windows_exporter version (" + contract.ExporterRange + ")"}
 	ss, err := r.query(ctx, fmt.Sprintf(`count by (version) (%s)`, r.t.Exporter().Of("windows_exporter_build_info")))
 	if err != nil {
 		return failed(c, err)
@@ -487,7 +487,7 @@ func (r *run) windowsContainers() string {
   and on (%s) max by (%s) (%s * on (%s) group_left () max by (%s) (%s))
 )`, by, r.t.KSM().Of("kube_pod_container_status_running"),
 		r.t.By("namespace", "pod"), r.t.By("namespace", "pod"), r.t.KSM().Of("kube_pod_info"),
-		r.t.By("node"), r.t.By("node"), r.t.KSM(vocab.Re("os_image", "(?i).*windows.*")).Of("kube_node_info"))
+		r.t.By(contract.LabelNode), r.t.By(contract.LabelNode), r.t.KSM(vocab.Re("os_image", "(?i).*windows.*")).Of("kube_node_info"))
 }
 
 // containerCoverage: the info record names every running Windows
@@ -634,7 +634,7 @@ func (r *run) clusterLabel(ctx context.Context) Check {
 		c.Fix = "make cluster.name and the external label the same name (kube-prometheus-stack: prometheus.prometheusSpec.externalLabels)"
 		return c
 	}
-	ss, err := r.query(ctx, fmt.Sprintf(`count by (%s) (%s)`, name, vocab.Selector{vocab.Eq("job", r.cfg.WindowsExporter.Job)}.Of("up")))
+	ss, err := r.query(ctx, fmt.Sprintf(`count by (%s) (%s)`, name, vocab.Selector{vocab.Eq(contract.LabelJob, r.cfg.WindowsExporter.Job)}.Of("up")))
 	if err != nil {
 		return failed(c, err)
 	}
@@ -684,7 +684,7 @@ func (r *run) alertsFiring(ctx context.Context) Check {
 		if a.State != "firing" || !ours[name] {
 			continue
 		}
-		what := a.Labels["node"]
+		what := a.Labels[contract.LabelNode]
 		if what == "" {
 			what = a.Labels["instance"]
 		}
@@ -708,7 +708,7 @@ func (r *run) alertsFiring(ctx context.Context) Check {
 // errors in the last hour (its metrics arrive through the exporter).
 func (r *run) shipperCounters(ctx context.Context) Check {
 	c := Check{ID: "shipper-counters", Title: "the eventlog-shipper dropped nothing and pushes without errors"}
-	present, err := r.query(ctx, "count("+r.t.Exporter().Of(catalog.ShipperEventsRead)+")")
+	present, err := r.query(ctx, "count("+r.t.Exporter().Of(contract.ShipperEventsRead)+")")
 	if err != nil {
 		return failed(c, err)
 	}
@@ -720,22 +720,22 @@ func (r *run) shipperCounters(ctx context.Context) Check {
 		shipperDefault := r.cfg.LogAgent.Default == config.AgentShipper
 		switch {
 		case shipperDefault && !r.cfg.WindowsExporter.Deploy:
-			c.Status, c.Evidence = Fail, []string{"the eventlog-shipper is the log agent of every unlabelled node, but no " + catalog.ShipperEventsRead + " reaches Prometheus"}
+			c.Status, c.Evidence = Fail, []string{"the eventlog-shipper is the log agent of every unlabelled node, but no " + contract.ShipperEventsRead + " reaches Prometheus"}
 			c.Fix = "its counters are a textfile that winobs's exporter reads (shipper.textfileDir), and windowsExporter.deploy is false: its drops are invisible; deploy winobs's exporter, or have yours read that directory (--collector.textfile.directories)"
 		case shipperDefault && r.exportersUp == 0:
 			return skip(c, noExporter)
 		case shipperDefault:
-			c.Status, c.Evidence = Fail, []string{"the eventlog-shipper is the log agent of every unlabelled node, but no " + catalog.ShipperEventsRead + " reaches Prometheus"}
+			c.Status, c.Evidence = Fail, []string{"the eventlog-shipper is the log agent of every unlabelled node, but no " + contract.ShipperEventsRead + " reaches Prometheus"}
 			c.Fix = "check that the shipper's pods run on the Windows nodes (kubectl get pods -l app.kubernetes.io/name=" + "winobs-eventlog-shipper) and its log"
 		default:
-			return skip(c, "no node runs the eventlog-shipper (Alloy is the default log agent; no "+catalog.ShipperEventsRead+"): nothing to check")
+			return skip(c, "no node runs the eventlog-shipper (Alloy is the default log agent; no "+contract.ShipperEventsRead+"): nothing to check")
 		}
 		return c
 	}
 	var problems []string
 	for _, m := range []struct{ metric, by, what string }{
-		{catalog.ShipperEventsDropped, "reason", "dropped"},
-		{catalog.ShipperPushErrors, "status", "push errors"},
+		{contract.ShipperEventsDropped, "reason", "dropped"},
+		{contract.ShipperPushErrors, "status", "push errors"},
 	} {
 		ss, err := r.query(ctx, fmt.Sprintf("sum by (instance, %s) (increase(%s[1h])) > 0", m.by, r.t.Exporter().Of(m.metric)))
 		if err != nil {
@@ -761,7 +761,7 @@ func (r *run) shipperCounters(ctx context.Context) Check {
 // channel, a handful of series.
 func (r *run) eventsPerNode(ctx context.Context) Check {
 	c := Check{ID: "loki-events", Title: "every Windows node's events reached Loki in the last hour"}
-	nodes, err := r.loki.LabelValues(ctx, "node", r.lt.Events().String(), time.Hour)
+	nodes, err := r.loki.LabelValues(ctx, contract.LabelNode, r.lt.Events().String(), time.Hour)
 	if err != nil {
 		return failed(c, err)
 	}
@@ -782,7 +782,7 @@ func (r *run) eventsPerNode(ctx context.Context) Check {
 			missing = append(missing, n)
 		}
 	}
-	c.Evidence = []string{fmt.Sprintf("%d nodes, channels %s", len(nodes), names(label(ss, "channel")))}
+	c.Evidence = []string{fmt.Sprintf("%d nodes, channels %s", len(nodes), names(label(ss, contract.LabelChannel)))}
 	if len(missing) > 0 {
 		c.Status = Fail
 		c.Evidence = append(c.Evidence, fmt.Sprintf("%d of %d Windows nodes sent no event: %s", len(missing), len(r.windowsNodes), names(missing)))
@@ -798,7 +798,7 @@ func (r *run) eventsPerNode(ctx context.Context) Check {
 // silent cluster) from one that lacks only this job.
 func (r *run) noStreams(ctx context.Context, c Check, job, fix string) Check {
 	c.Status, c.Fix = Fail, fix
-	all, err := r.loki.LabelValues(ctx, "job", "", 24*time.Hour)
+	all, err := r.loki.LabelValues(ctx, contract.LabelJob, "", 24*time.Hour)
 	if err != nil {
 		return failed(c, err)
 	}
@@ -818,7 +818,7 @@ func (r *run) noStreams(ctx context.Context, c Check, job, fix string) Check {
 // podLogs: Windows pod logs reached Loki in the last hour.
 func (r *run) podLogs(ctx context.Context) Check {
 	c := Check{ID: "loki-pod-logs", Title: "Windows pod logs reached Loki in the last hour"}
-	nodes, err := r.loki.LabelValues(ctx, "node", r.lt.PodLogs().String(), time.Hour)
+	nodes, err := r.loki.LabelValues(ctx, contract.LabelNode, r.lt.PodLogs().String(), time.Hour)
 	if err != nil {
 		return failed(c, err)
 	}

@@ -157,7 +157,3 @@ var labelName = regexp.MustCompile(`^[a-zA-Z_][a-zA-Z0-9_]*$`)
 
 // IsLabelName reports whether s is a Prometheus and Loki label name.
 func IsLabelName(s string) bool { return labelName.MatchString(s) }
-
-// MaxLabels is how many labels Loki accepts on a stream by default
-// (limits_config.max_label_names_per_series).
-const MaxLabels = 15

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/winobs/winobs/contract"
 	"github.com/winobs/winobs/meta"
 	"github.com/winobs/winobs/shipper/shipconfig"
 
@@ -63,11 +64,11 @@ func Shipper(cfg *config.Config) (*shipconfig.Config, error) {
 		return nil, err
 	}
 	sc.Loki.Loki = cfg.Loki
-	sc.Labels = map[string]string{"job": cfg.Logs.EventsJob}
+	sc.Labels = map[string]string{contract.LabelJob: cfg.Logs.EventsJob}
 	if vocab.MultiCluster(cfg) {
 		sc.Labels[cfg.Cluster.Label] = cfg.Cluster.Name // Alloy's external label
 	}
-	sc.LabelsFromEnv = map[string]string{"node": hostprocess.NodeNameEnv}
+	sc.LabelsFromEnv = map[string]string{contract.LabelNode: hostprocess.NodeNameEnv}
 	for _, ch := range cfg.EventLog.Channels {
 		sc.Channels = append(sc.Channels, shipconfig.Channel{Name: ch.Name, Query: ch.XPath()})
 	}

@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/winobs/winobs/config"
+	"github.com/winobs/winobs/contract"
 	"github.com/winobs/winobs/hostprocess"
 	"github.com/winobs/winobs/meta"
 	"github.com/winobs/winobs/render"
@@ -175,8 +176,8 @@ func relabelings(cfg *config.Config) []monitoringv1.RelabelConfig {
 	job := cfg.WindowsExporter.Job
 	return []monitoringv1.RelabelConfig{
 		{SourceLabels: []monitoringv1.LabelName{"__meta_kubernetes_pod_node_name"}, TargetLabel: "instance"},
-		{SourceLabels: []monitoringv1.LabelName{"__meta_kubernetes_pod_node_name"}, TargetLabel: "node"},
-		{TargetLabel: "job", Replacement: &job},
+		{SourceLabels: []monitoringv1.LabelName{"__meta_kubernetes_pod_node_name"}, TargetLabel: contract.LabelNode},
+		{TargetLabel: contract.LabelJob, Replacement: &job},
 		{Action: "labeldrop", Regex: "namespace|pod|container"},
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/winobs/winobs/config"
+	"github.com/winobs/winobs/contract"
 	"github.com/winobs/winobs/vocab"
 )
 
@@ -146,7 +147,7 @@ func alertDefs(t vocab.Terms, a *config.Alerts) []alertDef {
 				strings.ReplaceAll(vocab.SupportedExporterVersions, `\`, `\\`) + `"})`,
 			hold:    a.ExporterVersion.For,
 			summary: "windows-exporter {{ $labels.version }} on " + nodeRef + " is outside the tested versions.",
-			description: "winobs rules are tested against windows_exporter " + vocab.SupportedExporterRange + ". Version {{ $labels.version }} may have renamed metrics " +
+			description: "winobs rules are tested against windows_exporter " + contract.ExporterRange + ". Version {{ $labels.version }} may have renamed metrics " +
 				"(0.32 renames windows_memory_commit_limit), which silently empties rules and dashboards.",
 		},
 		{

@@ -6,6 +6,7 @@ import (
 	"github.com/prometheus/prometheus/model/rulefmt"
 
 	"github.com/winobs/winobs/config"
+	"github.com/winobs/winobs/contract"
 	"github.com/winobs/winobs/vocab"
 )
 
@@ -29,7 +30,7 @@ func LokiGroups(cfg *config.Config) rulefmt.RuleGroups {
 		g.Rules = append(g.Rules, rulefmt.Rule{
 			Alert: AlertNodeServiceTerminated,
 			Expr: fmt.Sprintf(`sum by (%s) (count_over_time(%s | event_id=~"%s|%s" | event_data=~".*<Binary>%s0000.*" [10m])) > 0`,
-				t.By("node"), scm, vocab.SCMTerminated, vocab.SCMTerminatedOnce, vocab.BinaryServiceKey(svc)),
+				t.By(contract.LabelNode), scm, vocab.SCMTerminated, vocab.SCMTerminatedOnce, vocab.BinaryServiceKey(svc)),
 			Labels: map[string]string{"severity": "critical", "service": svc},
 			Annotations: map[string]string{
 				"summary": "Service " + svc + " terminated unexpectedly on Windows node {{ $labels.node }}.",
@@ -41,7 +42,7 @@ func LokiGroups(cfg *config.Config) rulefmt.RuleGroups {
 	g.Rules = append(g.Rules, rulefmt.Rule{
 		Alert: AlertServiceStartFailed,
 		Expr: fmt.Sprintf(`sum by (%s) (count_over_time(%s | event_id=~"%s|%s" [15m])) > 0`,
-			t.By("node"), scm, vocab.SCMStartFailed, vocab.SCMStartTimeout),
+			t.By(contract.LabelNode), scm, vocab.SCMStartFailed, vocab.SCMStartTimeout),
 		Labels: map[string]string{"severity": "warning"},
 		Annotations: map[string]string{
 			"summary": "A service failed to start on Windows node {{ $labels.node }}.",

@@ -8,7 +8,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/winobs/winobs/catalog"
+	"github.com/winobs/winobs/contract"
 	"github.com/winobs/winobs/shipper/checkpoint"
 	"github.com/winobs/winobs/shipper/loki"
 	"github.com/winobs/winobs/shipper/shipconfig"
@@ -74,7 +74,7 @@ func (a *acker) start(channel string) (cp checkpoint.Checkpoint, found bool, pol
 		return cp, false, "", fmt.Errorf("checkpoint: %w", err)
 	}
 	a.log.Error("CHECKPOINT CORRUPT: applying onCorruptCheckpoint", "channel", channel, "error", err, "policy", a.onCorrupt)
-	a.m.dropped.WithLabelValues(channel, catalog.DropCorrupt).Add(0) // make the series visible
+	a.m.dropped.WithLabelValues(channel, contract.DropCorrupt).Add(0) // make the series visible
 	if a.onCorrupt == shipconfig.Fail {
 		return cp, false, "", fmt.Errorf("%w (onCorruptCheckpoint: fail)", err)
 	}

@@ -7,7 +7,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/winobs/winobs/catalog"
+	"github.com/winobs/winobs/contract"
 	"github.com/winobs/winobs/shipper/checkpoint"
 	"github.com/winobs/winobs/shipper/eventxml"
 	"github.com/winobs/winobs/shipper/loki"
@@ -17,7 +17,7 @@ import (
 
 // Loki's label limits (max_label_name_length, max_label_value_length): a
 // stream over them is refused whole, so a longer value is cut.
-const maxLabelValueBytes = 2048
+const maxLabelValueBytes = contract.LokiMaxLabelValueBytes
 
 // maxStreams bounds what the formatter remembers per stream (labels, the
 // newest time, the oldest time Loki takes): a node writing events with ever
@@ -171,7 +171,7 @@ func (f *formatter) prepare(r record) entry {
 	e, err := eventxml.Parse(r.xml)
 	if err != nil {
 		f.m.renderErrors.WithLabelValues(r.channel).Inc()
-		f.m.dropped.WithLabelValues(r.channel, catalog.DropMalformed).Inc()
+		f.m.dropped.WithLabelValues(r.channel, contract.DropMalformed).Inc()
 		f.log.Warn("malformed_xml", "skipping an event that is not well-formed XML", "channel", r.channel, "offset", r.cp.Offset, "error", err)
 		return out
 	}
@@ -179,7 +179,7 @@ func (f *formatter) prepare(r record) entry {
 	ts := now
 	created, terr := e.Timestamp()
 	if maxAge := time.Duration(f.cfg.MaxAge.Model()); maxAge > 0 && terr == nil && created.Before(now.Add(-maxAge)) {
-		f.m.dropped.WithLabelValues(r.channel, catalog.DropOlderThanMax).Inc()
+		f.m.dropped.WithLabelValues(r.channel, contract.DropOlderThanMax).Inc()
 		return out
 	}
 	if f.cfg.Timestamp == shipconfig.EventTime && terr == nil {
@@ -193,7 +193,7 @@ func (f *formatter) prepare(r record) entry {
 	labels := f.streamLabels(r.channel, e.Computer())
 	ts, ok := f.withinLokiWindow(r.channel, labels, ts, now)
 	if !ok {
-		f.m.dropped.WithLabelValues(r.channel, catalog.DropTooOld).Inc()
+		f.m.dropped.WithLabelValues(r.channel, contract.DropTooOld).Inc()
 		return out
 	}
 	maybe, upTo := f.maybeStored(r, e.RecordID())
@@ -247,14 +247,14 @@ func (f *formatter) withinLokiWindow(channel, stream string, ts, now time.Time) 
 		if known && newest.Before(now) {
 			ts = newest
 		}
-		f.m.restamped.WithLabelValues(channel, catalog.RestampTooNew).Inc()
+		f.m.restamped.WithLabelValues(channel, contract.RestampTooNew).Inc()
 	}
 	if cutoff := now.Add(-time.Duration(lim.MaxEntryAge.Model())); ts.Before(cutoff) {
 		if lim.TooOld == shipconfig.Drop {
 			return ts, false
 		}
 		ts = cutoff
-		f.m.restamped.WithLabelValues(channel, catalog.RestampTooOld).Inc()
+		f.m.restamped.WithLabelValues(channel, contract.RestampTooOld).Inc()
 	}
 	behind := false
 	if floor := newest.Add(-time.Duration(lim.MaxStreamLag.Model())); known && ts.Before(floor) {
@@ -267,7 +267,7 @@ func (f *formatter) withinLokiWindow(channel, stream string, ts, now time.Time) 
 		}
 	}
 	if behind {
-		f.m.restamped.WithLabelValues(channel, catalog.RestampTooFarBehind).Inc()
+		f.m.restamped.WithLabelValues(channel, contract.RestampTooFarBehind).Inc()
 	}
 	if ts.After(newest) {
 		newest = ts
@@ -290,13 +290,13 @@ func (f *formatter) streamLabels(channel, computer string) string {
 		m[k] = v
 	}
 	if channel != "" {
-		m["channel"] = cutLabel(channel)
+		m[contract.LabelChannel] = cutLabel(channel)
 	}
 	if computer != "" {
 		if len(computer) > maxLabelValueBytes {
 			f.log.Warn("label_cut", "an event's Computer is longer than Loki takes in a label; the label is cut (the line keeps it whole)", "channel", channel, "bytes", len(computer))
 		}
-		m["computer"] = cutLabel(computer)
+		m[contract.LabelComputer] = cutLabel(computer)
 	}
 	l := loki.FormatLabels(m)
 	f.labels[key] = l

@@ -4,7 +4,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
-	"github.com/winobs/winobs/catalog"
+	"github.com/winobs/winobs/contract"
 )
 
 // pushStatuses are the answers counted from start in push_errors_total.
@@ -39,30 +39,30 @@ type metrics struct {
 // newMetrics registers the shipper's metrics, with every known label value
 // present at 0 for the given channels.
 func newMetrics(channels []string) *metrics {
-	ch := []string{"channel"}
+	ch := []string{contract.LabelChannel}
 	m := &metrics{
 		reg:       prometheus.NewRegistry(),
-		read:      prometheus.NewCounterVec(prometheus.CounterOpts{Name: catalog.ShipperEventsRead, Help: "Events read from the event log or a dump."}, ch),
-		sent:      prometheus.NewCounterVec(prometheus.CounterOpts{Name: catalog.ShipperEventsSent, Help: "Events Loki stored (a 204 answered a push holding them)."}, ch),
-		dropped:   prometheus.NewCounterVec(prometheus.CounterOpts{Name: catalog.ShipperEventsDropped, Help: "Events given up on, by reason."}, []string{"channel", "reason"}),
-		bytesSent: prometheus.NewCounter(prometheus.CounterOpts{Name: catalog.ShipperBytesSent, Help: "Bytes of log lines Loki accepted."}),
-		pushDuration: prometheus.NewHistogram(prometheus.HistogramOpts{Name: catalog.ShipperPushDuration, Help: "Duration of push requests.",
+		read:      prometheus.NewCounterVec(prometheus.CounterOpts{Name: contract.ShipperEventsRead, Help: "Events read from the event log or a dump."}, ch),
+		sent:      prometheus.NewCounterVec(prometheus.CounterOpts{Name: contract.ShipperEventsSent, Help: "Events Loki stored (a 204 answered a push holding them)."}, ch),
+		dropped:   prometheus.NewCounterVec(prometheus.CounterOpts{Name: contract.ShipperEventsDropped, Help: "Events given up on, by reason."}, []string{contract.LabelChannel, "reason"}),
+		bytesSent: prometheus.NewCounter(prometheus.CounterOpts{Name: contract.ShipperBytesSent, Help: "Bytes of log lines Loki accepted."}),
+		pushDuration: prometheus.NewHistogram(prometheus.HistogramOpts{Name: contract.ShipperPushDuration, Help: "Duration of push requests.",
 			Buckets: prometheus.ExponentialBuckets(0.005, 2, 12)}),
-		pushErrors:   prometheus.NewCounterVec(prometheus.CounterOpts{Name: catalog.ShipperPushErrors, Help: "Failed push attempts by HTTP status (0: network error)."}, []string{"status"}),
-		retries:      prometheus.NewCounter(prometheus.CounterOpts{Name: catalog.ShipperPushRetries, Help: "Push attempts that will be retried."}),
-		cpTime:       prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: catalog.ShipperCheckpointTime, Help: "Unix time of the last saved checkpoint; its age is how far delivery lags."}, ch),
-		cpRecord:     prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: catalog.ShipperCheckpointID, Help: "EventRecordID of the last delivered event."}, ch),
-		pending:      prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: catalog.ShipperPending, Help: "Events read but not yet accepted by Loki."}, ch),
-		lag:          prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: catalog.ShipperRecordLag, Help: "Records between the newest in the channel and the last delivered (live channels)."}, ch),
-		resubscribes: prometheus.NewCounterVec(prometheus.CounterOpts{Name: catalog.ShipperResubscribes, Help: "Subscriptions re-created after an error."}, ch),
-		renderErrors: prometheus.NewCounterVec(prometheus.CounterOpts{Name: catalog.ShipperRenderErrors, Help: "Events whose XML or texts could not be rendered."}, ch),
-		inFlight:     prometheus.NewGauge(prometheus.GaugeOpts{Name: catalog.ShipperInFlightBytes, Help: "Bytes read and not yet delivered (bounded by maxInFlightBytes)."}),
-		truncated:    prometheus.NewCounterVec(prometheus.CounterOpts{Name: catalog.ShipperTruncated, Help: "Events sent with their line truncated to limits.maxLineBytes."}, ch),
-		restamped: prometheus.NewCounterVec(prometheus.CounterOpts{Name: catalog.ShipperRestamped,
-			Help: "Events sent with a timestamp other than TimeCreated, by reason (too_old, too_far_behind, too_new)."}, []string{"channel", "reason"}),
-		dumpReopens: prometheus.NewCounterVec(prometheus.CounterOpts{Name: catalog.ShipperDumpReopens,
-			Help: "Followed dumps read again from the start because another file took the path (rotated), it shrank (truncated) or its start changed (replaced)."}, []string{"channel", "reason"}),
-		presumed: prometheus.NewCounterVec(prometheus.CounterOpts{Name: catalog.ShipperPresumed,
+		pushErrors:   prometheus.NewCounterVec(prometheus.CounterOpts{Name: contract.ShipperPushErrors, Help: "Failed push attempts by HTTP status (0: network error)."}, []string{"status"}),
+		retries:      prometheus.NewCounter(prometheus.CounterOpts{Name: contract.ShipperPushRetries, Help: "Push attempts that will be retried."}),
+		cpTime:       prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: contract.ShipperCheckpointTime, Help: "Unix time of the last saved checkpoint; its age is how far delivery lags."}, ch),
+		cpRecord:     prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: contract.ShipperCheckpointID, Help: "EventRecordID of the last delivered event."}, ch),
+		pending:      prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: contract.ShipperPending, Help: "Events read but not yet accepted by Loki."}, ch),
+		lag:          prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: contract.ShipperRecordLag, Help: "Records between the newest in the channel and the last delivered (live channels)."}, ch),
+		resubscribes: prometheus.NewCounterVec(prometheus.CounterOpts{Name: contract.ShipperResubscribes, Help: "Subscriptions re-created after an error."}, ch),
+		renderErrors: prometheus.NewCounterVec(prometheus.CounterOpts{Name: contract.ShipperRenderErrors, Help: "Events whose XML or texts could not be rendered."}, ch),
+		inFlight:     prometheus.NewGauge(prometheus.GaugeOpts{Name: contract.ShipperInFlightBytes, Help: "Bytes read and not yet delivered (bounded by maxInFlightBytes)."}),
+		truncated:    prometheus.NewCounterVec(prometheus.CounterOpts{Name: contract.ShipperTruncated, Help: "Events sent with their line truncated to limits.maxLineBytes."}, ch),
+		restamped: prometheus.NewCounterVec(prometheus.CounterOpts{Name: contract.ShipperRestamped,
+			Help: "Events sent with a timestamp other than TimeCreated, by reason (too_old, too_far_behind, too_new)."}, []string{contract.LabelChannel, "reason"}),
+		dumpReopens: prometheus.NewCounterVec(prometheus.CounterOpts{Name: contract.ShipperDumpReopens,
+			Help: "Followed dumps read again from the start because another file took the path (rotated), it shrank (truncated) or its start changed (replaced)."}, []string{contract.LabelChannel, "reason"}),
+		presumed: prometheus.NewCounterVec(prometheus.CounterOpts{Name: contract.ShipperPresumed,
 			Help: "Events counted sent that Loki refused as too far behind or too old while an earlier push (before a restart, or without an answer) may have stored them: not re-stamped, which would store them twice."}, ch),
 	}
 	m.reg.MustRegister(m.collectors()...)
@@ -71,10 +71,10 @@ func newMetrics(channels []string) *metrics {
 			v.WithLabelValues(c)
 		}
 		m.pending.WithLabelValues(c)
-		for _, r := range catalog.ShipperDropReasons {
+		for _, r := range contract.ShipperDropReasons {
 			m.dropped.WithLabelValues(c, r)
 		}
-		for _, r := range catalog.ShipperRestampReasons {
+		for _, r := range contract.ShipperRestampReasons {
 			m.restamped.WithLabelValues(c, r)
 		}
 		for _, r := range reopenReasons {

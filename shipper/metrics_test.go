@@ -7,7 +7,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/winobs/winobs/catalog"
+	"github.com/winobs/winobs/contract"
 )
 
 // The shipper exports exactly the metrics the catalog names, which is what
@@ -24,7 +24,7 @@ func TestMetricsAreTheCatalogs(t *testing.T) {
 			got = append(got, name)
 		}
 	}
-	want := slices.Clone(catalog.ShipperMetrics)
+	want := slices.Clone(contract.ShipperMetrics)
 	slices.Sort(got)
 	slices.Sort(want)
 	if !slices.Equal(got, want) {

@@ -7,7 +7,7 @@ import (
 	"os"
 	"time"
 
-	"github.com/winobs/winobs/catalog"
+	"github.com/winobs/winobs/contract"
 	"github.com/winobs/winobs/shipper/checkpoint"
 	"github.com/winobs/winobs/shipper/dump"
 	"github.com/winobs/winobs/shipper/shipconfig"
@@ -102,7 +102,7 @@ func (ds *dumpSource) toEnd(ctx context.Context, env sourceEnv, r *dump.Reader) 
 		case errors.Is(err, io.EOF):
 			return nil
 		case errors.Is(err, dump.ErrTooLarge):
-			err = ds.emitDrop(ctx, env, rec.Offset, r.Fingerprint(), catalog.DropTooLarge)
+			err = ds.emitDrop(ctx, env, rec.Offset, r.Fingerprint(), contract.DropTooLarge)
 		case err == nil:
 			err = ds.emitEvent(ctx, env, rec, r.Fingerprint())
 		}
@@ -120,7 +120,7 @@ func (ds *dumpSource) rest(ctx context.Context, env sourceEnv, r *dump.Reader) e
 	case errors.Is(err, io.EOF):
 		return nil
 	case errors.Is(err, dump.ErrTooLarge):
-		return ds.emitDrop(ctx, env, rec.Offset, r.Fingerprint(), catalog.DropTooLarge)
+		return ds.emitDrop(ctx, env, rec.Offset, r.Fingerprint(), contract.DropTooLarge)
 	}
 	env.logs.Warn("cut_short", "the dump ends in an event cut short", "channel", ds.d.Channel, "offset", rec.Offset, "bytes", len(rec.XML))
 	return ds.emitEvent(ctx, env, rec, r.Fingerprint())

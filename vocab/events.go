@@ -1,6 +1,8 @@
 package vocab
 
 import (
+	"github.com/winobs/winobs/contract"
+
 	"encoding/hex"
 	"strings"
 	"unicode/utf16"
@@ -19,7 +21,7 @@ const (
 // SCMStream selects the Service Control Manager's events in the System
 // channel's streams that sel chooses, as Alloy's line names their source.
 func SCMStream(sel Selector) string {
-	return sel.With(Eq("channel", "System")).String() + ` | json | source="Service Control Manager"`
+	return sel.With(Eq(contract.LabelChannel, "System")).String() + ` | json | source="Service Control Manager"`
 }
 
 // BinaryServiceKey is how a service key name appears in an SCM event's

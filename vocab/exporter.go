@@ -1,30 +1,22 @@
 package vocab
 
 import (
-	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/winobs/winobs/contract"
 )
 
-// The windows_exporter minor versions (0.x) whose metric names the rules
-// are tested against, oldest first. 0.32 renames
-// windows_memory_commit_limit, so it is outside until tested.
-const (
-	oldestSupportedMinor = 29
-	newestSupportedMinor = 31
-)
-
-// SupportedExporterVersions matches the supported versions' version label.
+// SupportedExporterVersions matches the version label of the exporter
+// versions the rules are tested against (contract's range; 0.32 renames
+// windows_memory_commit_limit, so it is outside until tested).
 var SupportedExporterVersions = func() string {
 	var minors []string
-	for m := oldestSupportedMinor; m <= newestSupportedMinor; m++ {
+	for m := contract.OldestExporterMinor; m <= contract.NewestExporterMinor; m++ {
 		minors = append(minors, strconv.Itoa(m))
 	}
 	return `v?0\.(` + strings.Join(minors, "|") + `)\..*`
 }()
-
-// SupportedExporterRange names the supported versions for people: "0.29 to 0.31".
-var SupportedExporterRange = fmt.Sprintf("0.%d to 0.%d", oldestSupportedMinor, newestSupportedMinor)
 
 // bootTimeNames are the boot time's names in windows_exporter 0.31 (and
 // 0.30.6+), 0.30 and 0.29: whichever the node's exporter has.

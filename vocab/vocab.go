@@ -16,6 +16,7 @@ import (
 	"strings"
 
 	"github.com/winobs/winobs/config"
+	"github.com/winobs/winobs/contract"
 )
 
 // Matcher is one label matcher. Its value is a literal, quoted by Literal,
@@ -111,10 +112,10 @@ type Terms struct {
 func ForRules(cfg *config.Config) Terms {
 	return Terms{
 		ClusterLabel: cfg.Cluster.Label,
-		exporter:     Eq("job", cfg.WindowsExporter.Job),
-		ksm:          Eq("job", cfg.KubeStateMetrics.Job),
-		events:       Eq("job", cfg.Logs.EventsJob),
-		podLogs:      Eq("job", cfg.Logs.PodLogsJob),
+		exporter:     Eq(contract.LabelJob, cfg.WindowsExporter.Job),
+		ksm:          Eq(contract.LabelJob, cfg.KubeStateMetrics.Job),
+		events:       Eq(contract.LabelJob, cfg.Logs.EventsJob),
+		podLogs:      Eq(contract.LabelJob, cfg.Logs.PodLogsJob),
 		services:     cfg.Alerts.NodeServices.Services,
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/winobs/winobs/config"
+	"github.com/winobs/winobs/contract"
 )
 
 // EventLineFields are the keys of the Alloy event line (nested objects as
@@ -27,8 +28,8 @@ var EventLineFields = []string{
 // event plus job and node; pod logs get the pod's labels. With cluster.name
 // set, both agents add the cluster label too.
 var (
-	EventStreamLabels  = []string{"job", "node", "channel", "computer"}
-	PodLogStreamLabels = []string{"job", "node", "namespace", "pod", "container", "app"}
+	EventStreamLabels  = contract.EventStreamLabels
+	PodLogStreamLabels = contract.PodLogStreamLabels
 )
 
 var (
@@ -59,7 +60,7 @@ func Check(t *testing.T, cfg *config.Config, where, expr string) {
 	}
 	var stream, fields []string
 	for _, m := range streamMatcher.FindAllStringSubmatch(sel[1], -1) {
-		if m[1] == "job" {
+		if m[1] == contract.LabelJob {
 			switch m[2] {
 			case cfg.Logs.EventsJob:
 				stream, fields = EventStreamLabels, EventLineFields

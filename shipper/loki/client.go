@@ -15,8 +15,8 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/winobs/winobs/catalog"
 	"github.com/winobs/winobs/conffile"
+	"github.com/winobs/winobs/contract"
 	"github.com/winobs/winobs/endpoint"
 
 	"github.com/winobs/winobs/shipper/backoff"
@@ -306,7 +306,7 @@ func (c *Client) send(ctx context.Context, w work, rep *Report) error {
 			c.record(r, 0)
 			v := judge(w.streams, r.Body, c.now())
 			if v.unattributed > 0 {
-				c.logs.Error("unattributed_400", "Loki rejected entries in words the shipper cannot attribute; entries no later 204 confirms are counted as dropped ("+catalog.DropUnconfirmed+")",
+				c.logs.Error("unattributed_400", "Loki rejected entries in words the shipper cannot attribute; entries no later 204 confirms are counted as dropped ("+contract.DropUnconfirmed+")",
 					"reject_lines", v.unattributed, "first", firstLine(r.Body))
 			}
 			next, progress := v.repair(w, rep)
@@ -328,7 +328,7 @@ func (c *Client) send(ctx context.Context, w work, rep *Report) error {
 				continue
 			}
 			c.record(r, -1)
-			c.dropAll(w.streams, catalog.DropTooLarge, rep)
+			c.dropAll(w.streams, contract.DropTooLarge, rep)
 			return nil
 		case Rejected:
 			c.record(r, -1)

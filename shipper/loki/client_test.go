@@ -19,7 +19,7 @@ import (
 	"github.com/golang/snappy"
 	"github.com/grafana/loki/pkg/push"
 
-	"github.com/winobs/winobs/catalog"
+	"github.com/winobs/winobs/contract"
 	"github.com/winobs/winobs/endpoint"
 	"github.com/winobs/winobs/internal/fixture"
 )
@@ -252,14 +252,14 @@ func TestRejectedIsDroppedAndCounted(t *testing.T) {
 	}
 	c, rec, dropped3 := setup(t, Config{}, answers...)
 	c.Send(context.Background(), batch(5, 1799999999e9))
-	if len(rec.requests) != maxRepairs+2 || dropped3[catalog.DropTooOld] != 1 || dropped3[catalog.DropUnconfirmed] != 1 || len(c.last.Stored) != 0 {
+	if len(rec.requests) != maxRepairs+2 || dropped3[contract.DropTooOld] != 1 || dropped3[contract.DropUnconfirmed] != 1 || len(c.last.Stored) != 0 {
 		t.Errorf("%d requests, dropped %v, stored %v", len(rec.requests), dropped3, c.last.Stored)
 	}
 	// A repair that changes nothing is not sent again.
 	c, rec, dropped4 := setup(t, Config{}, again)
 	c.now = func() time.Time { return time.Unix(0, 5) } // the re-stamp lands on the same time
 	c.Send(context.Background(), batch(5))
-	if len(rec.requests) != 1 || dropped4[catalog.DropTooOld] != 1 {
+	if len(rec.requests) != 1 || dropped4[contract.DropTooOld] != 1 {
 		t.Errorf("no progress: %d requests, dropped %v", len(rec.requests), dropped4)
 	}
 }

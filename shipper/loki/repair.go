@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/winobs/winobs/catalog"
+	"github.com/winobs/winobs/contract"
 )
 
 // Report says what became of the entries given to Send, per stream (by its
@@ -96,8 +96,8 @@ const (
 	refused              // the stream's labels: cannot be repaired
 )
 
-var dropReasons = [...]string{unnamed: catalog.DropUnconfirmed, tooLong: catalog.DropTooLarge, tooOld: catalog.DropTooOld, tooNew: catalog.DropTooNew,
-	behind: catalog.DropTooFarBehind, refused: catalog.DropStreamRefused}
+var dropReasons = [...]string{unnamed: contract.DropUnconfirmed, tooLong: contract.DropTooLarge, tooOld: contract.DropTooOld, tooNew: contract.DropTooNew,
+	behind: contract.DropTooFarBehind, refused: contract.DropStreamRefused}
 
 // mark is a fault and how to repair it.
 type mark struct {
@@ -456,7 +456,7 @@ func (v *verdict) repair(w work, rep *Report) (next work, progress bool) {
 			}
 			switch m.fault {
 			case refused:
-				rep.drop(s.Labels, catalog.DropStreamRefused, 1)
+				rep.drop(s.Labels, contract.DropStreamRefused, 1)
 				progress = true
 				continue
 			case tooLong:
@@ -471,7 +471,7 @@ func (v *verdict) repair(w work, rep *Report) (next work, progress bool) {
 				}
 				if !ts.Equal(e.Time) {
 					e = Entry{Time: ts, Line: e.Line}
-					reason = [...]string{tooOld: catalog.RestampTooOld, tooNew: catalog.RestampTooNew, behind: catalog.RestampTooFarBehind}[m.fault]
+					reason = [...]string{tooOld: contract.RestampTooOld, tooNew: contract.RestampTooNew, behind: contract.RestampTooFarBehind}[m.fault]
 					progress = true
 				}
 			}

@@ -9,7 +9,7 @@ import (
 
 	"github.com/grafana/loki/pkg/push"
 
-	"github.com/winobs/winobs/catalog"
+	"github.com/winobs/winobs/contract"
 	"github.com/winobs/winobs/endpoint"
 	"github.com/winobs/winobs/internal/fixture"
 )
@@ -56,7 +56,7 @@ func TestTooFarBehindBeyondTheNamedTen(t *testing.T) {
 		t.Errorf("%d entries resent, want the 12 re-stamped ones", len(resent))
 	}
 	rep := c.last
-	if rep.Stored[agent] != 13 || rep.Restamped[agent][catalog.RestampTooFarBehind] != 12 || !rep.Floors[agent].Equal(floor) {
+	if rep.Stored[agent] != 13 || rep.Restamped[agent][contract.RestampTooFarBehind] != 12 || !rep.Floors[agent].Equal(floor) {
 		t.Errorf("report %+v", rep)
 	}
 }
@@ -96,7 +96,7 @@ func TestTooFarBehindUnprovenAnswers(t *testing.T) {
 			if c.last.Stored[agent] != 0 {
 				t.Errorf("stored %v after refusals", c.last.Stored)
 			}
-			if sum := dropped[catalog.DropTooFarBehind] + dropped[catalog.DropUnconfirmed]; sum != 13 {
+			if sum := dropped[contract.DropTooFarBehind] + dropped[contract.DropUnconfirmed]; sum != 13 {
 				t.Errorf("dropped %v, want all 13", dropped)
 			}
 		})
@@ -115,7 +115,7 @@ func TestGiveUpKeepsWhatTheAnswerProves(t *testing.T) {
 	}
 	rep := newReport()
 	v.giveUp(newWork(behind12()), &rep)
-	if rep.Stored[agent] != 1 || rep.Dropped[agent][catalog.DropTooFarBehind] != 12 {
+	if rep.Stored[agent] != 1 || rep.Dropped[agent][contract.DropTooFarBehind] != 12 {
 		t.Errorf("report %+v", rep)
 	}
 }
@@ -132,7 +132,7 @@ func TestRefusedStream(t *testing.T) {
 		{Labels: long, Entries: []Entry{{Time: time.Unix(1800000000, 0), Line: []byte("x")}}},
 		{Labels: labels, Entries: []Entry{{Time: time.Unix(1800000000, 0), Line: []byte("y")}}},
 	})
-	if dropped[catalog.DropStreamRefused] != 1 || c.last.Stored[labels] != 1 || len(rec.requests) != 2 || len(rec.requests[1].Streams) != 1 {
+	if dropped[contract.DropStreamRefused] != 1 || c.last.Stored[labels] != 1 || len(rec.requests) != 2 || len(rec.requests[1].Streams) != 1 {
 		t.Errorf("dropped %v, stored %v, %d requests", dropped, c.last.Stored, len(rec.requests))
 	}
 }
@@ -208,7 +208,7 @@ func TestMaybeStoredIsNeverRestamped(t *testing.T) {
 	c0, _, _ := setup(t, Config{}, status(400, body))
 	c0.now = func() time.Time { return now }
 	c0.Send(context.Background(), behindLive)
-	if rep := c0.last; rep.Presumed[agent] != 0 || rep.Restamped[agent][catalog.RestampTooFarBehind] != 12 {
+	if rep := c0.last; rep.Presumed[agent] != 0 || rep.Restamped[agent][contract.RestampTooFarBehind] != 12 {
 		t.Errorf("behind another writer's entry: report %+v", rep)
 	}
 	// Not in doubt (a 429 of the tenant's rate refuses the request whole,
@@ -216,7 +216,7 @@ func TestMaybeStoredIsNeverRestamped(t *testing.T) {
 	c, rec, _ := setup(t, Config{}, status(401, "invalid credentials"), status(400, body))
 	c.now = func() time.Time { return now }
 	c.Send(context.Background(), behind12())
-	if rep := c.last; len(rec.requests) != 3 || rep.Presumed[agent] != 0 || rep.Restamped[agent][catalog.RestampTooFarBehind] != 12 {
+	if rep := c.last; len(rec.requests) != 3 || rep.Presumed[agent] != 0 || rep.Restamped[agent][contract.RestampTooFarBehind] != 12 {
 		t.Errorf("after a 401: %d requests, report %+v", len(rec.requests), rep)
 	}
 }

@@ -10,12 +10,14 @@ import (
 	"net/netip"
 	"os"
 	"regexp"
+	"slices"
 	"strings"
 	"unicode/utf8"
 
 	"github.com/prometheus/common/model"
 
 	"github.com/winobs/winobs/conffile"
+	"github.com/winobs/winobs/contract"
 	"github.com/winobs/winobs/endpoint"
 )
 
@@ -218,18 +220,20 @@ func (c *Config) validate() conffile.Problems {
 	duration("loki.minBackoff", c.Loki.MinBackoff, true)
 	duration("loki.maxBackoff", c.Loki.MaxBackoff, true)
 	check("loki.maxBackoff", c.Loki.MaxBackoff.Model() >= c.Loki.MinBackoff.Model(), "must not be below loki.minBackoff")
+	perEvent := strings.Join(contract.EventLabelsPerEvent, " and ")
 	for k, v := range c.Labels {
-		check(conffile.KeyPath("labels", k), endpoint.IsLabelName(k) && k != "channel" && k != "computer",
-			"must be a label name other than channel and computer (set per event)")
+		check(conffile.KeyPath("labels", k), endpoint.IsLabelName(k) && !slices.Contains(contract.EventLabelsPerEvent, k),
+			"must be a label name other than %s (set per event)", perEvent)
 		check(conffile.KeyPath("labels", k), v != "" && utf8.ValidString(v), "must be a non-empty UTF-8 value")
 	}
 	for k, env := range c.LabelsFromEnv {
-		check(conffile.KeyPath("labelsFromEnv", k), endpoint.IsLabelName(k) && k != "channel" && k != "computer" && c.Labels[k] == "",
-			"must be a label name other than channel and computer, and not also in labels")
+		check(conffile.KeyPath("labelsFromEnv", k), endpoint.IsLabelName(k) && !slices.Contains(contract.EventLabelsPerEvent, k) && c.Labels[k] == "",
+			"must be a label name other than %s, and not also in labels", perEvent)
 		check(conffile.KeyPath("labelsFromEnv", k), envName.MatchString(env), "must name an environment variable, got %q", env)
 	}
-	check("labels", len(c.Labels)+len(c.LabelsFromEnv) <= endpoint.MaxLabels-2,
-		"at most %d static labels: Loki allows %d per stream, channel and computer are added", endpoint.MaxLabels-2, endpoint.MaxLabels)
+	static := contract.LokiMaxLabelNames - len(contract.EventLabelsPerEvent)
+	check("labels", len(c.Labels)+len(c.LabelsFromEnv) <= static,
+		"at most %d static labels: Loki allows %d per stream, %s are added", static, contract.LokiMaxLabelNames, perEvent)
 	check("channels", len(c.Channels)+len(c.Dumps) > 0, "configure at least one channel or dump")
 	seen := map[string]bool{}
 	for i, ch := range c.Channels {

@@ -1,7 +1,8 @@
-// Package catalog names the metrics winobs's own components export, in one
-// place for the code that exports them and for the dashboards, rules and
-// tests that query them, so gen links none of the exporting code.
-package catalog
+package contract
+
+// The metrics winobs's own components export, named here for the code that
+// exports them and for the dashboards, rules, doctor and tests that query
+// them, so gen links none of the exporting code.
 
 // eventlog-shipper metrics (winobs_shipper_*).
 const (

@@ -1,0 +1,9 @@
+// Package contract holds every name and limit that crosses a process
+// boundary between winobs's parts and the systems they talk to, spelled once:
+// the Loki stream labels the agents write and the queries, rules and doctor
+// read; Loki's limits with the margins the shipper and gen keep; the metrics
+// winobs's own components export; the windows_exporter versions the rules are
+// tested against. It imports nothing, so both binaries and every test can
+// read it; package vocab builds the PromQL and LogQL selectors on it, and
+// deps_test.go holds that no other package spells these names.
+package contract

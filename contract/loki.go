@@ -1,0 +1,50 @@
+package contract
+
+// Loki stream labels. The event log agents (Alloy's loki.source.windowsevent
+// and the eventlog-shipper) write Job, Node, Channel and Computer; the pod log
+// pipeline writes Job, Node, Namespace, Pod, Container and App. The cluster
+// label is the config's (cluster.label).
+const (
+	LabelJob       = "job"
+	LabelNode      = "node"
+	LabelChannel   = "channel"
+	LabelComputer  = "computer"
+	LabelNamespace = "namespace"
+	LabelPod       = "pod"
+	LabelContainer = "container"
+	LabelApp       = "app"
+)
+
+// EventStreamLabels are the labels of an event log stream.
+var EventStreamLabels = []string{LabelJob, LabelNode, LabelChannel, LabelComputer}
+
+// PodLogStreamLabels are the labels of a Windows pod log stream.
+var PodLogStreamLabels = []string{LabelJob, LabelNode, LabelNamespace, LabelPod, LabelContainer, LabelApp}
+
+// EventLabelsPerEvent are the labels the eventlog-shipper sets from each
+// event (Alloy's windowsevent does the same); a static label may not take
+// their names.
+var EventLabelsPerEvent = []string{LabelChannel, LabelComputer}
+
+// Loki's default per-tenant limits that winobs's output must stay within
+// (limits_config; ../shared/reference/loki-push.md quotes them), and the
+// margins winobs keeps under them.
+const (
+	// LokiMaxLabelNames is max_label_names_per_series.
+	LokiMaxLabelNames = 15
+	// LokiMaxLabelNameBytes is max_label_name_length.
+	LokiMaxLabelNameBytes = 1024
+	// LokiMaxLabelValueBytes is max_label_value_length; the shipper cuts a
+	// longer value (a computer name) to it.
+	LokiMaxLabelValueBytes = 2048
+	// LokiMaxLineBytes is max_line_size (256KB); the shipper's
+	// limits.maxLineBytes defaults to it.
+	LokiMaxLineBytes = 256 << 10
+)
+
+// ReservedLabels are the label names winobs's streams, scrapes, records and
+// alerts already use (and those Loki and Prometheus set themselves): a
+// cluster label with one of these names would overwrite or clash with one.
+var ReservedLabels = append(append(append([]string{}, EventStreamLabels...), PodLogStreamLabels...),
+	"instance", "container_id", "interface", "hostprocess", "service", "endpoint", "alertname", "severity",
+	"le", "quantile", "service_name", "detected_level", "name", "state", "resource", "unit", "version")
