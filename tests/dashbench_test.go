@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/prometheus/prometheus/promql"
+	"github.com/prometheus/prometheus/promql/parser"
 )
 
 // The dashboard benchmark opens every dashboard as Grafana does on the
@@ -199,6 +200,26 @@ func (r dashRunner) substitute(expr string, vals map[string]varValue) string {
 // exec runs expr as Grafana would and returns the engine's wall time and
 // whether any series came back.
 func (r dashRunner) exec(b testing.TB, expr string, instant bool) (time.Duration, bool) {
+	var took time.Duration
+	var data bool
+	r.query(b, expr, instant, func(d time.Duration, v parser.Value) {
+		took = d
+		switch v := v.(type) {
+		case promql.Vector:
+			data = len(v) > 0
+		case promql.Matrix:
+			data = len(v) > 0
+		case promql.Scalar:
+			data = true
+		}
+	})
+	return took, data
+}
+
+// query runs expr as Grafana would (instant at the end, else over the
+// window at Grafana's step) and hands the engine's wall time and the result
+// to use before the query is closed.
+func (r dashRunner) query(b testing.TB, expr string, instant bool, use func(time.Duration, parser.Value)) {
 	b.Helper()
 	ctx := r.rb.suite.Context()
 	var q promql.Query
@@ -211,22 +232,14 @@ func (r dashRunner) exec(b testing.TB, expr string, instant bool) (time.Duration
 	if err != nil {
 		b.Fatalf("%q: %v", expr, err)
 	}
+	defer q.Close()
 	start := time.Now()
 	res := q.Exec(ctx)
 	took := time.Since(start)
-	defer q.Close()
 	if res.Err != nil {
 		b.Fatalf("%q: %v", expr, res.Err)
 	}
-	switch v := res.Value.(type) {
-	case promql.Vector:
-		return took, len(v) > 0
-	case promql.Matrix:
-		return took, len(v) > 0
-	case promql.Scalar:
-		return took, true
-	}
-	return took, false
+	use(took, res.Value)
 }
 
 // median runs expr dashReps times.

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/prometheus/prometheus/promql"
+	"github.com/prometheus/prometheus/promql/parser"
 
 	"github.com/winobs/winobs/config"
 )
@@ -65,35 +66,20 @@ func TestMultiClusterDashboardsShowEachCluster(t *testing.T) {
 // its result ("" for a series without it, such as a scalar or a sum over
 // the chosen cluster).
 func (r dashRunner) clusters(t testing.TB, expr string, instant bool, label string) map[string]bool {
-	t.Helper()
-	ctx := r.rb.suite.Context()
-	var q promql.Query
-	var err error
-	if instant {
-		q, err = r.rb.engine.NewInstantQuery(ctx, r.rb.suite.Queryable(), nil, expr, dashEnd)
-	} else {
-		q, err = r.rb.engine.NewRangeQuery(ctx, r.rb.suite.Queryable(), nil, expr, dashEnd.Add(-dashWindow), dashEnd, dashStep)
-	}
-	if err != nil {
-		t.Fatalf("%q: %v", expr, err)
-	}
-	defer q.Close()
-	res := q.Exec(ctx)
-	if res.Err != nil {
-		t.Fatalf("%q: %v", expr, res.Err)
-	}
 	out := map[string]bool{}
-	switch v := res.Value.(type) {
-	case promql.Vector:
-		for _, s := range v {
-			out[s.Metric.Get(label)] = true
+	r.query(t, expr, instant, func(_ time.Duration, v parser.Value) {
+		switch v := v.(type) {
+		case promql.Vector:
+			for _, s := range v {
+				out[s.Metric.Get(label)] = true
+			}
+		case promql.Matrix:
+			for _, s := range v {
+				out[s.Metric.Get(label)] = true
+			}
+		case promql.Scalar:
+			out[""] = true
 		}
-	case promql.Matrix:
-		for _, s := range v {
-			out[s.Metric.Get(label)] = true
-		}
-	case promql.Scalar:
-		out[""] = true
-	}
+	})
 	return out
 }
