@@ -195,7 +195,7 @@ func validateAgents(v *validator, c *Config) {
 	// The endpoint's own checks, shared with the shipper; then what gen adds:
 	// the push path, a host the nodes can reach, Windows paths for secrets.
 	v.probs = append(v.probs, c.Loki.Check("loki")...)
-	if u, msg := endpoint.ParseURL(c.Loki.URL); msg == "" {
+	if u, err := endpoint.ParseURL(c.Loki.URL); err == nil {
 		if !strings.HasSuffix(u.Path, "/loki/api/v1/push") {
 			v.add("loki.url", "must be the push endpoint, ending in /loki/api/v1/push, got %q", c.Loki.URL)
 		} else {

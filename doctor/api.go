@@ -74,9 +74,9 @@ type API struct {
 // query) and builds a client that verifies TLS, follows no redirect and
 // times out.
 func NewAPI(name, rawURL string, auth Auth, timeout time.Duration) (*API, error) {
-	u, msg := endpoint.ParseURL(rawURL)
-	if msg != "" {
-		return nil, fmt.Errorf("%s URL %s", name, msg)
+	u, err := endpoint.ParseURL(rawURL)
+	if err != nil {
+		return nil, fmt.Errorf("%s URL %w", name, err)
 	}
 	if (auth.BearerTokenFile != "" || auth.Username != "") && u.Scheme != "https" && u.Hostname() != "localhost" && u.Hostname() != "127.0.0.1" && u.Hostname() != "::1" {
 		return nil, fmt.Errorf("%s URL is plain http: credentials would be sent in the clear; use https", name)

@@ -79,33 +79,35 @@ var secretParam = regexp.MustCompile(`(?i)token|secret|passw|api[-_]?key|auth|si
 // CheckURL returns what is wrong with an http(s) URL that is written into
 // agent configs and annotations, or "" when nothing is.
 func CheckURL(raw string) string {
-	_, msg := ParseURL(raw)
-	return msg
+	if _, err := ParseURL(raw); err != nil {
+		return err.Error()
+	}
+	return ""
 }
 
 // ParseURL parses an http(s) URL that is written into agent configs and
-// annotations; it returns the URL, or what is wrong with it: not absolute
-// http(s), credentials, a fragment, or characters a template or shell would
-// read.
-func ParseURL(raw string) (*url.URL, string) {
+// annotations; its error says what is wrong with it (not absolute http(s),
+// credentials, a fragment, or characters a template or shell would read) as
+// the rest of a sentence that starts with the URL's field.
+func ParseURL(raw string) (*url.URL, error) {
 	u, err := url.Parse(raw)
 	shown := conffile.Excerpt(Redact(raw))
 	switch {
 	case err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.Opaque != "":
-		return nil, fmt.Sprintf("must be an absolute http(s) URL, got %q", shown)
+		return nil, fmt.Errorf("must be an absolute http(s) URL, got %q", shown)
 	case u.User != nil:
-		return nil, fmt.Sprintf("must not carry credentials (user:password@): they would be written in plain text into configs; use basicAuth.passwordFile or bearerTokenFile, got %q", shown)
+		return nil, fmt.Errorf("must not carry credentials (user:password@): they would be written in plain text into configs; use basicAuth.passwordFile or bearerTokenFile, got %q", shown)
 	case u.Fragment != "" || strings.Contains(raw, "#"):
-		return nil, fmt.Sprintf("must not have a #fragment, got %q", shown)
+		return nil, fmt.Errorf("must not have a #fragment, got %q", shown)
 	case strings.ContainsAny(raw, "{}\"'` \\<>|^") || strings.IndexFunc(raw, unicode.IsControl) >= 0 || !utf8.ValidString(raw):
-		return nil, fmt.Sprintf("must not contain spaces, quotes, braces or control characters (percent-encode them), got %q", shown)
+		return nil, fmt.Errorf("must not contain spaces, quotes, braces or control characters (percent-encode them), got %q", shown)
 	}
 	for name := range u.Query() {
 		if secretParam.MatchString(name) {
-			return nil, fmt.Sprintf("must not carry a secret in its query string (%q): it would be written into configs and logs; use bearerTokenFile or basicAuth.passwordFile", conffile.Excerpt(name))
+			return nil, fmt.Errorf("must not carry a secret in its query string (%q): it would be written into configs and logs; use bearerTokenFile or basicAuth.passwordFile", conffile.Excerpt(name))
 		}
 	}
-	return u, ""
+	return u, nil
 }
 
 // tenantID is the grammar of Loki (and Mimir) tenant IDs: at most 150
