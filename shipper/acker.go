@@ -18,7 +18,7 @@ import (
 // start position to record before anything is delivered, and how far
 // delivery has got.
 type positions interface {
-	start(channel string) (cp checkpoint.Checkpoint, found bool, policy string, err error)
+	start(channel string) (resume, error)
 	mark(cp checkpoint.Checkpoint) error
 	acked(channel string) (checkpoint.Checkpoint, bool)
 }
@@ -57,28 +57,36 @@ func (a *acker) saveFailure() *unsavedCheckpoints {
 
 var _ positions = (*acker)(nil)
 
-// start loads a channel's checkpoint and reports problems loudly. For a
-// corrupt checkpoint without a valid previous copy, policy is the configured
-// one (oldest or newest); with "fail" it is an error.
-func (a *acker) start(channel string) (cp checkpoint.Checkpoint, found bool, policy string, err error) {
+// resume is where a source starts: its checkpoint, if one was found, or for
+// a corrupt checkpoint without a valid previous copy the configured
+// onCorruptCheckpoint policy (shipconfig.Oldest or Newest).
+type resume struct {
+	cp        checkpoint.Checkpoint
+	found     bool
+	onCorrupt string // "" unless the checkpoint was corrupt
+}
+
+// start loads a channel's checkpoint and reports problems loudly. A corrupt
+// checkpoint under the policy "fail" is an error.
+func (a *acker) start(channel string) (resume, error) {
 	cp, found, note, err := a.store.Load(channel)
 	if note != "" {
 		a.log.Error("CHECKPOINT PROBLEM: "+note, "channel", channel)
 	}
 	if err == nil {
-		return cp, found, "", nil
+		return resume{cp: cp, found: found}, nil
 	}
 	if !errors.Is(err, checkpoint.ErrCorrupt) {
 		// Unreadable, not corrupt: an operator must look; guessing could
 		// re-ship or skip a whole channel.
-		return cp, false, "", fmt.Errorf("checkpoint: %w", err)
+		return resume{}, fmt.Errorf("checkpoint: %w", err)
 	}
 	a.log.Error("CHECKPOINT CORRUPT: applying onCorruptCheckpoint", "channel", channel, "error", err, "policy", a.onCorrupt)
 	a.m.dropped.WithLabelValues(channel, contract.DropCorrupt).Add(0) // make the series visible
 	if a.onCorrupt == shipconfig.Fail {
-		return cp, false, "", fmt.Errorf("%w (onCorruptCheckpoint: fail)", err)
+		return resume{}, fmt.Errorf("%w (onCorruptCheckpoint: fail)", err)
 	}
-	return cp, false, a.onCorrupt, nil
+	return resume{onCorrupt: a.onCorrupt}, nil
 }
 
 // mark saves a position that needs no delivery: a bookmark taken at start.

@@ -28,8 +28,8 @@ func testAcker(t *testing.T, dir, onCorrupt string) *acker {
 func TestAckerSavesOnlyDeliveredPositions(t *testing.T) {
 	dir := t.TempDir()
 	a := testAcker(t, dir, shipconfig.Oldest)
-	if _, found, _, err := a.start("System"); found || err != nil {
-		t.Fatalf("fresh directory: found %v, err %v", found, err)
+	if r, err := a.start("System"); r.found || err != nil {
+		t.Fatalf("fresh directory: found %v, err %v", r.found, err)
 	}
 	if err := a.budget.acquire(t.Context(), 500); err != nil {
 		t.Fatal(err)
@@ -44,7 +44,7 @@ func TestAckerSavesOnlyDeliveredPositions(t *testing.T) {
 	rep := loki.Report{Stored: map[string]int{stream: 2}, Dropped: map[string]map[string]int{stream: {"rejected_400": 1}},
 		Restamped: map[string]map[string]int{stream: {"too_far_behind": 1}}}
 	// Read and batched, not yet delivered: nothing is saved.
-	if _, found, _, _ := testAcker(t, dir, shipconfig.Oldest).start("System"); found {
+	if r, _ := testAcker(t, dir, shipconfig.Oldest).start("System"); r.found {
 		t.Fatal("a position was saved before its batch was acknowledged")
 	}
 	a.ack(b, rep)
@@ -65,9 +65,9 @@ func TestAckerSavesOnlyDeliveredPositions(t *testing.T) {
 		}
 	}
 	// A restart resumes where delivery got.
-	cp, found, _, err := testAcker(t, dir, shipconfig.Oldest).start("System")
-	if err != nil || !found || cp.Offset != 900 || cp.RecordID != 3562 {
-		t.Errorf("after restart: %+v found %v err %v", cp, found, err)
+	r, err := testAcker(t, dir, shipconfig.Oldest).start("System")
+	if err != nil || !r.found || r.cp.Offset != 900 || r.cp.RecordID != 3562 {
+		t.Errorf("after restart: %+v found %v err %v", r.cp, r.found, err)
 	}
 	if cp, ok := a.acked("System"); !ok || cp.Offset != 900 {
 		t.Errorf("acked %+v %v", cp, ok)
@@ -85,12 +85,12 @@ func TestAckerAppliesTheCorruptCheckpointPolicy(t *testing.T) {
 			if err := os.WriteFile(a.store.Path("System"), []byte("{not json"), 0o600); err != nil {
 				t.Fatal(err)
 			}
-			_, found, policy, err := a.start("System")
-			if (err != nil) != tc.wantErr || found {
-				t.Fatalf("err %v, found %v", err, found)
+			r, err := a.start("System")
+			if (err != nil) != tc.wantErr || r.found {
+				t.Fatalf("err %v, found %v", err, r.found)
 			}
-			if !tc.wantErr && policy != tc.policy {
-				t.Errorf("policy %q, want %q", policy, tc.policy)
+			if !tc.wantErr && r.onCorrupt != tc.policy {
+				t.Errorf("policy %q, want %q", r.onCorrupt, tc.policy)
 			}
 		})
 	}

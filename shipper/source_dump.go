@@ -164,17 +164,18 @@ func (ds *dumpSource) changed(r *dump.Reader) string {
 // this file, the start of a dump never shipped or of a file that replaced
 // the one checkpointed, or what the corrupt-checkpoint policy says.
 func (ds *dumpSource) start(env sourceEnv) (int64, error) {
-	cp, found, policy, err := env.positions.start(ds.d.Channel)
+	r, err := env.positions.start(ds.d.Channel)
+	cp := r.cp
 	switch {
 	case err != nil:
 		return 0, err
-	case policy == shipconfig.Newest:
+	case r.onCorrupt == shipconfig.Newest:
 		st, err := os.Stat(ds.d.Path)
 		if err != nil {
 			return 0, err
 		}
 		return st.Size(), nil
-	case policy == shipconfig.Oldest || !found || cp.Source != ds.d.Path:
+	case r.onCorrupt == shipconfig.Oldest || !r.found || cp.Source != ds.d.Path:
 		return 0, nil
 	}
 	if reason := ds.replaced(cp); reason != "" {

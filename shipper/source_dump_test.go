@@ -24,9 +24,9 @@ import (
 // fixedPositions is a positions with one stored checkpoint per channel.
 type fixedPositions map[string]checkpoint.Checkpoint
 
-func (p fixedPositions) start(ch string) (checkpoint.Checkpoint, bool, string, error) {
+func (p fixedPositions) start(ch string) (resume, error) {
 	cp, ok := p[ch]
-	return cp, ok, "", nil
+	return resume{cp: cp, found: ok}, nil
 }
 func (p fixedPositions) mark(cp checkpoint.Checkpoint) error { p[cp.Channel] = cp; return nil }
 func (p fixedPositions) acked(ch string) (checkpoint.Checkpoint, bool) {

@@ -25,17 +25,17 @@ func (ls *liveSource) run(ctx context.Context, env sourceEnv) error {
 	if query == "" {
 		query = "*"
 	}
-	cp, found, policy, err := env.positions.start(name)
+	r, err := env.positions.start(name)
 	if err != nil {
 		return err
 	}
-	bookmark, start := cp.Bookmark, subscribe.Oldest
+	bookmark, start := r.cp.Bookmark, subscribe.Oldest
 	switch {
-	case policy == shipconfig.Newest:
+	case r.onCorrupt == shipconfig.Newest:
 		bookmark, start = "", subscribe.Future
-	case policy == shipconfig.Oldest:
+	case r.onCorrupt == shipconfig.Oldest:
 		bookmark = ""
-	case !found && ls.startAt == shipconfig.Newest:
+	case !r.found && ls.startAt == shipconfig.Newest:
 		// Take a bookmark at the newest record and save it at once, so events
 		// logged while the shipper is down later are not lost either.
 		bm, ok, err := ls.api.Newest(name, query)
