@@ -43,12 +43,15 @@ func TestMultiClusterDashboardsShowEachCluster(t *testing.T) {
 	}
 	t.Logf("%d Prometheus panels, each opened with %q chosen", len(panels), names)
 	for _, name := range names {
-		chosen := map[string]string{"cluster": name}
+		// Each dashboard's variables, resolved once per chosen cluster.
+		vals := map[string]map[string]varValue{}
+		for title, vs := range vars {
+			vals[title], _ = r.resolve(t, vs, map[string]string{"cluster": name})
+		}
 		for _, p := range panels {
-			vals, _ := r.resolve(t, vars[p.dashboard], chosen)
 			seen := map[string]bool{}
 			for i, e := range p.exprs {
-				for c := range r.clusters(t, r.substitute(e, vals), p.instant[i], cfg.Cluster.Label) {
+				for c := range r.clusters(t, r.substitute(e, vals[p.dashboard]), p.instant[i], cfg.Cluster.Label) {
 					seen[c] = true
 				}
 			}

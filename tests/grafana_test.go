@@ -312,7 +312,7 @@ func (c *checker) check(r harnessResult) harnessCounts {
 		if slices.Contains(v.DependsOn, v.Name) {
 			c.errorf("", "%s: variable %s refers to itself in its query: it can only ever list the value it holds", where, v.Name)
 		}
-		vars[v.Name] = variableState{values: valueList(v.Value), options: v.Options, all: isAll(v.Value), allValue: v.AllValue, regex: v.IsMulti || v.IncludeAll, textbox: v.Type == "textbox"}
+		vars[v.Name] = variableState{values: valueList(v.Value), options: v.Options, all: isAll(v.Value), allValue: v.AllValue, textbox: v.Type == "textbox"}
 		if v.Type == "query" && len(v.Options) == 0 {
 			c.errorf("", "%s: variable %s has no options: its query %q found nothing", where, v.Name, deref(v.Query))
 		}
@@ -392,7 +392,6 @@ type variableState struct {
 	values, options []string
 	all             bool
 	allValue        *string
-	regex           bool // multi or includeAll: Grafana regex-escapes the value
 	textbox         bool
 }
 
@@ -699,8 +698,9 @@ func TestGrafanaLimitsAreDocumented(t *testing.T) {
 	}
 	results := grafanaHarness(t, harnessInput{Dashboards: renderedDashboards(t, cfg), Labels: lbls, States: states})
 	broken := map[string]bool{}
+	replacements := backendReplacements(t)
 	for _, r := range results {
-		c := &checker{replacements: backendReplacements(t)}
+		c := &checker{replacements: replacements}
 		c.check(r)
 		for _, p := range c.problems {
 			if p.datasource == "" {
