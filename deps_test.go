@@ -15,6 +15,44 @@ import (
 	"github.com/winobs/winobs/contract"
 )
 
+// builderPackages render the artifact families, each from its view.
+var builderPackages = []string{"rules", "dashboards", "alloy", "exporters", "shipperdeploy", "nodeagent"}
+
+// Every builder takes its view of the config (package view), never the
+// whole config: a builder's signature says what reaches its artifact.
+func TestBuildersTakeAView(t *testing.T) {
+	for _, pkg := range builderPackages {
+		fset := token.NewFileSet()
+		matches, _ := filepath.Glob(filepath.Join(pkg, "*.go"))
+		read := 0
+		for _, path := range matches {
+			if strings.HasSuffix(path, "_test.go") {
+				continue
+			}
+			f, err := parser.ParseFile(fset, path, nil, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			read++
+			ast.Inspect(f, func(n ast.Node) bool {
+				star, ok := n.(*ast.StarExpr)
+				if !ok {
+					return true
+				}
+				if sel, ok := star.X.(*ast.SelectorExpr); ok && sel.Sel.Name == "Config" {
+					if id, ok := sel.X.(*ast.Ident); ok && id.Name == "config" {
+						t.Errorf("%s: %s takes the whole *config.Config; give it a view (package view)", fset.Position(star.Pos()), pkg)
+					}
+				}
+				return true
+			})
+		}
+		if read == 0 {
+			t.Errorf("no Go files in %s", pkg)
+		}
+	}
+}
+
 // Dependencies point one way: gen links the shipper's config schema and its
 // manifest builder, never the shipper's runtime (Loki client, snappy); the
 // shipper links no Kubernetes module and none of gen's builder libraries.
@@ -28,13 +66,14 @@ func TestBinariesLinkOnlyWhatTheyNeed(t *testing.T) {
 	}
 	allowedShipper := map[string]bool{"github.com/winobs/winobs/shipper/shipconfig": true}
 	for _, d := range deps("./cmd/gen") {
-		if strings.HasPrefix(d, "github.com/winobs/winobs/shipper") && !allowedShipper[d] || d == "github.com/golang/snappy" {
+		shipper := d == "github.com/winobs/winobs/shipper" || strings.HasPrefix(d, "github.com/winobs/winobs/shipper/")
+		if shipper && !allowedShipper[d] || d == "github.com/golang/snappy" {
 			t.Errorf("cmd/gen links %s", d)
 		}
 	}
 	// The config knows nothing of what is built from it (ARCHITECTURE.md).
 	for _, d := range deps("./config") {
-		for _, builder := range []string{"rules", "dashboards", "alloy", "exporters", "eventlogshipper", "hostprocess", "bundle", "render", "shipper"} {
+		for _, builder := range append(slices.Clone(builderPackages), "view", "bundle", "render", "shipper") {
 			if d == "github.com/winobs/winobs/"+builder || strings.HasPrefix(d, "github.com/winobs/winobs/"+builder+"/") {
 				t.Errorf("config links %s", d)
 			}

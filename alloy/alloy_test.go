@@ -2,6 +2,7 @@ package alloy
 
 import (
 	"bytes"
+	"github.com/winobs/winobs/view"
 	"strconv"
 	"strings"
 	"testing"
@@ -157,7 +158,7 @@ func TestConfigLokiWrite(t *testing.T) {
 
 func mustConfig(t *testing.T, cfg *config.Config) []byte {
 	t.Helper()
-	b, err := Config(cfg)
+	b, err := Config(view.Of(cfg).Alloy)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -218,7 +219,7 @@ func TestConfigMapHoldsTheSameConfigReadably(t *testing.T) {
 		for _, ch := range channels {
 			cfg.EventLog.Channels = append(cfg.EventLog.Channels, config.Channel{Name: ch, Levels: []int{1, 2}})
 		}
-		files, err := Files(cfg)
+		files, err := Files(view.Of(cfg).Alloy)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -6,6 +6,7 @@ package alloy
 import (
 	"bytes"
 	"fmt"
+	"github.com/winobs/winobs/view"
 	"strings"
 
 	"github.com/grafana/alloy/syntax/ast"
@@ -15,8 +16,7 @@ import (
 
 	"github.com/winobs/winobs/config"
 	"github.com/winobs/winobs/contract"
-	"github.com/winobs/winobs/hostprocess"
-	"github.com/winobs/winobs/vocab"
+	"github.com/winobs/winobs/nodeagent"
 )
 
 // expr is an Alloy expression written as is (a reference or a call), where
@@ -28,25 +28,25 @@ func (e expr) AlloyTokenize() []builder.Token {
 	return []builder.Token{{Tok: token.LITERAL, Lit: string(e)}}
 }
 
-const nodeName = expr(`sys.env("` + hostprocess.NodeNameEnv + `")`)
+const nodeName = expr(`sys.env("` + nodeagent.NodeNameEnv + `")`)
 
 // Pod log path on Windows nodes: C:\var\log\pods\<ns>_<pod>_<uid>\<container>\N.log.
 const podLogPattern = `C:\var\log\pods\*$1\*.log`
 
-// Config returns config.alloy for cfg. The text is parsed back with Alloy's
+// Config returns config.alloy for v. The text is parsed back with Alloy's
 // own parser and must hold a component for every configured channel: the
 // builder's printer drops what it cannot print, and an Alloy that runs
 // without a channel ships nothing from it without a word.
-func Config(cfg *config.Config) ([]byte, error) {
+func Config(v view.Alloy) ([]byte, error) {
 	f := builder.NewFile()
 	body := f.Body()
-	for _, b := range podLogBlocks(cfg) {
+	for _, b := range podLogBlocks(v) {
 		body.AppendBlock(b)
 	}
-	for _, ch := range cfg.EventLog.Channels {
-		body.AppendBlock(eventBlock(cfg, ch))
+	for _, ch := range v.EventLog.Channels {
+		body.AppendBlock(eventBlock(v, ch))
 	}
-	body.AppendBlock(writeBlock(cfg))
+	body.AppendBlock(writeBlock(v))
 	var buf bytes.Buffer
 	if _, err := f.WriteTo(&buf); err != nil {
 		return nil, fmt.Errorf("printing config.alloy: %w", err)
@@ -62,7 +62,7 @@ func Config(cfg *config.Config) ([]byte, error) {
 			components[strings.Join(b.Name, ".")+" "+b.Label] = true
 		}
 	}
-	for _, ch := range cfg.EventLog.Channels {
+	for _, ch := range v.EventLog.Channels {
 		if !components[windowsEventComponent+" "+ch.ComponentLabel()] {
 			return nil, fmt.Errorf("config.alloy lacks the component of channel %q", ch.Name)
 		}
@@ -93,7 +93,7 @@ func relabel(sources []string, target string, extra ...any) *builder.Block {
 // relabel grammar expands $1, ${name} and $$, so every '$' is doubled.
 func literalReplacement(s string) string { return strings.ReplaceAll(s, "$", "$$") }
 
-func podLogBlocks(cfg *config.Config) []*builder.Block {
+func podLogBlocks(v view.Alloy) []*builder.Block {
 	// Only this node's pods: the API server filters by spec.nodeName.
 	discover := block("discovery.kubernetes", "pods", "role", "pod")
 	discover.Body().AppendBlock(block("selectors", "", "role", "pod",
@@ -108,7 +108,7 @@ func podLogBlocks(cfg *config.Config) []*builder.Block {
 		relabel([]string{"__meta_kubernetes_pod_label_app_kubernetes_io_name", "__meta_kubernetes_pod_label_app"}, contract.LabelApp,
 			"separator", ";", "regex", "^;*([^;]+)(;.*)?$", "replacement", "$1"),
 		relabel([]string{"__meta_kubernetes_pod_node_name"}, contract.LabelNode),
-		relabel(nil, contract.LabelJob, "replacement", literalReplacement(cfg.Logs.PodLogsJob)),
+		relabel(nil, contract.LabelJob, "replacement", literalReplacement(v.Logs.PodLogsJob)),
 		relabel([]string{"__meta_kubernetes_pod_uid", "__meta_kubernetes_pod_container_name"}, "__path__",
 			"separator", `\`, "replacement", podLogPattern),
 	} {
@@ -124,22 +124,22 @@ func podLogBlocks(cfg *config.Config) []*builder.Block {
 	return []*builder.Block{discover, rel, match, source, process}
 }
 
-func eventBlock(cfg *config.Config, ch config.Channel) *builder.Block {
+func eventBlock(v view.Alloy, ch config.Channel) *builder.Block {
 	label := ch.ComponentLabel()
 	return block(windowsEventComponent, label,
 		"eventlog_name", ch.Name,
 		"xpath_query", ch.XPath(),
 		// A fixed locale gives the same levelText on every node.
-		"locale", cfg.EventLog.Locale,
+		"locale", v.EventLog.Locale,
 		// One bookmark per component, on the node's disk.
-		"bookmark_path", windowsJoin(cfg.Alloy.StoragePath, "bookmarks", label+".xml"),
-		"labels", map[string]any{contract.LabelJob: cfg.Logs.EventsJob, contract.LabelNode: nodeName},
+		"bookmark_path", windowsJoin(v.Alloy.StoragePath, "bookmarks", label+".xml"),
+		"labels", map[string]any{contract.LabelJob: v.Logs.EventsJob, contract.LabelNode: nodeName},
 		"forward_to", []expr{"loki.write.default.receiver"})
 }
 
-func writeBlock(cfg *config.Config) *builder.Block {
-	ep := block("endpoint", "", "url", cfg.Loki.URL)
-	l := cfg.Loki
+func writeBlock(v view.Alloy) *builder.Block {
+	ep := block("endpoint", "", "url", v.Loki.URL)
+	l := v.Loki
 	if l.Tenant != "" {
 		ep.Body().SetAttributeValue("tenant_id", l.Tenant)
 	}
@@ -154,8 +154,8 @@ func writeBlock(cfg *config.Config) *builder.Block {
 	}
 	w := block("loki.write", "default")
 	w.Body().AppendBlock(ep)
-	if vocab.MultiCluster(cfg) {
-		w.Body().SetAttributeValue("external_labels", map[string]string{cfg.Cluster.Label: cfg.Cluster.Name})
+	if v.Cluster.Multi() {
+		w.Body().SetAttributeValue("external_labels", map[string]string{v.Cluster.Label: v.Cluster.Name})
 	}
 	return w
 }

@@ -1,6 +1,7 @@
 package alloy
 
 import (
+	"github.com/winobs/winobs/view"
 	"strconv"
 	"strings"
 
@@ -9,8 +10,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/winobs/winobs/config"
-	"github.com/winobs/winobs/hostprocess"
 	"github.com/winobs/winobs/meta"
+	"github.com/winobs/winobs/nodeagent"
 	"github.com/winobs/winobs/render"
 )
 
@@ -22,21 +23,21 @@ const Name = "winobs-alloy-windows"
 const configDir = `C:\etc\alloy`
 
 // Files returns config.alloy (for reference) and the Alloy objects.
-func Files(cfg *config.Config) ([]render.File, error) {
-	conf, err := Config(cfg)
+func Files(v view.Alloy) ([]render.File, error) {
+	conf, err := Config(v)
 	if err != nil {
 		return nil, err
 	}
 	return []render.File{
 		{Path: "alloy/config.alloy", Raw: conf},
-		{Path: "alloy/alloy.yaml", Objects: Objects(cfg, conf)},
+		{Path: "alloy/alloy.yaml", Objects: Objects(v, conf)},
 	}, nil
 }
 
 // Objects are the ServiceAccount, least-privilege RBAC, ConfigMap and
 // DaemonSet of Alloy on the Windows nodes assigned to it.
-func Objects(cfg *config.Config, conf []byte) []any {
-	meta := hostprocess.Meta(cfg, Name, meta.ComponentLogAgent)
+func Objects(v view.Alloy, conf []byte) []any {
+	meta := nodeagent.Meta(v.Agents, Name, meta.ComponentLogAgent)
 	sa := &corev1.ServiceAccount{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ServiceAccount"}, ObjectMeta: meta}
 	// Discovery lists and watches this node's pods; nothing else.
 	role := &rbacv1.ClusterRole{
@@ -48,13 +49,13 @@ func Objects(cfg *config.Config, conf []byte) []any {
 		TypeMeta:   metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRoleBinding"},
 		ObjectMeta: metav1.ObjectMeta{Name: Name, Labels: meta.Labels},
 		RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: Name},
-		Subjects:   []rbacv1.Subject{{Kind: "ServiceAccount", Name: Name, Namespace: cfg.Namespace}},
+		Subjects:   []rbacv1.Subject{{Kind: "ServiceAccount", Name: Name, Namespace: v.Agents.Namespace}},
 	}
 	cm := &corev1.ConfigMap{
 		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"}, ObjectMeta: meta,
 		Data: map[string]string{"config.alloy": spaceIndented(conf)},
 	}
-	return []any{sa, role, binding, cm, daemonSet(cfg)}
+	return []any{sa, role, binding, cm, daemonSet(v)}
 }
 
 // readyProbe asks Alloy's /-/ready from inside the node: an HTTP probe of
@@ -62,43 +63,43 @@ func Objects(cfg *config.Config, conf []byte) []any {
 // loopback listener, so the kubelet execs curl.exe (in System32 on Windows
 // Server 2019 and later), with the validated loopback address as an
 // argument, no shell.
-func readyProbe(cfg *config.Config, failures int32) *corev1.Probe {
+func readyProbe(v view.Alloy, failures int32) *corev1.Probe {
 	return &corev1.Probe{ProbeHandler: corev1.ProbeHandler{Exec: &corev1.ExecAction{
 		Command: []string{"curl.exe", "--fail", "--silent", "--show-error", "--max-time", "5", "--output", "NUL",
-			"http://" + cfg.Alloy.ListenAddress + "/-/ready"},
+			"http://" + v.Alloy.ListenAddress + "/-/ready"},
 	}}, InitialDelaySeconds: 10, PeriodSeconds: 20, TimeoutSeconds: 10, FailureThreshold: failures}
 }
 
-func daemonSet(cfg *config.Config) any {
+func daemonSet(v view.Alloy) any {
 	grace := int64(30)
 	container := corev1.Container{
 		Name:  "alloy",
-		Image: cfg.Alloy.Image,
+		Image: v.Alloy.Image,
 		// Relative to the directory HCS mounted the image at.
 		Command: []string{`alloy\alloy.exe`},
 		Args: []string{
 			"run", configDir + `\config.alloy`,
-			"--storage.path=" + cfg.Alloy.StoragePath,
+			"--storage.path=" + v.Alloy.StoragePath,
 			// HostProcess pods share the node's network: loopback only.
-			"--server.http.listen-addr=" + cfg.Alloy.ListenAddress,
+			"--server.http.listen-addr=" + v.Alloy.ListenAddress,
 		},
 		Env: []corev1.EnvVar{
-			hostprocess.NodeNameVar(),
+			nodeagent.NodeNameVar(),
 			// The kubernetes Service address is not reachable from the node network.
-			{Name: "KUBERNETES_SERVICE_HOST", Value: cfg.APIServer.Host},
-			{Name: "KUBERNETES_SERVICE_PORT", Value: strconv.Itoa(cfg.APIServer.Port)},
+			{Name: "KUBERNETES_SERVICE_HOST", Value: v.APIServer.Host},
+			{Name: "KUBERNETES_SERVICE_PORT", Value: strconv.Itoa(v.APIServer.Port)},
 		},
-		Resources:    hostprocess.Resources(cfg.Alloy.Resources),
+		Resources:    nodeagent.Resources(v.Alloy.Resources),
 		VolumeMounts: []corev1.VolumeMount{{Name: "config", MountPath: configDir}},
 		// /-/ready: the config is loaded. Not /-/healthy, which fails while
 		// any component does (Loki unreachable) and would restart Alloy in
 		// a loop without fixing anything.
-		ReadinessProbe: readyProbe(cfg, 3),
-		LivenessProbe:  readyProbe(cfg, 6),
+		ReadinessProbe: readyProbe(v, 3),
+		LivenessProbe:  readyProbe(v, 6),
 	}
 	pod := corev1.PodSpec{
 		ServiceAccountName: Name,
-		Affinity:           hostprocess.AgentAffinity(cfg, config.AgentAlloy),
+		Affinity:           nodeagent.AgentAffinity(v.Agents, config.AgentAlloy),
 		Containers:         []corev1.Container{container},
 		Volumes: []corev1.Volume{{Name: "config", VolumeSource: corev1.VolumeSource{
 			ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: Name}},
@@ -106,9 +107,9 @@ func daemonSet(cfg *config.Config) any {
 		// Let the bookmark and positions flush on shutdown.
 		TerminationGracePeriodSeconds: &grace,
 	}
-	hostprocess.MountLokiSecret(cfg, &pod)
+	nodeagent.MountLokiSecret(v.Agents, &pod)
 	// SYSTEM: LocalService and NetworkService cannot read C:\var\log\pods.
-	return hostprocess.DaemonSet(cfg, Name, Name, hostprocess.SystemAccount, pod)
+	return nodeagent.DaemonSet(v.Agents, Name, Name, nodeagent.SystemAccount, pod)
 }
 
 // spaceIndented is conf with each leading tab as two spaces: the same Alloy

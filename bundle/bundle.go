@@ -8,34 +8,38 @@ import (
 	"github.com/winobs/winobs/alloy"
 	"github.com/winobs/winobs/config"
 	"github.com/winobs/winobs/dashboards"
-	"github.com/winobs/winobs/eventlogshipper"
 	"github.com/winobs/winobs/exporters"
-	"github.com/winobs/winobs/hostprocess"
+	"github.com/winobs/winobs/nodeagent"
 	"github.com/winobs/winobs/render"
 	"github.com/winobs/winobs/rules"
+	"github.com/winobs/winobs/shipperdeploy"
+	"github.com/winobs/winobs/view"
 )
 
-// Builder renders one artifact family; each is a pure function of the config.
+// Builder renders one artifact family from its view of the config; each is
+// a pure function of that view.
 type Builder struct {
 	Name  string
-	Build func(*config.Config) ([]render.File, error)
+	Build func(view.Bundle) ([]render.File, error)
 }
 
-// Builders are every artifact family of the bundle.
+// Builders are every artifact family of the bundle, each given the view it
+// reads.
 var Builders = []Builder{
-	{"namespace", hostprocess.NamespaceFiles},
-	{"rules", rules.Files},
-	{"dashboards", dashboards.Files},
-	{"alloy", alloy.Files},
-	{"exporters", exporters.Files},
-	{"eventlog-shipper", eventlogshipper.Files},
+	{"namespace", func(b view.Bundle) ([]render.File, error) { return nodeagent.NamespaceFiles(b.Agents) }},
+	{"rules", func(b view.Bundle) ([]render.File, error) { return rules.Files(b.Rules) }},
+	{"dashboards", func(b view.Bundle) ([]render.File, error) { return dashboards.Files(b.Dashboards) }},
+	{"alloy", func(b view.Bundle) ([]render.File, error) { return alloy.Files(b.Alloy) }},
+	{"exporters", func(b view.Bundle) ([]render.File, error) { return exporters.Files(b.Exporters) }},
+	{"eventlog-shipper", func(b view.Bundle) ([]render.File, error) { return shipperdeploy.Files(b.Shipper) }},
 }
 
-// Build runs every builder.
+// Build routes the config to every builder's view, once, and runs them.
 func Build(cfg *config.Config) ([]render.File, error) {
+	views := view.Of(cfg)
 	var files []render.File
 	for _, b := range Builders {
-		fs, err := b.Build(cfg)
+		fs, err := b.Build(views)
 		if err != nil {
 			return nil, fmt.Errorf("building %s: %w", b.Name, err)
 		}

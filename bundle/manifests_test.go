@@ -19,9 +19,9 @@ import (
 	"github.com/winobs/winobs/alloy"
 	"github.com/winobs/winobs/bundle"
 	"github.com/winobs/winobs/config"
-	"github.com/winobs/winobs/eventlogshipper"
 	"github.com/winobs/winobs/render"
 	"github.com/winobs/winobs/shipper/shipconfig"
+	"github.com/winobs/winobs/shipperdeploy"
 )
 
 // renderAll encodes everything gen renders for cfg, as gen would write it.
@@ -262,7 +262,7 @@ func TestLogAgentsSplitTheNodes(t *testing.T) {
 			ops[ds.Name] = fmt.Sprint(req.Operator, req.Values)
 		}
 	}
-	if ops[alloy.Name] != "NotIn[shipper]" || ops[eventlogshipper.Name] != "In[shipper]" {
+	if ops[alloy.Name] != "NotIn[shipper]" || ops[shipperdeploy.Name] != "In[shipper]" {
 		t.Errorf("agent affinities %v", ops)
 	}
 }

@@ -85,6 +85,10 @@ type Cluster struct {
 	Name  string `yaml:"name"`
 }
 
+// Multi reports whether a cluster name is configured: then the log agents
+// add it as an external label and the dashboards select on it.
+func (c Cluster) Multi() bool { return c.Name != "" }
+
 // Prometheus holds what the Prometheus that evaluates the rules needs.
 type Prometheus struct {
 	// RuleLabels go on every PrometheusRule (the ruleSelector of kps).

@@ -8,6 +8,7 @@ package dashboards
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/winobs/winobs/view"
 	"slices"
 
 	"github.com/grafana/grafana-foundation-sdk/go/cog"
@@ -16,10 +17,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/winobs/winobs/config"
 	"github.com/winobs/winobs/meta"
 	"github.com/winobs/winobs/render"
-	"github.com/winobs/winobs/vocab"
 )
 
 // Stable dashboard uids: links and bookmarks survive regeneration.
@@ -40,14 +39,14 @@ var titles = map[string]string{
 // order is the order of the dashboards in links and output.
 var order = []string{NodesUID, PodsUID, EventsUID, PipelineUID}
 
-// Build returns the four dashboards for cfg.
-func Build(cfg *config.Config) ([]dashboard.Dashboard, error) {
-	q := queries{vocab.ForDashboards(cfg)}
+// Build returns the four dashboards.
+func Build(v view.Dashboards) ([]dashboard.Dashboard, error) {
+	q := queries{v.Terms}
 	builders := map[string]*dashboard.DashboardBuilder{
-		NodesUID:    nodes(cfg, q),
-		PodsUID:     pods(cfg, q),
-		EventsUID:   events(cfg, q),
-		PipelineUID: pipeline(cfg, q),
+		NodesUID:    nodes(v, q),
+		PodsUID:     pods(v, q),
+		EventsUID:   events(v, q),
+		PipelineUID: pipeline(v, q),
 	}
 	out := make([]dashboard.Dashboard, 0, len(order))
 	for _, uid := range order {
@@ -66,8 +65,8 @@ func Build(cfg *config.Config) ([]dashboard.Dashboard, error) {
 // kube-prometheus-stack loads into the configured folder; with
 // dashboards.v2, also as a dashboard.grafana.app/v2 resource
 // (dashboards-v2/<uid>.json).
-func Files(cfg *config.Config) ([]render.File, error) {
-	ds, err := Build(cfg)
+func Files(v view.Dashboards) ([]render.File, error) {
+	ds, err := Build(v)
 	if err != nil {
 		return nil, err
 	}
@@ -81,16 +80,16 @@ func Files(cfg *config.Config) ([]render.File, error) {
 		uid := *d.Uid
 		cm := &corev1.ConfigMap{
 			TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
-			ObjectMeta: withAnnotation(meta.Object(cfg.Namespace, "winobs-dashboard-"+uid[len("winobs-"):], meta.ComponentDashboards,
-				map[string]string{cfg.Dashboards.SidecarLabel: cfg.Dashboards.SidecarLabelValue}),
-				cfg.Dashboards.FolderAnnotation, cfg.Dashboards.Folder),
+			ObjectMeta: withAnnotation(meta.Object(v.Namespace, "winobs-dashboard-"+uid[len("winobs-"):], meta.ComponentDashboards,
+				map[string]string{v.Dashboards.SidecarLabel: v.Dashboards.SidecarLabelValue}),
+				v.Dashboards.FolderAnnotation, v.Dashboards.Folder),
 			Data: map[string]string{uid + ".json": string(raw)},
 		}
 		files = append(files,
 			render.File{Path: "dashboards/" + uid + ".json", Raw: raw},
 			render.File{Path: "dashboards/" + uid + ".yaml", Objects: []any{cm}},
 		)
-		if cfg.Dashboards.V2 {
+		if v.Dashboards.V2 {
 			m, err := V2(d)
 			if err != nil {
 				return nil, err
@@ -107,19 +106,19 @@ func Files(cfg *config.Config) ([]render.File, error) {
 
 // newDashboard starts a dashboard with what all four share: uid, tags,
 // datasource (and cluster) variables, and links to the other three.
-func newDashboard(cfg *config.Config, q queries, uid, desc string, datasources ...string) *dashboard.DashboardBuilder {
+func newDashboard(v view.Dashboards, q queries, uid, desc string, datasources ...string) *dashboard.DashboardBuilder {
 	b := dashboard.NewDashboardBuilder(titles[uid]).Uid(uid).Description(desc).
-		Tags(cfg.Dashboards.Tags).Editable().Timezone("browser").Refresh("1m").
+		Tags(v.Dashboards.Tags).Editable().Timezone("browser").Refresh("1m").
 		Time("now-6h", "now").Tooltip(dashboard.DashboardCursorSyncCrosshair)
 	for _, ds := range datasources {
 		b.WithVariable(dashboard.NewDatasourceVariableBuilder(ds).Label(map[string]string{promVar: "Prometheus", lokiVar: "Loki"}[ds]).Type(ds))
 	}
-	if vocab.MultiCluster(cfg) {
-		v := queryVar("cluster", promDS, q.clusterValues(), false)
+	if v.Cluster.Multi() {
+		cluster := queryVar("cluster", promDS, q.clusterValues(), false)
 		if !slices.Contains(datasources, promVar) {
-			v = queryVar("cluster", lokiDS, q.clusterLogValues(), false)
+			cluster = queryVar("cluster", lokiDS, q.clusterLogValues(), false)
 		}
-		b.WithVariable(v.Current(dashboard.VariableOption{Text: str(cfg.Cluster.Name), Value: str(cfg.Cluster.Name)}))
+		b.WithVariable(cluster.Current(dashboard.VariableOption{Text: str(v.Cluster.Name), Value: str(v.Cluster.Name)}))
 	}
 	for _, other := range order {
 		if other != uid {

@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"github.com/winobs/winobs/view"
 	"strings"
 	"testing"
 
@@ -21,7 +22,7 @@ func build(t *testing.T, mutate func(*config.Config)) []dashboard.Dashboard {
 	if mutate != nil {
 		mutate(cfg)
 	}
-	ds, err := Build(cfg)
+	ds, err := Build(view.Of(cfg).Dashboards)
 	if err != nil {
 		t.Fatal(err)
 	}

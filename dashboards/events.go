@@ -5,14 +5,14 @@ package dashboards
 import (
 	"github.com/grafana/grafana-foundation-sdk/go/cog"
 	"github.com/grafana/grafana-foundation-sdk/go/dashboard"
+	"github.com/winobs/winobs/view"
 
-	"github.com/winobs/winobs/config"
 	"github.com/winobs/winobs/contract"
 	"github.com/winobs/winobs/vocab"
 )
 
-func events(cfg *config.Config, q queries) *dashboard.DashboardBuilder {
-	return newDashboard(cfg, q, EventsUID,
+func events(v view.Dashboards, q queries) *dashboard.DashboardBuilder {
+	return newDashboard(v, q, EventsUID,
 		"Windows event logs and pod logs in Loki, as Alloy's loki.source.windowsevent and winobs's eventlog-shipper write them.",
 		lokiVar).
 		WithVariable(queryVar(nodeVar.Value, lokiDS, lokiValues(q.t.Events(), contract.LabelNode), true)).

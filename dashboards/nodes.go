@@ -6,15 +6,15 @@ import (
 	"github.com/grafana/grafana-foundation-sdk/go/dashboard"
 	"github.com/grafana/grafana-foundation-sdk/go/table"
 	"github.com/grafana/grafana-foundation-sdk/go/units"
+	"github.com/winobs/winobs/view"
 
-	"github.com/winobs/winobs/config"
 	"github.com/winobs/winobs/vocab"
 )
 
 var running = map[string]string{"1": "running", "0": "not running"}
 
-func nodes(cfg *config.Config, q queries) *dashboard.DashboardBuilder {
-	a := cfg.Alerts
+func nodes(v view.Dashboards, q queries) *dashboard.DashboardBuilder {
+	a := v.Alerts
 	commitSteps := []float64{a.NodeCommit.Warning, a.NodeCommit.Critical}
 	freeSteps := []float64{a.VolumeFree.Critical, a.VolumeFree.Warning, a.VolumeFilling.FreeBelow}
 	var cpuSteps, memorySteps []float64
@@ -24,7 +24,7 @@ func nodes(cfg *config.Config, q queries) *dashboard.DashboardBuilder {
 	if a.MemorySaturation.Enabled {
 		memorySteps = append(memorySteps, a.MemorySaturation.Ratio)
 	}
-	return newDashboard(cfg, q, NodesUID,
+	return newDashboard(v, q, NodesUID,
 		"Windows nodes: commit charge (what fails allocations), CPU, memory, paging, disks, network, node services and exporter health.",
 		promVar).
 		// Several nodes may be picked, but there is no All: Grafana opens an
@@ -33,7 +33,7 @@ func nodes(cfg *config.Config, q queries) *dashboard.DashboardBuilder {
 		// the fleet table shows every node and links into each.
 		WithVariable(queryVar("instance", promDS, q.instanceValues(), false).Multi(true)).
 		WithRow(dashboard.NewRowBuilder("Fleet")).
-		WithPanel(withNodeLink(cfg, grid("Windows nodes",
+		WithPanel(withNodeLink(v, grid("Windows nodes",
 			"Every node of the cluster, one row each, whichever nodes are picked above; click a node to open it below. "+
 				"OS build and revision show the monthly patch level; commit charge is the share of RAM plus page files already promised.",
 			units.Short, []query{promTable(q.fleetOS())}, append(append([]column{
@@ -106,9 +106,9 @@ func (q queries) fleetServices() []column {
 
 // withNodeLink makes the fleet table's instance column a link that opens the
 // node on this dashboard (keeping the time range, data source and cluster).
-func withNodeLink(cfg *config.Config, p *table.PanelBuilder) *table.PanelBuilder {
+func withNodeLink(v view.Dashboards, p *table.PanelBuilder) *table.PanelBuilder {
 	url := "/d/" + NodesUID + "?${__url_time_range}&${" + promVar + ":queryparam}&var-instance=${__value.raw}"
-	if vocab.MultiCluster(cfg) {
+	if v.Cluster.Multi() {
 		url += "&${cluster:queryparam}"
 	}
 	return p.OverrideByName("instance", []dashboard.DynamicConfigValue{{Id: "links", Value: []any{

@@ -5,15 +5,15 @@ package dashboards
 import (
 	"github.com/grafana/grafana-foundation-sdk/go/dashboard"
 	"github.com/grafana/grafana-foundation-sdk/go/units"
+	"github.com/winobs/winobs/view"
 
-	"github.com/winobs/winobs/config"
 	"github.com/winobs/winobs/contract"
 )
 
 // pipeline shows what reaches Loki from each node, and the eventlog-shipper's
 // own view: read, sent, dropped by reason, checkpoint age, push errors.
-func pipeline(cfg *config.Config, q queries) *dashboard.DashboardBuilder {
-	return newDashboard(cfg, q, PipelineUID,
+func pipeline(v view.Dashboards, q queries) *dashboard.DashboardBuilder {
+	return newDashboard(v, q, PipelineUID,
 		"Windows log pipeline: what each node's agent delivers to Loki. A node that stops sending events is a broken agent, not a quiet node.",
 		lokiVar, promVar).
 		WithVariable(queryVar(nodeVar.Value, lokiDS, lokiValues(q.t.Events(), contract.LabelNode), true)).

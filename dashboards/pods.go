@@ -5,14 +5,14 @@ package dashboards
 import (
 	"github.com/grafana/grafana-foundation-sdk/go/dashboard"
 	"github.com/grafana/grafana-foundation-sdk/go/units"
+	"github.com/winobs/winobs/view"
 
-	"github.com/winobs/winobs/config"
 	"github.com/winobs/winobs/vocab"
 )
 
-func pods(cfg *config.Config, q queries) *dashboard.DashboardBuilder {
-	warn := cfg.Alerts.ContainerCommit.Warning
-	return newDashboard(cfg, q, PodsUID,
+func pods(v view.Dashboards, q queries) *dashboard.DashboardBuilder {
+	warn := v.Alerts.ContainerCommit.Warning
+	return newDashboard(v, q, PodsUID,
 		"Windows pods: committed memory against the job-object limit (what makes allocations fail) next to the working set kubectl top shows, CPU, restarts, network.",
 		promVar).
 		WithVariable(queryVar("namespace", promDS, q.namespaceValues(), false)).

@@ -4,6 +4,7 @@ package dashboards_test
 
 import (
 	"encoding/json"
+	"github.com/winobs/winobs/view"
 	"regexp"
 	"strings"
 	"testing"
@@ -52,7 +53,7 @@ func dashboardQueries(t *testing.T) []dashboardQuery {
 // dashboardQueriesFor returns the queries of the dashboards built from cfg.
 func dashboardQueriesFor(t *testing.T, cfg *config.Config) []dashboardQuery {
 	t.Helper()
-	ds, err := dashboards.Build(cfg)
+	ds, err := dashboards.Build(view.Of(cfg).Dashboards)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -194,7 +195,7 @@ func parsePromQL(expr string) (parser.Expr, error) {
 // or renamed metric fails here instead of leaving a panel empty.
 func TestDashboardPromQLSelectsKnownMetrics(t *testing.T) {
 	known := fixture.KnownMetrics(t)
-	groups, err := rules.Build(config.Default())
+	groups, err := rules.Build(view.Of(config.Default()).Rules)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -287,7 +288,7 @@ func TestDashboardQueriesSelectTheCluster(t *testing.T) {
 // built dashboards, so an alert added without its panel fails here.
 func TestAlertThresholdsAreOnTheirPanels(t *testing.T) {
 	cfg := config.Default()
-	groups, err := rules.Build(cfg)
+	groups, err := rules.Build(view.Of(cfg).Rules)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -313,7 +314,7 @@ func TestAlertThresholdsAreOnTheirPanels(t *testing.T) {
 	if len(want) < 5 {
 		t.Fatalf("found %d record thresholds in the alerts: %v", len(want), want)
 	}
-	ds, err := dashboards.Build(cfg)
+	ds, err := dashboards.Build(view.Of(cfg).Dashboards)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"github.com/winobs/winobs/view"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -218,7 +219,7 @@ func TestRulesLoadedOnRecordedAnswers(t *testing.T) {
 		mux.HandleFunc("/api/v1/rules", recorded(t, filepath.Join("prometheus-api", "e2e"), tc.body))
 		r := &run{cfg: config.Default(), prom: newTestAPI(t, "Prometheus", mux, Auth{}), now: func() time.Time { return tc.now }}
 		var err error
-		if r.rules, err = rules.Build(r.cfg); err != nil {
+		if r.rules, err = rules.Build(view.Of(r.cfg).Rules); err != nil {
 			t.Fatal(err)
 		}
 		c := r.rulesLoaded(context.Background())

@@ -17,6 +17,7 @@ import (
 	"github.com/winobs/winobs/config"
 	"github.com/winobs/winobs/contract"
 	"github.com/winobs/winobs/rules"
+	"github.com/winobs/winobs/view"
 	"github.com/winobs/winobs/vocab"
 )
 
@@ -115,7 +116,7 @@ func groupMissing(group string) string {
 // Run checks what gen renders for cfg against prom (and loki, when not
 // nil). Each check is bounded by ctx.
 func Run(ctx context.Context, cfg *config.Config, prom, loki *API) Report {
-	groups, err := rules.Build(cfg)
+	groups, err := rules.Build(view.Of(cfg).Rules)
 	r := &run{cfg: cfg, t: vocab.ForCluster(cfg), lt: vocab.ForCluster(cfg), prom: prom, loki: loki, rules: groups, now: time.Now, loaded: map[string]bool{}}
 	rep := Report{Prometheus: prom.base.Redacted()}
 	if loki != nil {
@@ -128,7 +129,7 @@ func Run(ctx context.Context, cfg *config.Config, prom, loki *API) Report {
 	reach := r.reachable(ctx, prom, "prometheus-reachable")
 	rep.Checks = append(rep.Checks, reach)
 	if reach.Status == Pass {
-		if r.external, err = prom.ExternalLabels(ctx); err == nil && vocab.MultiCluster(cfg) && r.external[cfg.Cluster.Label] == cfg.Cluster.Name {
+		if r.external, err = prom.ExternalLabels(ctx); err == nil && cfg.Cluster.Multi() && r.external[cfg.Cluster.Label] == cfg.Cluster.Name {
 			r.t = vocab.ForRules(cfg)
 		}
 		r.windowsNodes, err = r.nodes(ctx)
@@ -613,7 +614,7 @@ func (r *run) containerLabels(ctx context.Context) Check {
 // first, and the series only when it is not there.
 func (r *run) clusterLabel(ctx context.Context) Check {
 	c := Check{ID: "cluster-label", Title: "series carry the configured cluster label"}
-	if !vocab.MultiCluster(r.cfg) {
+	if !r.cfg.Cluster.Multi() {
 		return skip(c, "single cluster (cluster.name is empty): nothing to check")
 	}
 	name, want := r.cfg.Cluster.Label, r.cfg.Cluster.Name

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/winobs/winobs/view"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -233,7 +234,7 @@ func newFakeProm(t *testing.T, cfg *config.Config, c cluster) *fakeProm {
 	})
 	engine := promql.NewEngine(promql.EngineOpts{MaxSamples: 1e7, Timeout: time.Minute, LookbackDelta: 5 * time.Minute, Parser: testParser})
 	// The rendered rule files, loaded by Prometheus' rule manager.
-	files, err := rules.Files(cfg)
+	files, err := rules.Files(view.Of(cfg).Rules)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"github.com/winobs/winobs/view"
 	"io"
 	"net"
 	"net/http"
@@ -176,7 +177,7 @@ func startPrometheus(t *testing.T, bin string, cfg *config.Config, c cluster, gr
 	}))
 	t.Cleanup(srv.Close)
 	dir := t.TempDir()
-	files, err := rules.Files(cfg)
+	files, err := rules.Files(view.Of(cfg).Rules)
 	if err != nil {
 		t.Fatal(err)
 	}

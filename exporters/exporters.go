@@ -5,6 +5,7 @@ package exporters
 
 import (
 	"fmt"
+	"github.com/winobs/winobs/view"
 	"strconv"
 	"strings"
 
@@ -15,8 +16,8 @@ import (
 
 	"github.com/winobs/winobs/config"
 	"github.com/winobs/winobs/contract"
-	"github.com/winobs/winobs/hostprocess"
 	"github.com/winobs/winobs/meta"
+	"github.com/winobs/winobs/nodeagent"
 	"github.com/winobs/winobs/render"
 )
 
@@ -38,27 +39,27 @@ const (
 
 // Files returns the exporter objects, or none when the exporter of
 // kube-prometheus-stack is used instead.
-func Files(cfg *config.Config) ([]render.File, error) {
-	if !cfg.WindowsExporter.Deploy {
+func Files(v view.Exporters) ([]render.File, error) {
+	if !v.WindowsExporter.Deploy {
 		return nil, nil
 	}
-	return []render.File{{Path: "exporters/windows-exporter.yaml", Objects: Objects(cfg)}}, nil
+	return []render.File{{Path: "exporters/windows-exporter.yaml", Objects: Objects(v)}}, nil
 }
 
 // Objects are the ConfigMap, DaemonSet and monitor (plus a headless Service
 // for a ServiceMonitor).
-func Objects(cfg *config.Config) []any {
-	e := cfg.WindowsExporter
+func Objects(v view.Exporters) []any {
+	e := v.WindowsExporter
 	cm := &corev1.ConfigMap{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
-		ObjectMeta: hostprocess.Meta(cfg, Name, meta.ComponentExporter),
-		Data:       map[string]string{"config.yml": ExporterConfig(cfg)},
+		ObjectMeta: nodeagent.Meta(v.Agents, Name, meta.ComponentExporter),
+		Data:       map[string]string{"config.yml": ExporterConfig(v)},
 	}
-	objs := []any{cm, daemonSet(cfg)}
+	objs := []any{cm, daemonSet(v)}
 	if e.Monitor == config.ServiceMonitor {
-		return append(objs, service(cfg), serviceMonitor(cfg))
+		return append(objs, service(v), serviceMonitor(v))
 	}
-	return append(objs, podMonitor(cfg))
+	return append(objs, podMonitor(v))
 }
 
 // ExporterConfig is windows_exporter's config file: the default collectors
@@ -66,9 +67,9 @@ func Objects(cfg *config.Config) []any {
 // (offset from the time source; its sub-collectors default to system_time
 // and ntp), and the service collector limited to the node's Kubernetes
 // services (it reports every service otherwise).
-func ExporterConfig(cfg *config.Config) string {
+func ExporterConfig(v view.Exporters) string {
 	// The exporter anchors the regex and matches case-sensitively.
-	include := cfg.WindowsExporter.Services.Regex()
+	include := v.WindowsExporter.Services.Regex()
 	// textfile serves the eventlog-shipper's metrics (it listens on loopback).
 	return fmt.Sprintf(`collectors:
   enabled: "[defaults],container,pagefile,time,textfile"
@@ -77,11 +78,11 @@ collector:
     include: %s
   textfile:
     directories: %s
-`, strconv.Quote(include), strconv.Quote(cfg.Shipper.TextfileDir))
+`, strconv.Quote(include), strconv.Quote(v.TextfileDir))
 }
 
-func daemonSet(cfg *config.Config) any {
-	e := cfg.WindowsExporter
+func daemonSet(v view.Exporters) any {
+	e := v.WindowsExporter
 	probe := &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{
 		Path: "/health", Port: intstr.FromInt32(Port),
 	}}, PeriodSeconds: 10, TimeoutSeconds: 5, FailureThreshold: 3}
@@ -99,7 +100,7 @@ func daemonSet(cfg *config.Config) any {
 		StartupProbe:   &startup,
 		LivenessProbe:  probe,
 		ReadinessProbe: probe,
-		Resources:      hostprocess.Resources(e.Resources),
+		Resources:      nodeagent.Resources(e.Resources),
 		VolumeMounts:   []corev1.VolumeMount{{Name: "config", MountPath: "/config.yml", SubPath: "config.yml"}},
 	}
 	pod := corev1.PodSpec{
@@ -125,7 +126,7 @@ func daemonSet(cfg *config.Config) any {
 	}
 	// SYSTEM reads performance counters, the SCM and job objects, and may
 	// change the firewall.
-	return hostprocess.DaemonSet(cfg, Name, Name, hostprocess.SystemAccount, pod)
+	return nodeagent.DaemonSet(v.Agents, Name, Name, nodeagent.SystemAccount, pod)
 }
 
 // FirewallScript creates or updates, in place, one inbound rule with a fixed
@@ -161,7 +162,7 @@ func AllowFrom(addrs []string) string {
 }
 
 // firewallResources bound the one-shot PowerShell step like every container.
-var firewallResources = hostprocess.Resources(config.Resources{
+var firewallResources = nodeagent.Resources(config.Resources{
 	Requests: map[string]string{"cpu": "50m", "memory": "64Mi"},
 	Limits:   map[string]string{"memory": "256Mi"},
 })
@@ -172,8 +173,8 @@ var firewallResources = hostprocess.Resources(config.Resources{
 // pod's own namespace/pod/container target labels are dropped so that, with
 // honorLabels, the exporter's container labels stand and empty ones stay
 // absent.
-func relabelings(cfg *config.Config) []monitoringv1.RelabelConfig {
-	job := cfg.WindowsExporter.Job
+func relabelings(v view.Exporters) []monitoringv1.RelabelConfig {
+	job := v.WindowsExporter.Job
 	return []monitoringv1.RelabelConfig{
 		{SourceLabels: []monitoringv1.LabelName{"__meta_kubernetes_pod_node_name"}, TargetLabel: "instance"},
 		{SourceLabels: []monitoringv1.LabelName{"__meta_kubernetes_pod_node_name"}, TargetLabel: contract.LabelNode},
@@ -182,37 +183,37 @@ func relabelings(cfg *config.Config) []monitoringv1.RelabelConfig {
 	}
 }
 
-func monitorMeta(cfg *config.Config) metav1.ObjectMeta {
-	m := hostprocess.Meta(cfg, Name, meta.ComponentExporter)
-	for k, v := range cfg.WindowsExporter.MonitorLabels {
+func monitorMeta(v view.Exporters) metav1.ObjectMeta {
+	m := nodeagent.Meta(v.Agents, Name, meta.ComponentExporter)
+	for k, v := range v.WindowsExporter.MonitorLabels {
 		m.Labels[k] = v
 	}
 	return m
 }
 
-func podMonitor(cfg *config.Config) any {
+func podMonitor(v view.Exporters) any {
 	port := portName
 	return &monitoringv1.PodMonitor{
 		TypeMeta:   metav1.TypeMeta{APIVersion: monitoringv1.SchemeGroupVersion.String(), Kind: monitoringv1.PodMonitorsKind},
-		ObjectMeta: monitorMeta(cfg),
+		ObjectMeta: monitorMeta(v),
 		Spec: monitoringv1.PodMonitorSpec{
 			Selector:          metav1.LabelSelector{MatchLabels: meta.Selector(Name)},
-			NamespaceSelector: monitoringv1.NamespaceSelector{MatchNames: []string{cfg.Namespace}},
+			NamespaceSelector: monitoringv1.NamespaceSelector{MatchNames: []string{v.Agents.Namespace}},
 			PodMetricsEndpoints: []monitoringv1.PodMetricsEndpoint{{
 				Port:           &port,
 				Path:           "/metrics",
-				Interval:       monitoringv1.Duration(cfg.WindowsExporter.ScrapeInterval),
+				Interval:       monitoringv1.Duration(v.WindowsExporter.ScrapeInterval),
 				HonorLabels:    true,
-				RelabelConfigs: relabelings(cfg),
+				RelabelConfigs: relabelings(v),
 			}},
 		},
 	}
 }
 
-func service(cfg *config.Config) any {
+func service(v view.Exporters) any {
 	return &corev1.Service{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Service"},
-		ObjectMeta: hostprocess.Meta(cfg, Name, meta.ComponentExporter),
+		ObjectMeta: nodeagent.Meta(v.Agents, Name, meta.ComponentExporter),
 		Spec: corev1.ServiceSpec{
 			ClusterIP: corev1.ClusterIPNone,
 			Selector:  meta.Selector(Name),
@@ -221,19 +222,19 @@ func service(cfg *config.Config) any {
 	}
 }
 
-func serviceMonitor(cfg *config.Config) any {
+func serviceMonitor(v view.Exporters) any {
 	return &monitoringv1.ServiceMonitor{
 		TypeMeta:   metav1.TypeMeta{APIVersion: monitoringv1.SchemeGroupVersion.String(), Kind: monitoringv1.ServiceMonitorsKind},
-		ObjectMeta: monitorMeta(cfg),
+		ObjectMeta: monitorMeta(v),
 		Spec: monitoringv1.ServiceMonitorSpec{
 			Selector:          metav1.LabelSelector{MatchLabels: meta.Selector(Name)},
-			NamespaceSelector: monitoringv1.NamespaceSelector{MatchNames: []string{cfg.Namespace}},
+			NamespaceSelector: monitoringv1.NamespaceSelector{MatchNames: []string{v.Agents.Namespace}},
 			Endpoints: []monitoringv1.Endpoint{{
 				Port:           portName,
 				Path:           "/metrics",
-				Interval:       monitoringv1.Duration(cfg.WindowsExporter.ScrapeInterval),
+				Interval:       monitoringv1.Duration(v.WindowsExporter.ScrapeInterval),
 				HonorLabels:    true,
-				RelabelConfigs: relabelings(cfg),
+				RelabelConfigs: relabelings(v),
 			}},
 		},
 	}

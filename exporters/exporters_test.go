@@ -1,6 +1,7 @@
 package exporters
 
 import (
+	"github.com/winobs/winobs/view"
 	"regexp"
 	"strings"
 	"testing"
@@ -14,12 +15,12 @@ import (
 	"github.com/winobs/winobs/config"
 )
 
-func load(_ *testing.T, mutate func(*config.Config)) *config.Config {
+func load(_ *testing.T, mutate func(*config.Config)) view.Exporters {
 	cfg := config.Default()
 	if mutate != nil {
 		mutate(cfg)
 	}
-	return cfg
+	return view.Of(cfg).Exporters
 }
 
 // The firewall step names its rule, checks for it and updates it in place,

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -16,10 +17,9 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 
 	"github.com/winobs/winobs"
-	"github.com/winobs/winobs/alloy"
+	"github.com/winobs/winobs/bundle"
 	"github.com/winobs/winobs/config"
-	"github.com/winobs/winobs/eventlogshipper"
-	"github.com/winobs/winobs/render"
+	"github.com/winobs/winobs/view"
 )
 
 // instruction is one Dockerfile instruction, continuation lines joined.
@@ -76,9 +76,13 @@ func buildArgs(t *testing.T, dockerfile string) (map[string]bool, string) {
 }
 
 // command is the container command of the DaemonSet a builder renders.
-func command(t *testing.T, files func(*config.Config) ([]render.File, error)) string {
+func command(t *testing.T, builder string) string {
 	t.Helper()
-	fs, err := files(config.Default())
+	i := slices.IndexFunc(bundle.Builders, func(b bundle.Builder) bool { return b.Name == builder })
+	if i < 0 {
+		t.Fatalf("no builder %s", builder)
+	}
+	fs, err := bundle.Builders[i].Build(view.Of(config.Default()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,11 +103,11 @@ func command(t *testing.T, files func(*config.Config) ([]render.File, error)) st
 func TestDockerfiles(t *testing.T) {
 	for _, tc := range []struct {
 		dockerfile, copied string
-		files              func(*config.Config) ([]render.File, error)
+		builder            string   // its name in bundle.Builders
 		sources            []string // paths in the build context the build reads
 	}{
-		{"images/eventlog-shipper/Dockerfile", "/eventlog-shipper.exe", eventlogshipper.Files, []string{"go.mod", "go.sum", "cmd/eventlog-shipper/main.go"}},
-		{"images/alloy/Dockerfile", "/alloy/alloy.exe", alloy.Files, nil},
+		{"images/eventlog-shipper/Dockerfile", "/eventlog-shipper.exe", "eventlog-shipper", []string{"go.mod", "go.sum", "cmd/eventlog-shipper/main.go"}},
+		{"images/alloy/Dockerfile", "/alloy/alloy.exe", "alloy", nil},
 	} {
 		t.Run(tc.dockerfile, func(t *testing.T) {
 			ins := parseDockerfile(t, filepath.Join("..", tc.dockerfile))
@@ -159,7 +163,7 @@ func TestDockerfiles(t *testing.T) {
 			if !copied {
 				t.Errorf("nothing is copied to %s", tc.copied)
 			}
-			cmd := command(t, tc.files)
+			cmd := command(t, tc.builder)
 			if len(entrypoint) != 1 || entrypoint[0] != cmd || strings.ReplaceAll("/"+cmd, `\`, "/") != tc.copied {
 				t.Errorf("ENTRYPOINT %q, the DaemonSet runs %q, the binary is at %s", entrypoint, cmd, tc.copied)
 			}

@@ -5,8 +5,8 @@ import (
 
 	"github.com/prometheus/prometheus/model/rulefmt"
 
-	"github.com/winobs/winobs/config"
 	"github.com/winobs/winobs/contract"
+	"github.com/winobs/winobs/view"
 	"github.com/winobs/winobs/vocab"
 )
 
@@ -22,11 +22,11 @@ const (
 // LokiGroups returns the event log alerts for the Loki ruler: one rule per
 // node service that terminated unexpectedly, and one for any service that
 // failed to start or timed out (at boot, often a slow disk).
-func LokiGroups(cfg *config.Config) rulefmt.RuleGroups {
-	t := vocab.ForRules(cfg)
+func LokiGroups(v view.Rules) rulefmt.RuleGroups {
+	t := v.Terms
 	scm := vocab.SCMStream(t.Events())
 	g := rulefmt.RuleGroup{Name: LokiGroup}
-	for _, svc := range cfg.WindowsExporter.Services {
+	for _, svc := range v.ExporterServices {
 		g.Rules = append(g.Rules, rulefmt.Rule{
 			Alert: AlertNodeServiceTerminated,
 			Expr: fmt.Sprintf(`sum by (%s) (count_over_time(%s | event_id=~"%s|%s" | event_data=~".*<Binary>%s0000.*" [10m])) > 0`,
@@ -51,7 +51,7 @@ func LokiGroups(cfg *config.Config) rulefmt.RuleGroups {
 		},
 	})
 	for i := range g.Rules {
-		g.Rules[i].Annotations["runbook_url"] = RunbookURL(cfg.Alerts.RunbookURL, g.Rules[i].Alert)
+		g.Rules[i].Annotations["runbook_url"] = RunbookURL(v.Alerts.RunbookURL, g.Rules[i].Alert)
 	}
 	return rulefmt.RuleGroups{Groups: []rulefmt.RuleGroup{g}}
 }

@@ -20,20 +20,21 @@ import (
 	"github.com/winobs/winobs/config"
 	"github.com/winobs/winobs/meta"
 	"github.com/winobs/winobs/render"
+	"github.com/winobs/winobs/view"
 	"github.com/winobs/winobs/vocab"
 )
 
-// Build returns the rule groups for cfg. Every expression is parsed and the
-// encoded groups pass the same checks as `promtool check rules`.
-func Build(cfg *config.Config) (rulefmt.RuleGroups, error) {
-	groups, _, err := build(cfg)
+// Build returns the rule groups. Every expression is parsed and the encoded
+// groups pass the same checks as `promtool check rules`.
+func Build(v view.Rules) (rulefmt.RuleGroups, error) {
+	groups, _, err := build(v)
 	return groups, err
 }
 
 // build returns the groups and, for each, its checked rule-file encoding.
-func build(cfg *config.Config) (rulefmt.RuleGroups, [][]byte, error) {
+func build(v view.Rules) (rulefmt.RuleGroups, [][]byte, error) {
 	p := parser.NewParser(parser.Options{})
-	t := vocab.ForRules(cfg)
+	t := v.Terms
 	var errs []error
 	expr := func(name, tmpl string) string {
 		s, err := expand(t, p, tmpl)
@@ -48,7 +49,7 @@ func build(cfg *config.Config) (rulefmt.RuleGroups, [][]byte, error) {
 		recs.Rules = append(recs.Rules, rulefmt.Rule{Record: r.record, Expr: expr(r.record, r.expr)})
 	}
 	alerts := rulefmt.RuleGroup{Name: AlertsGroup}
-	for _, a := range alertDefs(t, &cfg.Alerts) {
+	for _, a := range alertDefs(t, &v.Alerts) {
 		alerts.Rules = append(alerts.Rules, rulefmt.Rule{
 			Alert:  a.name,
 			Expr:   expr(a.name, a.expr),
@@ -57,7 +58,7 @@ func build(cfg *config.Config) (rulefmt.RuleGroups, [][]byte, error) {
 			Annotations: map[string]string{
 				"summary":     a.summary,
 				"description": a.description,
-				"runbook_url": RunbookURL(cfg.Alerts.RunbookURL, a.name),
+				"runbook_url": RunbookURL(v.Alerts.RunbookURL, a.name),
 			},
 		})
 	}
@@ -86,8 +87,8 @@ func RunbookURL(base, alert string) string {
 // objects (prometheus/), one file per group in each; the event log alerts
 // for the Loki ruler (loki-rules/); and both as ruler namespaces for
 // mimirtool/cortextool and lokitool (ruler/mimir/, ruler/loki/).
-func Files(cfg *config.Config) ([]render.File, error) {
-	groups, raws, err := build(cfg)
+func Files(v view.Rules) ([]render.File, error) {
+	groups, raws, err := build(v)
 	if err != nil {
 		return nil, err
 	}
@@ -95,25 +96,25 @@ func Files(cfg *config.Config) ([]render.File, error) {
 	for i, g := range groups.Groups {
 		files = append(files,
 			render.File{Path: "rules/" + g.Name + ".yaml", Raw: raws[i]},
-			render.File{Path: "prometheus/" + g.Name + ".yaml", Objects: []any{prometheusRule(cfg, g)}},
+			render.File{Path: "prometheus/" + g.Name + ".yaml", Objects: []any{prometheusRule(v, g)}},
 		)
 	}
-	loki := LokiGroups(cfg)
+	loki := LokiGroups(v)
 	for _, f := range []struct {
 		path string
 		v    any
 	}{
 		{"loki-rules/" + LokiGroup + ".yaml", loki},
-		{"ruler/mimir/" + MetricsNamespace(cfg) + ".yaml", RulerNamespace{Namespace: MetricsNamespace(cfg), Groups: groups.Groups}},
-		{"ruler/loki/" + LogsNamespace(cfg) + ".yaml", RulerNamespace{Namespace: LogsNamespace(cfg), Groups: loki.Groups}},
+		{"ruler/mimir/" + MetricsNamespace(v.Ruler) + ".yaml", RulerNamespace{Namespace: MetricsNamespace(v.Ruler), Groups: groups.Groups}},
+		{"ruler/loki/" + LogsNamespace(v.Ruler) + ".yaml", RulerNamespace{Namespace: LogsNamespace(v.Ruler), Groups: loki.Groups}},
 	} {
 		raw, err := render.EncodeYAML(f.v)
 		if err != nil {
 			return nil, err
 		}
 		files = append(files, render.File{Path: f.path, Raw: raw})
-		if f.path == "loki-rules/"+LokiGroup+".yaml" && cfg.LokiRules.ConfigMap {
-			files = append(files, render.File{Path: "loki/" + LokiGroup + ".yaml", Objects: []any{lokiRulesConfigMap(cfg, raw)}})
+		if f.path == "loki-rules/"+LokiGroup+".yaml" && v.LokiRules.ConfigMap {
+			files = append(files, render.File{Path: "loki/" + LokiGroup + ".yaml", Objects: []any{lokiRulesConfigMap(v, raw)}})
 		}
 	}
 	return files, nil
@@ -121,14 +122,14 @@ func Files(cfg *config.Config) ([]render.File, error) {
 
 // lokiRulesConfigMap holds the Loki rule file for the Loki chart's rules
 // sidecar, which writes each key as a file into the ruler's directory.
-func lokiRulesConfigMap(cfg *config.Config, raw []byte) *corev1.ConfigMap {
-	ns := cfg.LokiRules.Namespace
+func lokiRulesConfigMap(v view.Rules, raw []byte) *corev1.ConfigMap {
+	ns := v.LokiRules.Namespace
 	if ns == "" {
-		ns = cfg.Namespace
+		ns = v.Namespace
 	}
 	return &corev1.ConfigMap{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
-		ObjectMeta: meta.Object(ns, "winobs-loki-rules", meta.ComponentRules, map[string]string{cfg.LokiRules.Label: cfg.LokiRules.LabelValue}),
+		ObjectMeta: meta.Object(ns, "winobs-loki-rules", meta.ComponentRules, map[string]string{v.LokiRules.Label: v.LokiRules.LabelValue}),
 		Data:       map[string]string{LokiGroup + ".yaml": string(raw)},
 	}
 }
@@ -141,10 +142,10 @@ type RulerNamespace struct {
 }
 
 // MetricsNamespace is the ruler namespace of the Prometheus rules.
-func MetricsNamespace(cfg *config.Config) string { return cfg.Ruler.NamespacePrefix + "-windows" }
+func MetricsNamespace(r config.Ruler) string { return r.NamespacePrefix + "-windows" }
 
 // LogsNamespace is the ruler namespace of the Loki event log alerts.
-func LogsNamespace(cfg *config.Config) string { return cfg.Ruler.NamespacePrefix + "-windows-events" }
+func LogsNamespace(r config.Ruler) string { return r.NamespacePrefix + "-windows-events" }
 
 // encodeGroup encodes one group as a rule file and checks it as promtool does.
 func encodeGroup(g rulefmt.RuleGroup, p parser.Parser) ([]byte, error) {
@@ -158,8 +159,8 @@ func encodeGroup(g rulefmt.RuleGroup, p parser.Parser) ([]byte, error) {
 	return raw, nil
 }
 
-func prometheusRule(cfg *config.Config, g rulefmt.RuleGroup) *monitoringv1.PrometheusRule {
-	om := meta.Object(cfg.Namespace, g.Name, meta.ComponentRules, cfg.Prometheus.RuleLabels)
+func prometheusRule(v view.Rules, g rulefmt.RuleGroup) *monitoringv1.PrometheusRule {
+	om := meta.Object(v.Namespace, g.Name, meta.ComponentRules, v.RuleLabels)
 	spec := monitoringv1.RuleGroup{Name: g.Name}
 	for _, r := range g.Rules {
 		rule := monitoringv1.Rule{

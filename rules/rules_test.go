@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/winobs/winobs/config"
+	"github.com/winobs/winobs/view"
 	"github.com/winobs/winobs/vocab"
 )
 
@@ -28,11 +29,11 @@ func TestRunbooks(t *testing.T) {
 		sections[strings.ToLower(title)] = body
 	}
 	cfg := defaultConfig(t)
-	groups, err := Build(cfg)
+	groups, err := Build(view.Of(cfg).Rules)
 	if err != nil {
 		t.Fatal(err)
 	}
-	alerts := append(groups.Groups[1].Rules, LokiGroups(cfg).Groups[0].Rules...)
+	alerts := append(groups.Groups[1].Rules, LokiGroups(view.Of(cfg).Rules).Groups[0].Rules...)
 	for _, r := range alerts {
 		url := r.Annotations["runbook_url"]
 		anchor := url[strings.LastIndex(url, "#")+1:]
@@ -58,7 +59,7 @@ func TestBuildFollowsConfig(t *testing.T) {
 	cfg.Alerts.NodeCommit.Warning = 0.8
 	cfg.Alerts.NodeServices.Services = []string{"kubelet", "hns", "vmcompute.v2"}
 	cfg.Alerts.RunbookURL = "https://runbooks.example.com/windows"
-	groups, err := Build(cfg)
+	groups, err := Build(view.Of(cfg).Rules)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -121,7 +122,7 @@ func TestBinaryServiceKeyMatchesRealEvent(t *testing.T) {
 func TestLokiRulesConfigMap(t *testing.T) {
 	cfg := config.Default()
 	cfg.LokiRules.Namespace, cfg.LokiRules.Label, cfg.LokiRules.LabelValue = "loki", "example.com/loki-rule", "yes"
-	files, err := Files(cfg)
+	files, err := Files(view.Of(cfg).Rules)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -142,7 +143,7 @@ func TestLokiRulesConfigMap(t *testing.T) {
 		t.Errorf("%+v", cm.ObjectMeta)
 	}
 	cfg.LokiRules.ConfigMap = false
-	files, _ = Files(cfg)
+	files, _ = Files(view.Of(cfg).Rules)
 	for _, f := range files {
 		if strings.HasPrefix(f.Path, "loki/") {
 			t.Errorf("%s rendered with configMap: false", f.Path)
@@ -158,7 +159,7 @@ func TestRulersDocCountsTheRules(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg := defaultConfig(t)
-	groups, err := Build(cfg)
+	groups, err := Build(view.Of(cfg).Rules)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -168,7 +169,7 @@ func TestRulersDocCountsTheRules(t *testing.T) {
 	}{
 		{RecordsGroup, "records", len(groups.Groups[0].Rules)},
 		{AlertsGroup, "alerts", len(groups.Groups[1].Rules)},
-		{LokiGroup, "alerts", len(LokiGroups(cfg).Groups[0].Rules)},
+		{LokiGroup, "alerts", len(LokiGroups(view.Of(cfg).Rules).Groups[0].Rules)},
 	} {
 		m := regexp.MustCompile("\\| `" + regexp.QuoteMeta(tc.group) + "`[^|]*\\| (\\d+) " + tc.kind).FindSubmatch(doc)
 		if m == nil || string(m[1]) != strconv.Itoa(tc.n) {

@@ -62,7 +62,7 @@ func New(cfg *shipconfig.Config, log *slog.Logger) (*Shipper, error) {
 		}
 	}
 	client, err := loki.NewClient(loki.Config{
-		Loki: cfg.Loki.Loki, Timeout: time.Duration(cfg.Loki.Timeout.Model()), UserAgent: "winobs-eventlog-shipper",
+		Loki: cfg.Loki.Endpoint, Timeout: time.Duration(cfg.Loki.Timeout.Model()), UserAgent: "winobs-eventlog-shipper",
 		MinBackoff: time.Duration(cfg.Loki.MinBackoff.Model()), MaxBackoff: time.Duration(cfg.Loki.MaxBackoff.Model()),
 		Log: log,
 	})

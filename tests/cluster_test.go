@@ -2,6 +2,7 @@ package tests
 
 import (
 	"fmt"
+	"github.com/winobs/winobs/view"
 	"slices"
 	"strings"
 	"testing"
@@ -86,7 +87,7 @@ func clusterProblems(e parser.Expr, label string) []string {
 // every alert carries it.
 func TestRulesKeepTheClusterLabel(t *testing.T) {
 	cfg := multiClusterConfig(t)
-	groups, err := rules.Build(cfg)
+	groups, err := rules.Build(view.Of(cfg).Rules)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -113,7 +114,7 @@ func TestRulesKeepTheClusterLabel(t *testing.T) {
 func TestClusterCheckCatchesMutations(t *testing.T) {
 	cfg := multiClusterConfig(t)
 	label := cfg.Cluster.Label
-	groups, err := rules.Build(cfg)
+	groups, err := rules.Build(view.Of(cfg).Rules)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -174,7 +175,7 @@ func TestClusterCheckCatchesMutations(t *testing.T) {
 // cluster label too (the agents add it to every stream).
 func TestLokiRulesKeepTheClusterLabel(t *testing.T) {
 	cfg := multiClusterConfig(t)
-	for _, r := range rules.LokiGroups(cfg).Groups[0].Rules {
+	for _, r := range rules.LokiGroups(view.Of(cfg).Rules).Groups[0].Rules {
 		gs := logqlcheck.Grouping.FindAllStringSubmatch(r.Expr, -1)
 		if len(gs) == 0 {
 			t.Errorf("%s: no by() clause in %s", r.Alert, r.Expr)

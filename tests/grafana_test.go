@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"github.com/winobs/winobs/view"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -222,7 +223,7 @@ func harnessStates() []harnessState {
 // provisioning and sidecar load.
 func renderedDashboards(t *testing.T, cfg *config.Config) []harnessDashboard {
 	t.Helper()
-	ds, err := dashboards.Build(cfg)
+	ds, err := dashboards.Build(view.Of(cfg).Dashboards)
 	if err != nil {
 		t.Fatal(err)
 	}

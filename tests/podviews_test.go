@@ -3,6 +3,7 @@ package tests
 //lint:file-ignore SA1019 The classic dashboard is the one the pod views are read from.
 
 import (
+	"github.com/winobs/winobs/view"
 	"strings"
 	"testing"
 
@@ -27,7 +28,7 @@ func TestPodDashboardQueriesAreTested(t *testing.T) {
 			}
 		}
 	}
-	ds, err := dashboards.Build(config.Default())
+	ds, err := dashboards.Build(view.Of(config.Default()).Dashboards)
 	if err != nil {
 		t.Fatal(err)
 	}

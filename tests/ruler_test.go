@@ -2,6 +2,7 @@ package tests
 
 import (
 	"bytes"
+	"github.com/winobs/winobs/view"
 	"log/slog"
 	"path"
 	"reflect"
@@ -52,7 +53,7 @@ func TestRulerFilesLoad(t *testing.T) {
 			t.Fatal(err)
 		}
 		cfg.Cluster.Name, cfg.Ruler.NamespacePrefix = cluster, "team-a.winobs"
-		built, err := rules.Files(cfg)
+		built, err := rules.Files(view.Of(cfg).Rules)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -123,7 +124,7 @@ func TestRulerFilesLoad(t *testing.T) {
 		if mimir != 1 || loki != 1 {
 			t.Errorf("cluster %s: %d Mimir and %d Loki namespace files, want one of each", cluster, mimir, loki)
 		}
-		if got, want := namespaces[rules.MetricsNamespace(cfg)], "ruler/mimir/"+rules.MetricsNamespace(cfg)+".yaml"; got != want {
+		if got, want := namespaces[rules.MetricsNamespace(cfg.Ruler)], "ruler/mimir/"+rules.MetricsNamespace(cfg.Ruler)+".yaml"; got != want {
 			t.Errorf("metrics namespace file %q, want %q", got, want)
 		}
 	}
@@ -154,7 +155,7 @@ func TestRulerNamespacePrefixIsChecked(t *testing.T) {
 // event log alerts.
 func TestLokiRulesUseEventLineFields(t *testing.T) {
 	cfg := config.Default()
-	for _, r := range rules.LokiGroups(cfg).Groups[0].Rules {
+	for _, r := range rules.LokiGroups(view.Of(cfg).Rules).Groups[0].Rules {
 		logqlcheck.Check(t, cfg, r.Alert+"/"+r.Labels["service"], r.Expr)
 	}
 }

@@ -124,7 +124,7 @@ func ForRules(cfg *config.Config) Terms {
 // the config, every selector also selects the $cluster variable.
 func ForDashboards(cfg *config.Config) Terms {
 	t := ForRules(cfg)
-	if MultiCluster(cfg) {
+	if cfg.Cluster.Multi() {
 		t.cluster = Selector{Var(cfg.Cluster.Label, "=", "cluster")}
 	}
 	return t
@@ -134,15 +134,11 @@ func ForDashboards(cfg *config.Config) Terms {
 // a cluster name in the config, every selector selects that cluster.
 func ForCluster(cfg *config.Config) Terms {
 	t := ForRules(cfg)
-	if MultiCluster(cfg) {
+	if cfg.Cluster.Multi() {
 		t.cluster = Selector{Eq(cfg.Cluster.Label, cfg.Cluster.Name)}
 	}
 	return t
 }
-
-// MultiCluster reports whether a cluster name is configured, so that
-// dashboards select on it.
-func MultiCluster(cfg *config.Config) bool { return cfg.Cluster.Name != "" }
 
 // job is the one form of every selector: the job, the cluster, then ms.
 func (t Terms) job(job Matcher, ms []Matcher) Selector {

@@ -102,9 +102,10 @@ const (
 
 // Loki is the push endpoint; secrets are files.
 type Loki struct {
-	// The endpoint, as gen's config describes it (same fields and checks).
-	endpoint.Loki `yaml:",inline"`
-	Timeout       conffile.Duration `yaml:"timeout"`
+	// Endpoint is where to push, as gen's config describes it (same fields
+	// and checks).
+	Endpoint endpoint.Loki     `yaml:",inline"`
+	Timeout  conffile.Duration `yaml:"timeout"`
 	// MinBackoff and MaxBackoff bound the jittered exponential wait between
 	// tries; retries never stop.
 	MinBackoff conffile.Duration `yaml:"minBackoff"`
@@ -215,7 +216,7 @@ func (c *Config) validate() conffile.Problems {
 		v, err := model.ParseDuration(string(d))
 		check(path, err == nil && (!positive || v > 0), "must be a duration such as 1s or 5m, got %q", string(d))
 	}
-	probs = append(probs, c.Loki.Check("loki")...)
+	probs = append(probs, c.Loki.Endpoint.Check("loki")...)
 	duration("loki.timeout", c.Loki.Timeout, true)
 	duration("loki.minBackoff", c.Loki.MinBackoff, true)
 	duration("loki.maxBackoff", c.Loki.MaxBackoff, true)

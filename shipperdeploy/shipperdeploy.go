@@ -1,9 +1,10 @@
 // Package eventlogshipper builds the eventlog-shipper's Kubernetes objects for gen:
 // its config and a HostProcess DaemonSet on the Windows nodes assigned to it.
-package eventlogshipper
+package shipperdeploy
 
 import (
 	"fmt"
+	"github.com/winobs/winobs/view"
 	"strings"
 	"time"
 
@@ -16,9 +17,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/winobs/winobs/config"
-	"github.com/winobs/winobs/hostprocess"
+	"github.com/winobs/winobs/nodeagent"
 	"github.com/winobs/winobs/render"
-	"github.com/winobs/winobs/vocab"
 )
 
 // Name of every shipper object.
@@ -27,21 +27,21 @@ const Name = "winobs-eventlog-shipper"
 const configDir = `C:\etc\eventlog-shipper`
 
 // Files returns the shipper's ConfigMap and DaemonSet.
-func Files(cfg *config.Config) ([]render.File, error) {
-	conf, err := ShipperConfig(cfg)
+func Files(v view.Shipper) ([]render.File, error) {
+	conf, err := ShipperConfig(v)
 	if err != nil {
 		return nil, err
 	}
 	cm := &corev1.ConfigMap{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
-		ObjectMeta: hostprocess.Meta(cfg, Name, meta.ComponentLogAgent),
+		ObjectMeta: nodeagent.Meta(v.Agents, Name, meta.ComponentLogAgent),
 		Data:       map[string]string{"shipper.yaml": string(conf)},
 	}
-	sc, err := Shipper(cfg)
+	sc, err := Shipper(v)
 	if err != nil {
 		return nil, err
 	}
-	return []render.File{{Path: "shipper/eventlog-shipper.yaml", Objects: []any{cm, daemonSet(cfg, sc)}}}, nil
+	return []render.File{{Path: "shipper/eventlog-shipper.yaml", Objects: []any{cm, daemonSet(v, sc)}}}, nil
 }
 
 // ShipperConfig is the shipper's config file for the bundle's config: the
@@ -49,8 +49,8 @@ func Files(cfg *config.Config) ([]render.File, error) {
 // write identical streams. It is the shipper's own type, filled in over its
 // own defaults and checked with its own validation, so what gen renders is
 // what the shipper loads.
-func ShipperConfig(cfg *config.Config) ([]byte, error) {
-	sc, err := Shipper(cfg)
+func ShipperConfig(v view.Shipper) ([]byte, error) {
+	sc, err := Shipper(v)
 	if err != nil {
 		return nil, err
 	}
@@ -58,22 +58,22 @@ func ShipperConfig(cfg *config.Config) ([]byte, error) {
 }
 
 // Shipper is the shipper's configuration for the bundle's config.
-func Shipper(cfg *config.Config) (*shipconfig.Config, error) {
+func Shipper(v view.Shipper) (*shipconfig.Config, error) {
 	sc, err := shipconfig.Default()
 	if err != nil {
 		return nil, err
 	}
-	sc.Loki.Loki = cfg.Loki
-	sc.Labels = map[string]string{contract.LabelJob: cfg.Logs.EventsJob}
-	if vocab.MultiCluster(cfg) {
-		sc.Labels[cfg.Cluster.Label] = cfg.Cluster.Name // Alloy's external label
+	sc.Loki.Endpoint = v.Loki
+	sc.Labels = map[string]string{contract.LabelJob: v.EventsJob}
+	if v.Cluster.Multi() {
+		sc.Labels[v.Cluster.Label] = v.Cluster.Name // Alloy's external label
 	}
-	sc.LabelsFromEnv = map[string]string{contract.LabelNode: hostprocess.NodeNameEnv}
-	for _, ch := range cfg.EventLog.Channels {
+	sc.LabelsFromEnv = map[string]string{contract.LabelNode: nodeagent.NodeNameEnv}
+	for _, ch := range v.EventLog.Channels {
 		sc.Channels = append(sc.Channels, shipconfig.Channel{Name: ch.Name, Query: ch.XPath()})
 	}
-	sc.StateDir, sc.Locale, sc.Listen = cfg.Shipper.StateDir, cfg.EventLog.Locale, cfg.Shipper.Listen
-	sc.Textfile = strings.TrimRight(cfg.Shipper.TextfileDir, `\`) + `\eventlog-shipper.prom`
+	sc.StateDir, sc.Locale, sc.Listen = v.Shipper.StateDir, v.EventLog.Locale, v.Shipper.Listen
+	sc.Textfile = strings.TrimRight(v.Shipper.TextfileDir, `\`) + `\eventlog-shipper.prom`
 	sc.StartAt, sc.OnCorruptCheckpoint = shipconfig.Newest, shipconfig.Oldest
 	if probs := sc.Validate(); len(probs) > 0 {
 		return nil, fmt.Errorf("the eventlog-shipper would refuse its rendered config: %w", probs)
@@ -86,31 +86,31 @@ func Shipper(cfg *config.Config) (*shipconfig.Config, error) {
 // checkpoint and metrics, before the kubelet kills it.
 const graceMargin = 10 * time.Second
 
-func daemonSet(cfg *config.Config, sc *shipconfig.Config) any {
+func daemonSet(v view.Shipper, sc *shipconfig.Config) any {
 	grace := int64((time.Duration(sc.ShutdownGrace.Model()) + graceMargin).Seconds())
 	probe := func(state string) *corev1.Probe {
 		// HTTP probes of a HostProcess pod go to the node's address and the
 		// shipper listens on loopback; its probe mode reads the health file
 		// it keeps in its state directory, which no connection held open
 		// to the metrics port can starve.
-		health := strings.TrimRight(cfg.Shipper.StateDir, `\`) + `\` + shipconfig.HealthFile
+		health := strings.TrimRight(v.Shipper.StateDir, `\`) + `\` + shipconfig.HealthFile
 		return &corev1.Probe{ProbeHandler: corev1.ProbeHandler{Exec: &corev1.ExecAction{
 			Command: []string{`eventlog-shipper.exe`, "probe", health, state},
 		}}, PeriodSeconds: 20, TimeoutSeconds: 10, FailureThreshold: 3}
 	}
 	container := corev1.Container{
 		Name:           "eventlog-shipper",
-		Image:          cfg.Shipper.Image,
+		Image:          v.Shipper.Image,
 		Command:        []string{`eventlog-shipper.exe`},
 		Args:           []string{"--config", configDir + `\shipper.yaml`},
-		Env:            []corev1.EnvVar{hostprocess.NodeNameVar()},
-		Resources:      hostprocess.Resources(cfg.Shipper.Resources),
+		Env:            []corev1.EnvVar{nodeagent.NodeNameVar()},
+		Resources:      nodeagent.Resources(v.Shipper.Resources),
 		VolumeMounts:   []corev1.VolumeMount{{Name: "config", MountPath: configDir}},
 		LivenessProbe:  probe("live"),
 		ReadinessProbe: probe("ready"),
 	}
 	pod := corev1.PodSpec{
-		Affinity:   hostprocess.AgentAffinity(cfg, config.AgentShipper),
+		Affinity:   nodeagent.AgentAffinity(v.Agents, config.AgentShipper),
 		Containers: []corev1.Container{container},
 		Volumes: []corev1.Volume{{Name: "config", VolumeSource: corev1.VolumeSource{
 			ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: Name}},
@@ -119,10 +119,10 @@ func daemonSet(cfg *config.Config, sc *shipconfig.Config) any {
 		// No Kubernetes API access at all.
 		AutomountServiceAccountToken: new(bool),
 	}
-	hostprocess.MountLokiSecret(cfg, &pod)
+	nodeagent.MountLokiSecret(v.Agents, &pod)
 	// SYSTEM: reading the Security channel needs it (or membership of Event
 	// Log Readers, which LocalService does not have by default), and it can
 	// create the state directory and the textfile under C:\var\lib. The
 	// shipper holds no API token and opens no port beyond loopback.
-	return hostprocess.DaemonSet(cfg, Name, Name, hostprocess.SystemAccount, pod)
+	return nodeagent.DaemonSet(v.Agents, Name, Name, nodeagent.SystemAccount, pod)
 }

@@ -1,8 +1,10 @@
-// Package hostprocess builds what every winobs HostProcess DaemonSet shares:
-// Windows placement, the HostProcess security context, the node name from the
-// downward API, resources, and the node label that gives each Windows node
-// exactly one log agent.
-package hostprocess
+// Package nodeagent builds what every winobs node agent shares: the namespace
+// they run in (rendered at the Pod Security level HostProcess pods need), the
+// HostProcess DaemonSet around each agent's pod (Windows placement, security
+// context, the pods' extra settings), the node name from the downward API,
+// resources, the Loki Secret mount, and the node label that gives each
+// Windows node exactly one log agent. Its input is view.Agents.
+package nodeagent
 
 import (
 	"maps"
@@ -17,6 +19,7 @@ import (
 	"github.com/winobs/winobs/config"
 	"github.com/winobs/winobs/meta"
 	"github.com/winobs/winobs/render"
+	"github.com/winobs/winobs/view"
 )
 
 // SystemAccount is the account winobs's HostProcess containers run as; each
@@ -28,8 +31,8 @@ const SystemAccount = `NT AUTHORITY\SYSTEM`
 const NodeNameEnv = "NODE_NAME"
 
 // Meta is the object metadata of one node agent's objects.
-func Meta(cfg *config.Config, name, component string) metav1.ObjectMeta {
-	return meta.Object(cfg.Namespace, name, component, nil)
+func Meta(a view.Agents, name, component string) metav1.ObjectMeta {
+	return meta.Object(a.Namespace, name, component, nil)
 }
 
 // PodSecurityLevel is the Pod Security Admission level HostProcess pods
@@ -39,13 +42,13 @@ const PodSecurityLevel = "privileged"
 // NamespaceFiles renders the namespace, when the config asks for it, with
 // the Pod Security labels (enforce, audit and warn) that admit HostProcess
 // pods.
-func NamespaceFiles(cfg *config.Config) ([]render.File, error) {
-	if !cfg.CreateNamespace {
+func NamespaceFiles(a view.Agents) ([]render.File, error) {
+	if !a.CreateNamespace {
 		return nil, nil
 	}
 	ns := &corev1.Namespace{
 		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Namespace"},
-		ObjectMeta: meta.Object("", cfg.Namespace, meta.ComponentNamespace, map[string]string{
+		ObjectMeta: meta.Object("", a.Namespace, meta.ComponentNamespace, map[string]string{
 			"pod-security.kubernetes.io/enforce": PodSecurityLevel,
 			"pod-security.kubernetes.io/audit":   PodSecurityLevel,
 			"pod-security.kubernetes.io/warn":    PodSecurityLevel,
@@ -56,22 +59,22 @@ func NamespaceFiles(cfg *config.Config) ([]render.File, error) {
 
 // DaemonSet wraps a pod spec into a HostProcess DaemonSet on the Windows
 // nodes: host network, the given account, rolling updates one node at a time.
-func DaemonSet(cfg *config.Config, name, component, account string, pod corev1.PodSpec) *appsv1.DaemonSet {
+func DaemonSet(a view.Agents, name, component, account string, pod corev1.PodSpec) *appsv1.DaemonSet {
 	pod.OS = &corev1.PodOS{Name: corev1.Windows}
-	pod.NodeSelector = map[string]string(cfg.Nodes.Selector)
-	pod.Tolerations = tolerations(cfg.Nodes.Tolerations)
+	pod.NodeSelector = map[string]string(a.Nodes.Selector)
+	pod.Tolerations = tolerations(a.Nodes.Tolerations)
 	pod.HostNetwork = true
-	pod.PriorityClassName = cfg.Pods.PriorityClassName
-	for _, name := range cfg.Pods.ImagePullSecrets {
+	pod.PriorityClassName = a.Pods.PriorityClassName
+	for _, name := range a.Pods.ImagePullSecrets {
 		pod.ImagePullSecrets = append(pod.ImagePullSecrets, corev1.LocalObjectReference{Name: name})
 	}
 	labels := meta.Labels(name, component)
-	for k, v := range cfg.Pods.Labels {
+	for k, v := range a.Pods.Labels {
 		labels[k] = v // validated: never an app.kubernetes.io/ label
 	}
 	var annotations map[string]string
-	if len(cfg.Pods.Annotations) > 0 {
-		annotations = maps.Clone(cfg.Pods.Annotations)
+	if len(a.Pods.Annotations) > 0 {
+		annotations = maps.Clone(a.Pods.Annotations)
 	}
 	pod.SecurityContext = &corev1.PodSecurityContext{WindowsOptions: &corev1.WindowsSecurityContextOptions{
 		HostProcess: ptr(true), RunAsUserName: ptr(account),
@@ -79,7 +82,7 @@ func DaemonSet(cfg *config.Config, name, component, account string, pod corev1.P
 	maxUnavailable := intstr.FromInt32(1)
 	return &appsv1.DaemonSet{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "apps/v1", Kind: "DaemonSet"},
-		ObjectMeta: Meta(cfg, name, component),
+		ObjectMeta: Meta(a, name, component),
 		Spec: appsv1.DaemonSetSpec{
 			Selector: &metav1.LabelSelector{MatchLabels: meta.Selector(name)},
 			UpdateStrategy: appsv1.DaemonSetUpdateStrategy{
@@ -94,18 +97,18 @@ func DaemonSet(cfg *config.Config, name, component, account string, pod corev1.P
 	}
 }
 
-// MountLokiSecret adds the Secret of cfg.LokiSecret, when one is named, to
-// the pod and read-only to its first container: the log agents read the
-// Loki credentials from it.
-func MountLokiSecret(cfg *config.Config, pod *corev1.PodSpec) {
-	if cfg.LokiSecret.Name == "" {
+// MountLokiSecret adds the Loki Secret, when one is named, to the pod and
+// read-only to its first container: the log agents read the Loki
+// credentials from it.
+func MountLokiSecret(a view.Agents, pod *corev1.PodSpec) {
+	if a.LokiSecret.Name == "" {
 		return
 	}
 	pod.Volumes = append(pod.Volumes, corev1.Volume{Name: "loki-credentials", VolumeSource: corev1.VolumeSource{
-		Secret: &corev1.SecretVolumeSource{SecretName: cfg.LokiSecret.Name},
+		Secret: &corev1.SecretVolumeSource{SecretName: a.LokiSecret.Name},
 	}})
 	c := &pod.Containers[0]
-	c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: "loki-credentials", MountPath: cfg.LokiSecret.MountPath, ReadOnly: true})
+	c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: "loki-credentials", MountPath: a.LokiSecret.MountPath, ReadOnly: true})
 }
 
 func tolerations(ts []config.Toleration) []corev1.Toleration {
@@ -141,17 +144,17 @@ func Resources(r config.Resources) corev1.ResourceRequirements {
 // absent label); the other takes only nodes labelled for it. For any value
 // of the label, at most one agent matches, and an unlabelled node gets the
 // default.
-func AgentAffinity(cfg *config.Config, agent string) *corev1.Affinity {
-	req := corev1.NodeSelectorRequirement{Key: cfg.LogAgent.NodeLabel, Operator: corev1.NodeSelectorOpIn, Values: []string{agent}}
-	if agent == cfg.LogAgent.Default {
+func AgentAffinity(a view.Agents, agent string) *corev1.Affinity {
+	req := corev1.NodeSelectorRequirement{Key: a.LogAgent.NodeLabel, Operator: corev1.NodeSelectorOpIn, Values: []string{agent}}
+	if agent == a.LogAgent.Default {
 		var others []string
-		for _, a := range []string{config.AgentAlloy, config.AgentShipper} {
-			if a != agent {
-				others = append(others, a)
+		for _, other := range []string{config.AgentAlloy, config.AgentShipper} {
+			if other != agent {
+				others = append(others, other)
 			}
 		}
 		sort.Strings(others)
-		req = corev1.NodeSelectorRequirement{Key: cfg.LogAgent.NodeLabel, Operator: corev1.NodeSelectorOpNotIn, Values: others}
+		req = corev1.NodeSelectorRequirement{Key: a.LogAgent.NodeLabel, Operator: corev1.NodeSelectorOpNotIn, Values: others}
 	}
 	return &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{
 		RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{

@@ -1,6 +1,7 @@
-package eventlogshipper
+package shipperdeploy
 
 import (
+	"github.com/winobs/winobs/view"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -24,7 +25,7 @@ func TestShipperAcceptsRenderedConfig(t *testing.T) {
 	}
 	cfg.Cluster.Name = "eu$1"
 	cfg.Logs.EventsJob = "$JOB"
-	raw, err := ShipperConfig(cfg)
+	raw, err := ShipperConfig(view.Of(cfg).Shipper)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -40,7 +41,7 @@ func TestShipperAcceptsRenderedConfig(t *testing.T) {
 	}
 	// Every value round-trips: what gen built is what the shipper loads
 	// (plus the node label it reads from the environment).
-	built, err := Shipper(cfg)
+	built, err := Shipper(view.Of(cfg).Shipper)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -51,7 +52,7 @@ func TestShipperAcceptsRenderedConfig(t *testing.T) {
 	if len(sc.Channels) != 2 || sc.Channels[0].Query != "*[System[(Level=1 or Level=2 or Level=3)]]" || sc.Channels[1].Name != "Application" {
 		t.Errorf("channels %+v", sc.Channels)
 	}
-	if sc.Loki.URL != cfg.Loki.URL || sc.Locale != 1033 || !strings.HasSuffix(sc.Textfile, `\textfile\eventlog-shipper.prom`) {
+	if sc.Loki.Endpoint.URL != cfg.Loki.URL || sc.Locale != 1033 || !strings.HasSuffix(sc.Textfile, `\textfile\eventlog-shipper.prom`) {
 		t.Errorf("config %+v", sc)
 	}
 	if sc.Listen != "127.0.0.1:9498" || sc.StartAt != shipconfig.Newest || sc.OnCorruptCheckpoint != shipconfig.Oldest {
@@ -63,11 +64,11 @@ func TestShipperAcceptsRenderedConfig(t *testing.T) {
 // shutdownGrace (plus the margin to exit), never kept in step by hand.
 func TestGracePeriodFollowsTheShipper(t *testing.T) {
 	cfg := config.Default()
-	sc, err := Shipper(cfg)
+	sc, err := Shipper(view.Of(cfg).Shipper)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ds := daemonSet(cfg, sc).(*appsv1.DaemonSet)
+	ds := daemonSet(view.Of(cfg).Shipper, sc).(*appsv1.DaemonSet)
 	want := int64((time.Duration(sc.ShutdownGrace.Model()) + graceMargin).Seconds())
 	if got := ds.Spec.Template.Spec.TerminationGracePeriodSeconds; got == nil || *got != want || want <= int64(time.Duration(sc.ShutdownGrace.Model()).Seconds()) {
 		t.Errorf("grace %v, want %d", got, want)

@@ -1,4 +1,4 @@
-package hostprocess
+package nodeagent
 
 import (
 	"slices"
@@ -8,6 +8,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/winobs/winobs/config"
+	"github.com/winobs/winobs/view"
 )
 
 // matches evaluates a required node affinity against a node's labels.
@@ -41,7 +42,8 @@ func TestEveryNodeGetsExactlyOneLogAgent(t *testing.T) {
 			t.Fatal(err)
 		}
 		cfg.LogAgent.Default = def
-		alloy, shipper := AgentAffinity(cfg, config.AgentAlloy), AgentAffinity(cfg, config.AgentShipper)
+		a := view.Of(cfg).Agents
+		alloy, shipper := AgentAffinity(a, config.AgentAlloy), AgentAffinity(a, config.AgentShipper)
 		for _, value := range []string{"", config.AgentAlloy, config.AgentShipper, "something-else"} {
 			labels := map[string]string{"kubernetes.io/os": "windows"}
 			if value != "" {
@@ -64,7 +66,7 @@ func TestPodsSettings(t *testing.T) {
 	cfg := config.Default()
 	cfg.Pods = config.Pods{ImagePullSecrets: []string{"ghcr-pull"}, PriorityClassName: "system-node-critical",
 		Labels: config.Labels{"team": "platform"}, Annotations: map[string]string{"example.com/owner": "ops\nteam"}}
-	ds := DaemonSet(cfg, "x", "agent", SystemAccount, corev1.PodSpec{})
+	ds := DaemonSet(view.Of(cfg).Agents, "x", "agent", SystemAccount, corev1.PodSpec{})
 	pod := ds.Spec.Template
 	if len(pod.Spec.ImagePullSecrets) != 1 || pod.Spec.ImagePullSecrets[0].Name != "ghcr-pull" || pod.Spec.PriorityClassName != "system-node-critical" {
 		t.Errorf("%+v", pod.Spec)
@@ -75,7 +77,7 @@ func TestPodsSettings(t *testing.T) {
 	if _, ok := ds.Spec.Selector.MatchLabels["team"]; ok {
 		t.Error("an extra label reached the selector")
 	}
-	if def := DaemonSet(config.Default(), "x", "agent", SystemAccount, corev1.PodSpec{}); def.Spec.Template.Annotations != nil || def.Spec.Template.Spec.PriorityClassName != "system-node-critical" || def.Spec.Template.Spec.ImagePullSecrets != nil {
+	if def := DaemonSet(view.Of(config.Default()).Agents, "x", "agent", SystemAccount, corev1.PodSpec{}); def.Spec.Template.Annotations != nil || def.Spec.Template.Spec.PriorityClassName != "system-node-critical" || def.Spec.Template.Spec.ImagePullSecrets != nil {
 		t.Error("the default's pod settings")
 	}
 }

@@ -1,0 +1,120 @@
+// Package view holds the narrow views of the config, one per artifact
+// family. A builder takes its view, never the whole config, so what reaches
+// each artifact is written once, here: Of is the one place a setting is
+// routed to the builders that read it. Views hold config values, not
+// copies kept in step.
+package view
+
+import (
+	"github.com/winobs/winobs/config"
+	"github.com/winobs/winobs/vocab"
+)
+
+// Agents is what every node agent's objects share (package nodeagent): the
+// namespace they run in, placement on the Windows nodes, the pods' extra
+// settings, the Loki Secret and which log agent each node gets.
+type Agents struct {
+	Namespace       string
+	CreateNamespace bool
+	Nodes           config.Nodes
+	Pods            config.Pods
+	LokiSecret      config.LokiSecret
+	LogAgent        config.LogAgent
+}
+
+// Rules is what the Prometheus and Loki rules read (package rules).
+type Rules struct {
+	// Terms select every cluster's series: rules name no cluster.
+	Terms  vocab.Terms
+	Alerts config.Alerts
+	// ExporterServices are the services windows-exporter reports: the Loki
+	// rules watch each for an unexpected stop.
+	ExporterServices config.Services
+	// Namespace holds the PrometheusRule objects (and the Loki rules'
+	// ConfigMap unless LokiRules names another).
+	Namespace  string
+	RuleLabels config.Labels
+	Ruler      config.Ruler
+	LokiRules  config.LokiRules
+}
+
+// Dashboards is what the dashboards read (package dashboards).
+type Dashboards struct {
+	// Terms select the cluster the $cluster variable names, if any.
+	Terms   vocab.Terms
+	Cluster config.Cluster
+	// Alerts are the thresholds the panels draw.
+	Alerts     config.Alerts
+	Namespace  string
+	Dashboards config.Dashboards
+}
+
+// Alloy is what Alloy's config and DaemonSet read (package alloy).
+type Alloy struct {
+	Agents    Agents
+	Alloy     config.Alloy
+	APIServer config.APIServer
+	Loki      config.Loki
+	Cluster   config.Cluster
+	Logs      config.Logs
+	EventLog  config.EventLog
+}
+
+// Exporters is what windows-exporter's objects read (package exporters).
+type Exporters struct {
+	Agents          Agents
+	WindowsExporter config.WindowsExporter
+	// TextfileDir is where the shipper writes its metrics for the
+	// exporter's textfile collector.
+	TextfileDir string
+}
+
+// Shipper is what the eventlog-shipper's config and DaemonSet read
+// (package shipperdeploy): the same channels, Loki endpoint, stream labels
+// and locale as Alloy's.
+type Shipper struct {
+	Agents    Agents
+	Shipper   config.Shipper
+	Loki      config.Loki
+	Cluster   config.Cluster
+	EventsJob string
+	EventLog  config.EventLog
+}
+
+// Bundle is every builder's view of one config.
+type Bundle struct {
+	Agents     Agents
+	Rules      Rules
+	Dashboards Dashboards
+	Alloy      Alloy
+	Exporters  Exporters
+	Shipper    Shipper
+}
+
+// Of routes a validated config to the builders.
+func Of(cfg *config.Config) Bundle {
+	agents := Agents{
+		Namespace: cfg.Namespace, CreateNamespace: cfg.CreateNamespace,
+		Nodes: cfg.Nodes, Pods: cfg.Pods, LokiSecret: cfg.LokiSecret, LogAgent: cfg.LogAgent,
+	}
+	return Bundle{
+		Agents: agents,
+		Rules: Rules{
+			Terms: vocab.ForRules(cfg), Alerts: cfg.Alerts, ExporterServices: cfg.WindowsExporter.Services,
+			Namespace: cfg.Namespace, RuleLabels: cfg.Prometheus.RuleLabels, Ruler: cfg.Ruler, LokiRules: cfg.LokiRules,
+		},
+		Dashboards: Dashboards{
+			Terms: vocab.ForDashboards(cfg), Cluster: cfg.Cluster, Alerts: cfg.Alerts,
+			Namespace: cfg.Namespace, Dashboards: cfg.Dashboards,
+		},
+		Alloy: Alloy{
+			Agents: agents, Alloy: cfg.Alloy, APIServer: cfg.APIServer, Loki: cfg.Loki,
+			Cluster: cfg.Cluster, Logs: cfg.Logs, EventLog: cfg.EventLog,
+		},
+		Exporters: Exporters{Agents: agents, WindowsExporter: cfg.WindowsExporter, TextfileDir: cfg.Shipper.TextfileDir},
+		Shipper: Shipper{
+			Agents: agents, Shipper: cfg.Shipper, Loki: cfg.Loki,
+			Cluster: cfg.Cluster, EventsJob: cfg.Logs.EventsJob, EventLog: cfg.EventLog,
+		},
+	}
+}
