@@ -39,16 +39,16 @@ func nodes(v view.Dashboards, q queries) *dashboard.DashboardBuilder {
 			units.Short, []query{promTable(q.fleetOS())}, append(append([]column{
 				{title: "Uptime", unit: units.Seconds, query: q.fleetUptime()}},
 				q.fleetServices()...), []column{
-				{title: "Commit charge", unit: units.PercentUnit, query: q.fleetRecord(vocab.NodeCommitRatio), steps: commitSteps},
-				{title: "CPU", unit: units.PercentUnit, query: q.fleetRecord(vocab.NodeCPUUtilisation)},
-				{title: "Physical memory", unit: units.PercentUnit, query: q.fleetRecord(vocab.NodeMemoryUtilisation)},
+				{title: "Commit charge", unit: units.PercentUnit, query: q.fleetRecord(vocab.Records.NodeCommitRatio), steps: commitSteps},
+				{title: "CPU", unit: units.PercentUnit, query: q.fleetRecord(vocab.Records.NodeCPUUtilisation)},
+				{title: "Physical memory", unit: units.PercentUnit, query: q.fleetRecord(vocab.Records.NodeMemoryUtilisation)},
 				{title: "C: free", unit: units.PercentUnit, query: q.fleetSystemVolumeFree(), steps: freeSteps[:2], low: true},
 			}...), "Commit charge").Height(10))).
 		// One row per selected node.
 		WithRow(dashboard.NewRowBuilder("Node $instance").Repeat("instance")).
 		WithPanel(graph("Commit charge",
 			"Committed bytes over the commit limit. At 100 % every allocation on the node fails (error 1455); dashed lines are the alert thresholds.",
-			units.PercentUnit, []query{prom(q.nodeRecord(vocab.NodeCommitRatio), "{{instance}}")}, commitSteps...)).
+			units.PercentUnit, []query{prom(q.nodeRecord(vocab.Records.NodeCommitRatio), "{{instance}}")}, commitSteps...)).
 		WithPanel(graph("Committed, commit limit and physical memory",
 			"Committed memory is what Windows has promised; the commit limit is RAM plus page files. Above physical memory the node pages.",
 			units.BytesIEC, []query{
@@ -58,20 +58,20 @@ func nodes(v view.Dashboards, q queries) *dashboard.DashboardBuilder {
 			})).
 		WithPanel(graph("Commit / physical memory",
 			"Committed bytes over installed RAM. Above the dashed line while paging is high, the node is overcommitted: every container slows down.",
-			units.PercentUnit, []query{prom(q.nodeRecord(vocab.NodeCommitToPhysical), "{{instance}}")}, a.NodeOvercommit.CommitToPhysical)).
+			units.PercentUnit, []query{prom(q.nodeRecord(vocab.Records.NodeCommitToPhysical), "{{instance}}")}, a.NodeOvercommit.CommitToPhysical)).
 		WithPanel(graph("Physical memory in use", "1 - available / installed RAM. Available includes the standby cache; the dashed line is the saturation alert.",
-			units.PercentUnit, []query{prom(q.nodeRecord(vocab.NodeMemoryUtilisation), "{{instance}}")}, memorySteps...)).
+			units.PercentUnit, []query{prom(q.nodeRecord(vocab.Records.NodeMemoryUtilisation), "{{instance}}")}, memorySteps...)).
 		WithPanel(graph("Page file use", "Used share of each page file. The commit limit is RAM plus the page files, so a full page file is a full commit limit.",
-			units.PercentUnit, []query{prom(q.nodeRecord(vocab.PagefileUsage), "{{instance}} {{file}}")}, a.Pagefile.Ratio)).
+			units.PercentUnit, []query{prom(q.nodeRecord(vocab.Records.PagefileUsage), "{{instance}} {{file}}")}, a.Pagefile.Ratio)).
 		WithPanel(graph("Paging", "Hard-fault paging to and from disk.",
-			unitPagesPerSecond, []query{prom(q.nodeRecord(vocab.NodePagingRate), "{{instance}}")}, a.NodeOvercommit.PagesPerSecond)).
+			unitPagesPerSecond, []query{prom(q.nodeRecord(vocab.Records.NodePagingRate), "{{instance}}")}, a.NodeOvercommit.PagesPerSecond)).
 		WithPanel(graph("CPU utilisation", "Non-idle share of all logical processors; the dashed line is the saturation alert.",
-			units.PercentUnit, []query{prom(q.nodeRecord(vocab.NodeCPUUtilisation), "{{instance}}")}, cpuSteps...)).
+			units.PercentUnit, []query{prom(q.nodeRecord(vocab.Records.NodeCPUUtilisation), "{{instance}}")}, cpuSteps...)).
 		WithPanel(graphLow("Volume free space",
 			"Free space of each volume with a drive letter. Dashed lines: critical (the kubelet evicts pods at 10 % free), warning (image garbage collection from 85 % used), and the level below which a volume's trend is watched.",
-			units.PercentUnit, []query{prom(q.nodeRecord(vocab.VolumeFreeRatio), "{{instance}} {{volume}}")}, freeSteps...)).
+			units.PercentUnit, []query{prom(q.nodeRecord(vocab.Records.VolumeFreeRatio), "{{instance}} {{volume}}")}, freeSteps...)).
 		WithPanel(graph("Volume I/O latency", "Average seconds per read or write over 5 minutes; the dashed line is the alert threshold.",
-			units.Seconds, []query{prom(q.nodeRecord(vocab.VolumeLatency), "{{instance}} {{volume}}")}, a.VolumeLatency.Seconds)).
+			units.Seconds, []query{prom(q.nodeRecord(vocab.Records.VolumeLatency), "{{instance}} {{volume}}")}, a.VolumeLatency.Seconds)).
 		WithPanel(graph("Volume busy", "Share of time the volume was not idle, bounded at 100 %.",
 			units.PercentUnit, []query{prom(q.diskBusy(), "{{instance}} {{volume}}")})).
 		WithPanel(graph("Network", "Bits per second per adapter; received above the axis, sent below.",
@@ -80,11 +80,11 @@ func nodes(v view.Dashboards, q queries) *dashboard.DashboardBuilder {
 				prom("-"+q.netBits("sent"), "{{instance}} {{nic}} sent"),
 			})).
 		WithPanel(graph("Network errors and discards", "Receive and transmit errors and discards per packet, per adapter; the dashed line is the alert threshold.",
-			units.PercentUnit, []query{prom(q.nodeRecord(vocab.NetworkErrorRatio), "{{instance}} {{nic}}")}, a.NetworkErrors.Ratio)).
+			units.PercentUnit, []query{prom(q.nodeRecord(vocab.Records.NetworkErrorRatio), "{{instance}} {{nic}}")}, a.NetworkErrors.Ratio)).
 		WithPanel(graph("Clock offset", "Absolute offset of the node's clock from its time source (windows-exporter's time collector); the dashed line is the alert threshold.",
-			units.Seconds, []query{prom(q.nodeRecord(vocab.NodeClockOffset), "{{instance}}")}, a.Clock.MaxOffsetSeconds)).
+			units.Seconds, []query{prom(q.nodeRecord(vocab.Records.NodeClockOffset), "{{instance}}")}, a.Clock.MaxOffsetSeconds)).
 		WithPanel(graphLow("NTP time sources", "Time sources the Windows Time service uses; at 0 the clock drifts freely (the alert).",
-			units.Short, []query{prom(q.nodeRecord(vocab.NodeTimeSources), "{{instance}}")}, 0)).
+			units.Short, []query{prom(q.nodeRecord(vocab.Records.NodeTimeSources), "{{instance}}")}, 0)).
 		WithRow(dashboard.NewRowBuilder("Services and exporter")).
 		WithPanel(grid("Node services", "Current state of the services Kubernetes needs on the node.",
 			units.Short, []query{promTable(q.serviceStates())}, nil, "").Span(12)).

@@ -24,14 +24,14 @@ func pods(v view.Dashboards, q queries) *dashboard.DashboardBuilder {
 		WithPanel(graph("Committed memory and limit",
 			"The container's job object caps committed memory: when it reaches the limit, allocations fail with error 1455 and the process exits with an error, never OOMKilled.",
 			units.BytesIEC, []query{
-				prom(q.podRecord(vocab.ContainerCommitBytes), "{{pod}}/{{container}} committed"),
-				prom(q.podRecord(vocab.ContainerMemoryLimitBytes), "{{pod}}/{{container}} limit"),
+				prom(q.podRecord(vocab.Records.ContainerCommitBytes), "{{pod}}/{{container}} committed"),
+				prom(q.podRecord(vocab.Records.ContainerMemoryLimitBytes), "{{pod}}/{{container}} limit"),
 			})).
 		WithPanel(graph("Private working set (kubectl top)",
 			"What kubectl top and the HPA see. It is often less than half of the committed memory, so it understates how close a container is to its limit.",
 			units.BytesIEC, []query{prom(q.podWorkingSet(), "{{pod}}/{{container}}")})).
 		WithPanel(graph("Committed memory / limit", "The alert fires at the dashed line.",
-			units.PercentUnit, []query{prom(q.podRecord(vocab.ContainerCommitToLimit), "{{pod}}/{{container}}")}, warn).Span(24)).
+			units.PercentUnit, []query{prom(q.podRecord(vocab.Records.ContainerCommitToLimit), "{{pod}}/{{container}}")}, warn).Span(24)).
 		WithRow(dashboard.NewRowBuilder("CPU, restarts and network")).
 		WithPanel(graph("CPU and limit", "CPU used, in cores, against the CPU limit.",
 			unitCores, []query{

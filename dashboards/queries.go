@@ -49,11 +49,11 @@ func (q queries) instanceValues() string {
 }
 
 func (q queries) namespaceValues() string {
-	return labelValues(vocab.ContainerInfo, q.t.Cluster(), "namespace")
+	return labelValues(vocab.Records.ContainerInfo, q.t.Cluster(), "namespace")
 }
 
 func (q queries) podValues() string {
-	return labelValues(vocab.ContainerInfo, q.t.Cluster(namespaceVar), "pod")
+	return labelValues(vocab.Records.ContainerInfo, q.t.Cluster(namespaceVar), "pod")
 }
 
 // containerIDValues are the container ids of the pods shown, for the hidden
@@ -61,7 +61,7 @@ func (q queries) podValues() string {
 // it before they join, so opening the dashboard reads the containers on
 // screen, not every container of the cluster.
 func (q queries) containerIDValues() string {
-	return labelValues(vocab.ContainerInfo, q.pod(), "container_id")
+	return labelValues(vocab.Records.ContainerInfo, q.pod(), "container_id")
 }
 
 func (q queries) clusterValues() string {
@@ -97,7 +97,7 @@ func (q queries) fleetRecord(record string) string {
 }
 
 func (q queries) fleetSystemVolumeFree() string {
-	return fmt.Sprintf(`max by (instance) (%s)`, q.fleetRec(vocab.Eq("volume", "C:")).Of(vocab.VolumeFreeRatio))
+	return fmt.Sprintf(`max by (instance) (%s)`, q.fleetRec(vocab.Eq("volume", "C:")).Of(vocab.Records.VolumeFreeRatio))
 }
 
 // Windows nodes: per-node time series.
@@ -133,7 +133,7 @@ func (q queries) podRecord(record string) string { return q.pod().Of(record) }
 
 // podInfo is the ContainerInfo record narrowed to the pods shown: the joins
 // below run at query time over those pods only (see vocab.Terms.ContainerView).
-func (q queries) podInfo() string { return q.pod().Of(vocab.ContainerInfo) }
+func (q queries) podInfo() string { return q.pod().Of(vocab.Records.ContainerInfo) }
 
 // podContainers selects windows-exporter's series of the containers shown.
 func (q queries) podContainers() vocab.Selector { return q.t.Exporter(containerVar) }
@@ -169,10 +169,10 @@ and on (%[1]s) %[3]s`, q.t.By("namespace", "pod", "container"), q.t.KSM(namespac
 }
 
 func (q queries) commitToLimitTable() string {
-	return fmt.Sprintf("sort_desc(%s)", q.t.Cluster().Of(vocab.ContainerCommitToLimit))
+	return fmt.Sprintf("sort_desc(%s)", q.t.Cluster().Of(vocab.Records.ContainerCommitToLimit))
 }
 
-func (q queries) noMemoryLimit() string { return q.t.Cluster().Of(vocab.ContainerNoMemoryLimit) }
+func (q queries) noMemoryLimit() string { return q.t.Cluster().Of(vocab.Records.ContainerNoMemoryLimit) }
 
 // Windows events (LogQL). Fields are those of the Alloy event line.
 

@@ -204,7 +204,7 @@ func (r *run) nodesScraped(ctx context.Context) Check {
 	if err != nil {
 		return failed(c, err)
 	}
-	info, err := r.query(ctx, fmt.Sprintf(`max by (instance, node) (%s)`, r.t.Cluster().Of(vocab.NodeInfo)))
+	info, err := r.query(ctx, fmt.Sprintf(`max by (instance, node) (%s)`, r.t.Cluster().Of(vocab.Records.NodeInfo)))
 	if err != nil {
 		return failed(c, err)
 	}
@@ -420,7 +420,7 @@ func (r *run) records(ctx context.Context) Check {
 		return c
 	}
 	// Records of what a cluster may not have are not failures.
-	optional := map[string]bool{vocab.ContainerNoMemoryLimit: true}
+	optional := map[string]bool{vocab.Records.ContainerNoMemoryLimit: true}
 	var required []string
 	for _, e := range empty {
 		if !optional[e] {
@@ -443,7 +443,7 @@ func (r *run) records(ctx context.Context) Check {
 func (r *run) commitPerNode(ctx context.Context) Check {
 	return r.scrapedWithout(ctx, Check{ID: "commit-per-node", Title: "the commit charge record covers every scraped Windows node",
 		Fix: "see commit-limit-metric: the record needs windows_memory_committed_bytes and windows_memory_commit_limit"},
-		vocab.NodeCommitRatio, r.t.Cluster())
+		vocab.Records.NodeCommitRatio, r.t.Cluster())
 }
 
 // commitLimitMetric: every scraped node reports the commit limit (renamed
@@ -500,11 +500,11 @@ func (r *run) containerCoverage(ctx context.Context) Check {
 	if err != nil {
 		return failed(c, err)
 	}
-	missing, err := r.query(ctx, fmt.Sprintf("topk(%d, %s unless on (%s) %s)", listed, r.windowsContainers(), by, r.t.Cluster().Of(vocab.ContainerInfo)))
+	missing, err := r.query(ctx, fmt.Sprintf("topk(%d, %s unless on (%s) %s)", listed, r.windowsContainers(), by, r.t.Cluster().Of(vocab.Records.ContainerInfo)))
 	if err != nil {
 		return failed(c, err)
 	}
-	nMissing, err := r.query(ctx, fmt.Sprintf("count(%s unless on (%s) %s)", r.windowsContainers(), by, r.t.Cluster().Of(vocab.ContainerInfo)))
+	nMissing, err := r.query(ctx, fmt.Sprintf("count(%s unless on (%s) %s)", r.windowsContainers(), by, r.t.Cluster().Of(vocab.Records.ContainerInfo)))
 	if err != nil {
 		return failed(c, err)
 	}

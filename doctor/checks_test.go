@@ -476,7 +476,7 @@ func TestBrokenClustersFailTheirCheck(t *testing.T) {
 		{"no commit limit (0.32)", func(c cluster) cluster { c.noCommitLimit = true; return c }, nil, nil,
 			"commit-limit-metric", "3 scraped nodes without windows_memory_commit_limit"},
 		{"the commit record empty", func(c cluster) cluster { c.noCommitLimit = true; return c }, nil, nil,
-			"commit-per-node", "3 scraped nodes without " + vocab.NodeCommitRatio},
+			"commit-per-node", "3 scraped nodes without " + vocab.Records.NodeCommitRatio},
 		{"an alert firing", nil, func(f *fakeProm) {
 			f.alerts = []Alert{{State: "firing", Labels: map[string]string{"alertname": rules.AlertNodeVolumeFull, "instance": "10.1.1.1:9182", "severity": "critical"}},
 				{State: "firing", Labels: map[string]string{"alertname": "Watchdog"}}}

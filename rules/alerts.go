@@ -36,10 +36,12 @@ const (
 
 type alertDef struct {
 	name, severity string
-	expr           string
-	hold           config.Duration
-	summary        string
-	description    string
+	// expr is a template (vocab's Expand) and args its own values.
+	expr        string
+	args        vocab.Args
+	hold        config.Duration
+	summary     string
+	description string
 }
 
 const (
@@ -52,7 +54,8 @@ func alertDefs(t vocab.Terms, a *config.Alerts) []alertDef {
 	commit := func(severity string, threshold float64) alertDef {
 		return alertDef{
 			name: AlertNodeCommitChargeHigh, severity: severity,
-			expr:    `$[NodeCommitRatio] > ` + num(threshold),
+			expr:    `$[NodeCommitRatio] > $[threshold]`,
+			args:    vocab.Args{"threshold": num(threshold)},
 			hold:    a.NodeCommit.For,
 			summary: "Windows node " + nodeRef + " has committed {{ $value | humanizePercentage }} of its commit limit.",
 			description: "Committed memory on " + nodeRef + " is {{ $value | humanizePercentage }} of the commit limit (RAM plus page files). " +
@@ -63,7 +66,8 @@ func alertDefs(t vocab.Terms, a *config.Alerts) []alertDef {
 	volumeFree := func(severity string, threshold float64, why string) alertDef {
 		return alertDef{
 			name: AlertNodeVolumeFull, severity: severity,
-			expr:    `$[VolumeFreeRatio] < ` + num(threshold),
+			expr:    `$[VolumeFreeRatio] < $[threshold]`,
+			args:    vocab.Args{"threshold": num(threshold)},
 			hold:    a.VolumeFree.For,
 			summary: "Volume " + volumeRef + " has {{ $value | humanizePercentage }} free.",
 			description: "Volume " + volumeRef + " has {{ $value | humanizePercentage }} of its space free, under " + pct(threshold) + ": " + why +
@@ -75,7 +79,8 @@ func alertDefs(t vocab.Terms, a *config.Alerts) []alertDef {
 		commit("critical", a.NodeCommit.Critical),
 		{
 			name: AlertContainerCommitNearLimit, severity: "warning",
-			expr:    `$[ContainerCommitToLimit] >= ` + num(a.ContainerCommit.Warning),
+			expr:    `$[ContainerCommitToLimit] >= $[threshold]`,
+			args:    vocab.Args{"threshold": num(a.ContainerCommit.Warning)},
 			hold:    a.ContainerCommit.For,
 			summary: "Windows container " + containerRef + " has committed {{ $value | humanizePercentage }} of its memory limit.",
 			description: "The container's job object caps committed memory, not the working set that kubectl top shows. " +
@@ -92,9 +97,10 @@ func alertDefs(t vocab.Terms, a *config.Alerts) []alertDef {
 		{
 			name: AlertNodeOvercommittedPaging, severity: "warning",
 			expr: `
-				$[NodeCommitToPhysical] > ` + num(a.NodeOvercommit.CommitToPhysical) + `
+				$[NodeCommitToPhysical] > $[commitToPhysical]
 				and on ($[cluster], instance)
-				$[NodePagingRate] > ` + num(a.NodeOvercommit.PagesPerSecond),
+				$[NodePagingRate] > $[pagesPerSecond]`,
+			args:    vocab.Args{"commitToPhysical": num(a.NodeOvercommit.CommitToPhysical), "pagesPerSecond": num(a.NodeOvercommit.PagesPerSecond)},
 			hold:    a.NodeOvercommit.For,
 			summary: "Windows node " + nodeRef + " has committed {{ $value | humanizePercentage }} of its physical memory and is paging heavily.",
 			description: "Committed memory on " + nodeRef + " is {{ $value | humanizePercentage }} of installed RAM while the node pages more than " +
@@ -104,8 +110,9 @@ func alertDefs(t vocab.Terms, a *config.Alerts) []alertDef {
 			name: AlertNodeServiceNotRunning, severity: "critical",
 			expr: `
 				max by ($[cluster], instance, node, name) (
-				  ` + t.Exporter(t.ServiceMatcher(), vocab.Eq("state", "running")).Of("windows_service_state") + `
+				  $[running]
 				) == 0`,
+			args:    vocab.Args{"running": t.Exporter(t.ServiceMatcher(), vocab.Eq("state", "running")).Of("windows_service_state")},
 			hold:    a.NodeServices.For,
 			summary: "Service {{ $labels.name }} is not running on Windows node " + nodeRef + ".",
 			description: "The Windows service {{ $labels.name }} on " + nodeRef + " has not been in the running state for " + string(a.NodeServices.For) +
@@ -116,11 +123,16 @@ func alertDefs(t vocab.Terms, a *config.Alerts) []alertDef {
 			// The boot time under each exporter version's name.
 			expr: `
 				(
-				  time() - ` + indent(vocab.BootTime(t.By("instance"), t.Exporter()), "\t\t\t\t  ") + ` < ` + seconds(a.UncordonedReboot.Window) + `
+				  time() - $[bootTime] < $[windowSeconds]
 				)
 				* on ($[cluster], instance) group_left (node) $[NodeInfo]
 				unless on ($[cluster], node)
-				max by ($[cluster], node) (max_over_time(kube_node_spec_unschedulable{$[ksm]}[` + string(a.UncordonedReboot.Window) + `])) > 0`,
+				max by ($[cluster], node) (max_over_time(kube_node_spec_unschedulable{$[ksm]}[$[window]])) > 0`,
+			args: vocab.Args{
+				"bootTime":      indent(vocab.BootTime(t.By("instance"), t.Exporter()), "\t\t\t\t  "),
+				"windowSeconds": seconds(a.UncordonedReboot.Window),
+				"window":        string(a.UncordonedReboot.Window),
+			},
 			summary: "Windows node {{ $labels.node }} rebooted {{ $value | humanizeDuration }} ago without being cordoned.",
 			description: "Node {{ $labels.node }} booted {{ $value | humanizeDuration }} ago and was not cordoned at any time in the last " + string(a.UncordonedReboot.Window) +
 				". After an unplanned restart its pods can look Running while their networking is not restored.",
@@ -143,8 +155,8 @@ func alertDefs(t vocab.Terms, a *config.Alerts) []alertDef {
 		},
 		{
 			name: AlertExporterVersionUntested, severity: "info",
-			expr: `max by ($[cluster], instance, node, version) (windows_exporter_build_info{$[exporter], version!~"` +
-				strings.ReplaceAll(vocab.SupportedExporterVersions, `\`, `\\`) + `"})`,
+			expr:    `max by ($[cluster], instance, node, version) (windows_exporter_build_info{$[exporter], $[untested]})`,
+			args:    vocab.Args{"untested": vocab.NotRe("version", vocab.SupportedExporterVersions).String()},
 			hold:    a.ExporterVersion.For,
 			summary: "windows-exporter {{ $labels.version }} on " + nodeRef + " is outside the tested versions.",
 			description: "winobs rules are tested against windows_exporter " + contract.ExporterRange + ". Version {{ $labels.version }} may have renamed metrics " +
@@ -166,10 +178,15 @@ func alertDefs(t vocab.Terms, a *config.Alerts) []alertDef {
 			name: AlertNodeVolumeFillingUp, severity: "warning",
 			expr: `
 				max by ($[cluster], instance, node, volume) (
-				  predict_linear(windows_logical_disk_free_bytes{$[exporter], $[volumes]}[` + string(a.VolumeFilling.Lookback) + `], ` + seconds(a.VolumeFilling.Horizon) + `)
+				  predict_linear(windows_logical_disk_free_bytes{$[exporter], $[volumes]}[$[lookback]], $[horizonSeconds])
 				) < 0
 				and on ($[cluster], instance, volume)
-				$[VolumeFreeRatio] < ` + num(a.VolumeFilling.FreeBelow),
+				$[VolumeFreeRatio] < $[freeBelow]`,
+			args: vocab.Args{
+				"lookback":       string(a.VolumeFilling.Lookback),
+				"horizonSeconds": seconds(a.VolumeFilling.Horizon),
+				"freeBelow":      num(a.VolumeFilling.FreeBelow),
+			},
 			hold:    a.VolumeFilling.For,
 			summary: "Volume " + volumeRef + " fills up within " + string(a.VolumeFilling.Horizon) + ".",
 			description: "On the trend of the last " + string(a.VolumeFilling.Lookback) + ", volume " + volumeRef + " runs out of space within " +
@@ -177,7 +194,8 @@ func alertDefs(t vocab.Terms, a *config.Alerts) []alertDef {
 		},
 		{
 			name: AlertNodeVolumeLatencyHigh, severity: "warning",
-			expr:    `$[VolumeLatency] > ` + num(a.VolumeLatency.Seconds),
+			expr:    `$[VolumeLatency] > $[threshold]`,
+			args:    vocab.Args{"threshold": num(a.VolumeLatency.Seconds)},
 			hold:    a.VolumeLatency.For,
 			summary: "Volume " + volumeRef + " takes {{ $value | humanizeDuration }} per I/O.",
 			description: "Reads and writes on " + volumeRef + " take {{ $value | humanizeDuration }} on average over 5 minutes (threshold " + num(a.VolumeLatency.Seconds) +
@@ -185,7 +203,8 @@ func alertDefs(t vocab.Terms, a *config.Alerts) []alertDef {
 		},
 		{
 			name: AlertNodeNetworkErrors, severity: "warning",
-			expr:    `$[NetworkErrorRatio] > ` + num(a.NetworkErrors.Ratio),
+			expr:    `$[NetworkErrorRatio] > $[threshold]`,
+			args:    vocab.Args{"threshold": num(a.NetworkErrors.Ratio)},
 			hold:    a.NetworkErrors.For,
 			summary: "Adapter {{ $labels.nic }} on " + nodeRef + " loses {{ $value | humanizePercentage }} of its packets.",
 			description: "Receive and transmit errors and discards on {{ $labels.nic }} of " + nodeRef + " are {{ $value | humanizePercentage }} of its packets (threshold " +
@@ -193,7 +212,8 @@ func alertDefs(t vocab.Terms, a *config.Alerts) []alertDef {
 		},
 		{
 			name: AlertNodePagefileFull, severity: "warning",
-			expr:    `$[PagefileUsage] > ` + num(a.Pagefile.Ratio),
+			expr:    `$[PagefileUsage] > $[threshold]`,
+			args:    vocab.Args{"threshold": num(a.Pagefile.Ratio)},
 			hold:    a.Pagefile.For,
 			summary: "Page file {{ $labels.file }} on " + nodeRef + " is {{ $value | humanizePercentage }} used.",
 			description: "The commit limit is RAM plus the page files: with {{ $labels.file }} on " + nodeRef + " {{ $value | humanizePercentage }} used, " +
@@ -201,7 +221,8 @@ func alertDefs(t vocab.Terms, a *config.Alerts) []alertDef {
 		},
 		{
 			name: AlertNodeClockSkew, severity: "warning",
-			expr:    `$[NodeClockOffset] > ` + num(a.Clock.MaxOffsetSeconds),
+			expr:    `$[NodeClockOffset] > $[threshold]`,
+			args:    vocab.Args{"threshold": num(a.Clock.MaxOffsetSeconds)},
 			hold:    a.Clock.For,
 			summary: "The clock of " + nodeRef + " is {{ $value | humanizeDuration }} off its time source.",
 			description: "windows-exporter's time collector reports an offset of {{ $value | humanizeDuration }} from the time source on " + nodeRef +
@@ -219,16 +240,17 @@ func alertDefs(t vocab.Terms, a *config.Alerts) []alertDef {
 		if s.Enabled {
 			defs = append(defs, alertDef{
 				name: name, severity: "warning",
-				expr:        record + ` > ` + num(s.Ratio),
+				expr:        `$[ratio] > $[threshold]`,
+				args:        vocab.Args{"ratio": record, "threshold": num(s.Ratio)},
 				hold:        s.For,
 				summary:     "Windows node " + nodeRef + " uses {{ $value | humanizePercentage }} of its " + what + ".",
 				description: "The " + what + " of " + nodeRef + " has been over " + pct(s.Ratio) + " in use for " + string(s.For) + ": " + effect,
 			})
 		}
 	}
-	saturated(AlertNodeCPUSaturated, a.CPUSaturation, "$[NodeCPUUtilisation]", "CPU",
+	saturated(AlertNodeCPUSaturated, a.CPUSaturation, vocab.Records.NodeCPUUtilisation, "CPU",
 		"kubelet, containerd and the pods' probes compete for CPU, and probes start timing out.")
-	saturated(AlertNodeMemorySaturated, a.MemorySaturation, "$[NodeMemoryUtilisation]", "physical memory",
+	saturated(AlertNodeMemorySaturated, a.MemorySaturation, vocab.Records.NodeMemoryUtilisation, "physical memory",
 		"the standby cache is gone, the node pages, and the commit charge alert is next.")
 	return defs
 }

@@ -1,6 +1,7 @@
 package rules
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/prometheus/prometheus/model/rulefmt"
@@ -21,16 +22,26 @@ const (
 
 // LokiGroups returns the event log alerts for the Loki ruler: one rule per
 // node service that terminated unexpectedly, and one for any service that
-// failed to start or timed out (at boot, often a slow disk).
-func LokiGroups(v view.Rules) rulefmt.RuleGroups {
+// failed to start or timed out (at boot, often a slow disk). Expressions are
+// templates like the Prometheus rules'.
+func LokiGroups(v view.Rules) (rulefmt.RuleGroups, error) {
 	t := v.Terms
-	scm := vocab.SCMStream(t.Events())
+	var errs []error
+	expr := func(name, tmpl string, args vocab.Args) string {
+		args["node"], args["scm"] = contract.LabelNode, vocab.SCMStream(t.Events())
+		s, err := t.Expand(tmpl, args)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", name, err))
+		}
+		return s
+	}
 	g := rulefmt.RuleGroup{Name: LokiGroup}
 	for _, svc := range v.ExporterServices {
 		g.Rules = append(g.Rules, rulefmt.Rule{
 			Alert: AlertNodeServiceTerminated,
-			Expr: fmt.Sprintf(`sum by (%s) (count_over_time(%s | event_id=~"%s|%s" | event_data=~".*<Binary>%s0000.*" [10m])) > 0`,
-				t.By(contract.LabelNode), scm, vocab.SCMTerminated, vocab.SCMTerminatedOnce, vocab.BinaryServiceKey(svc)),
+			Expr: expr(AlertNodeServiceTerminated,
+				`sum by ($[cluster], $[node]) (count_over_time($[scm] | event_id=~"$[terminated]|$[terminatedOnce]" | event_data=~".*<Binary>$[key]0000.*" [10m])) > 0`,
+				vocab.Args{"terminated": vocab.SCMTerminated, "terminatedOnce": vocab.SCMTerminatedOnce, "key": vocab.BinaryServiceKey(svc)}),
 			Labels: map[string]string{"severity": "critical", "service": svc},
 			Annotations: map[string]string{
 				"summary": "Service " + svc + " terminated unexpectedly on Windows node {{ $labels.node }}.",
@@ -41,8 +52,9 @@ func LokiGroups(v view.Rules) rulefmt.RuleGroups {
 	}
 	g.Rules = append(g.Rules, rulefmt.Rule{
 		Alert: AlertServiceStartFailed,
-		Expr: fmt.Sprintf(`sum by (%s) (count_over_time(%s | event_id=~"%s|%s" [15m])) > 0`,
-			t.By(contract.LabelNode), scm, vocab.SCMStartFailed, vocab.SCMStartTimeout),
+		Expr: expr(AlertServiceStartFailed,
+			`sum by ($[cluster], $[node]) (count_over_time($[scm] | event_id=~"$[failed]|$[timeout]" [15m])) > 0`,
+			vocab.Args{"failed": vocab.SCMStartFailed, "timeout": vocab.SCMStartTimeout}),
 		Labels: map[string]string{"severity": "warning"},
 		Annotations: map[string]string{
 			"summary": "A service failed to start on Windows node {{ $labels.node }}.",
@@ -53,5 +65,8 @@ func LokiGroups(v view.Rules) rulefmt.RuleGroups {
 	for i := range g.Rules {
 		g.Rules[i].Annotations["runbook_url"] = RunbookURL(v.Alerts.RunbookURL, g.Rules[i].Alert)
 	}
-	return rulefmt.RuleGroups{Groups: []rulefmt.RuleGroup{g}}
+	if len(errs) > 0 {
+		return rulefmt.RuleGroups{}, errors.Join(errs...)
+	}
+	return rulefmt.RuleGroups{Groups: []rulefmt.RuleGroup{g}}, nil
 }

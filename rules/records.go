@@ -3,8 +3,10 @@ package rules
 import "github.com/winobs/winobs/vocab"
 
 // Recording rules, in evaluation order: later rules read earlier ones at the
-// same timestamp. $[name] placeholders are expanded by expand (selectors and
-// the cluster label from the config, record names from names.go).
+// same timestamp. Each expression is a template (vocab's Expand: selectors
+// and the cluster label from the config, records by their field name in
+// vocab.RecordNames) or one of vocab's views, itself a template;
+// TestExpressionsAreTemplates holds that none is spliced together in Go.
 //
 // A ruler pays for every record every interval, for every container of every
 // cluster, whether anyone looks or not. So winobs records what the alerts and
@@ -35,7 +37,7 @@ func recordDefs(t vocab.Terms) []struct{ record, expr string } {
 		//     build_info on the same instance and skipped;
 		//  3. kube-state-metrics by container_id: exporters before 0.31, and
 		//     containers whose labels the exporter left empty.
-		{vocab.ContainerInfo, `
+		{vocab.Records.ContainerInfo, `
 		max by ($[cluster], container_id, namespace, pod, container) (
 		  label_replace(label_replace(label_replace(
 		    max by ($[cluster], container_id, exported_namespace, exported_pod, exported_container) (
@@ -58,18 +60,18 @@ func recordDefs(t vocab.Terms) []struct{ record, expr string } {
 		  windows_container_available{$[exporter], exported_pod=""}
 		)`},
 
-		{vocab.ContainerCommitBytes, t.ContainerView(t.Exporter().Of("windows_container_memory_usage_commit_bytes"), "$[ContainerInfo]")},
-		{vocab.ContainerMemoryLimitBytes, t.ContainerResourceView("kube_pod_container_resource_limits", "memory", t.KSM(), "$[ContainerInfo]")},
-		{vocab.ContainerCommitToLimit, `
+		{vocab.Records.ContainerCommitBytes, t.ContainerView(t.Exporter().Of("windows_container_memory_usage_commit_bytes"), "$[ContainerInfo]")},
+		{vocab.Records.ContainerMemoryLimitBytes, t.ContainerResourceView("kube_pod_container_resource_limits", "memory", t.KSM(), "$[ContainerInfo]")},
+		{vocab.Records.ContainerCommitToLimit, `
 		$[ContainerCommitBytes]
 		/ on ($[cluster], namespace, pod, container)
 		($[ContainerMemoryLimitBytes] > 0)`},
 		// Read by an alert and a fleet panel: recorded once rather than joined
 		// by both.
-		{vocab.ContainerNoMemoryLimit, t.NoMemoryLimitView("$[ContainerInfo]")},
+		{vocab.Records.ContainerNoMemoryLimit, t.NoMemoryLimitView("$[ContainerInfo]")},
 
 		// windows_exporter_build_info is present whatever collectors are enabled.
-		{vocab.NodeInfo, `
+		{vocab.Records.NodeInfo, `
 		max by ($[cluster], instance, node) (windows_exporter_build_info{$[exporter], node!=""})
 		or on ($[cluster], instance)
 		max by ($[cluster], instance, node) (
@@ -82,38 +84,38 @@ func recordDefs(t vocab.Terms) []struct{ record, expr string } {
 		)`},
 		// Every ratio divides by a capacity > 0: a collector glitch reporting 0
 		// gives no series rather than +Inf (and a critical page).
-		{vocab.NodeCommitRatio, `
+		{vocab.Records.NodeCommitRatio, `
 		max by ($[cluster], instance, node) (windows_memory_committed_bytes{$[exporter]})
 		/
 		(max by ($[cluster], instance, node) (windows_memory_commit_limit{$[exporter]}) > 0)`},
-		{vocab.NodeCommitToPhysical, `
+		{vocab.Records.NodeCommitToPhysical, `
 		max by ($[cluster], instance, node) (windows_memory_committed_bytes{$[exporter]})
 		/
 		(max by ($[cluster], instance, node) (windows_memory_physical_total_bytes{$[exporter]}) > 0)`},
-		{vocab.NodeMemoryUtilisation, `
+		{vocab.Records.NodeMemoryUtilisation, `
 		1 -
 		max by ($[cluster], instance, node) (windows_memory_available_bytes{$[exporter]})
 		/
 		(max by ($[cluster], instance, node) (windows_memory_physical_total_bytes{$[exporter]}) > 0)`},
-		{vocab.NodeCPUUtilisation, `
+		{vocab.Records.NodeCPUUtilisation, `
 		1 - avg by ($[cluster], instance, node) (
 		  max by ($[cluster], instance, node, core) (rate(windows_cpu_time_total{$[exporter], mode="idle"}[5m]))
 		)`},
-		{vocab.NodePagingRate, `
+		{vocab.Records.NodePagingRate, `
 		max by ($[cluster], instance, node) (rate(windows_memory_swap_page_operations_total{$[exporter]}[5m]))`},
-		{vocab.NodeClockOffset, `
+		{vocab.Records.NodeClockOffset, `
 		max by ($[cluster], instance, node) (abs(windows_time_computed_time_offset_seconds{$[exporter]}))`},
-		{vocab.NodeTimeSources, `
+		{vocab.Records.NodeTimeSources, `
 		max by ($[cluster], instance, node) (windows_time_ntp_client_time_sources{$[exporter]})`},
 
 		// Volumes with a drive letter only: the HarddiskVolumeN partitions
 		// (recovery, EFI, reserved) are full by design and nothing writes to them.
-		{vocab.VolumeFreeRatio, `
+		{vocab.Records.VolumeFreeRatio, `
 		max by ($[cluster], instance, node, volume) (windows_logical_disk_free_bytes{$[exporter], $[volumes]})
 		/
 		(max by ($[cluster], instance, node, volume) (windows_logical_disk_size_bytes{$[exporter], $[volumes]}) > 0)`},
 		// Seconds spent per I/O: the latency counters' rate over the operations'.
-		{vocab.VolumeLatency, `
+		{vocab.Records.VolumeLatency, `
 		(
 		  max by ($[cluster], instance, node, volume) (rate(windows_logical_disk_read_latency_seconds_total{$[exporter], $[volumes]}[5m]))
 		  + max by ($[cluster], instance, node, volume) (rate(windows_logical_disk_write_latency_seconds_total{$[exporter], $[volumes]}[5m]))
@@ -125,7 +127,7 @@ func recordDefs(t vocab.Terms) []struct{ record, expr string } {
 		    + max by ($[cluster], instance, node, volume) (rate(windows_logical_disk_writes_total{$[exporter], $[volumes]}[5m]))
 		  ) > 0
 		)`},
-		{vocab.NetworkErrorRatio, `
+		{vocab.Records.NetworkErrorRatio, `
 		(
 		  max by ($[cluster], instance, node, nic) (rate(windows_net_packets_received_errors_total{$[exporter]}[5m]))
 		  + max by ($[cluster], instance, node, nic) (rate(windows_net_packets_outbound_errors_total{$[exporter]}[5m]))
@@ -134,7 +136,7 @@ func recordDefs(t vocab.Terms) []struct{ record, expr string } {
 		)
 		/
 		(max by ($[cluster], instance, node, nic) (rate(windows_net_packets_total{$[exporter]}[5m])) > 0)`},
-		{vocab.PagefileUsage, `
+		{vocab.Records.PagefileUsage, `
 		1 -
 		max by ($[cluster], instance, node, file) (windows_pagefile_free_bytes{$[exporter]})
 		/

@@ -36,8 +36,8 @@ func build(v view.Rules) (rulefmt.RuleGroups, [][]byte, error) {
 	p := parser.NewParser(parser.Options{})
 	t := v.Terms
 	var errs []error
-	expr := func(name, tmpl string) string {
-		s, err := expand(t, p, tmpl)
+	expr := func(name, tmpl string, args vocab.Args) string {
+		s, err := expand(t, p, tmpl, args)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", name, err))
 		}
@@ -46,13 +46,13 @@ func build(v view.Rules) (rulefmt.RuleGroups, [][]byte, error) {
 
 	recs := rulefmt.RuleGroup{Name: RecordsGroup}
 	for _, r := range recordDefs(t) {
-		recs.Rules = append(recs.Rules, rulefmt.Rule{Record: r.record, Expr: expr(r.record, r.expr)})
+		recs.Rules = append(recs.Rules, rulefmt.Rule{Record: r.record, Expr: expr(r.record, r.expr, nil)})
 	}
 	alerts := rulefmt.RuleGroup{Name: AlertsGroup}
 	for _, a := range alertDefs(t, &v.Alerts) {
 		alerts.Rules = append(alerts.Rules, rulefmt.Rule{
 			Alert:  a.name,
-			Expr:   expr(a.name, a.expr),
+			Expr:   expr(a.name, a.expr, a.args),
 			For:    a.hold.Model(),
 			Labels: map[string]string{"severity": a.severity},
 			Annotations: map[string]string{
@@ -99,7 +99,10 @@ func Files(v view.Rules) ([]render.File, error) {
 			render.File{Path: "prometheus/" + g.Name + ".yaml", Objects: []any{prometheusRule(v, g)}},
 		)
 	}
-	loki := LokiGroups(v)
+	loki, err := LokiGroups(v)
+	if err != nil {
+		return nil, err
+	}
 	for _, f := range []struct {
 		path string
 		v    any
@@ -183,11 +186,11 @@ func prometheusRule(v view.Rules, g rulefmt.RuleGroup) *monitoringv1.PrometheusR
 	}
 }
 
-// expand fills a template's placeholders from the vocabulary, checks that
-// it parses, and returns it dedented, keeping the template's hand-made
-// layout.
-func expand(t vocab.Terms, p parser.Parser, tmpl string) (string, error) {
-	s, err := t.Expand(tmpl)
+// expand fills a template's placeholders from the vocabulary and args,
+// checks that it parses, and returns it dedented, keeping the template's
+// hand-made layout.
+func expand(t vocab.Terms, p parser.Parser, tmpl string, args vocab.Args) (string, error) {
+	s, err := t.Expand(tmpl, args)
 	if err != nil {
 		return "", err
 	}

@@ -1,12 +1,16 @@
 package rules
 
 import (
+	"go/ast"
+	"go/parser"
+	"go/token"
 	"os"
 	"regexp"
 	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/prometheus/prometheus/model/rulefmt"
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/winobs/winobs/config"
@@ -15,6 +19,16 @@ import (
 )
 
 func defaultConfig(*testing.T) *config.Config { return config.Default() }
+
+// lokiRules are the Loki ruler's rules for cfg.
+func lokiRules(t *testing.T, cfg *config.Config) []rulefmt.Rule {
+	t.Helper()
+	g, err := LokiGroups(view.Of(cfg).Rules)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g.Groups[0].Rules
+}
 
 // Every alert links to a runbook section that exists and says how to confirm
 // the problem from both sides: a query and a command on the node.
@@ -33,7 +47,7 @@ func TestRunbooks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	alerts := append(groups.Groups[1].Rules, LokiGroups(view.Of(cfg).Rules).Groups[0].Rules...)
+	alerts := append(groups.Groups[1].Rules, lokiRules(t, cfg)...)
 	for _, r := range alerts {
 		url := r.Annotations["runbook_url"]
 		anchor := url[strings.LastIndex(url, "#")+1:]
@@ -169,11 +183,69 @@ func TestRulersDocCountsTheRules(t *testing.T) {
 	}{
 		{RecordsGroup, "records", len(groups.Groups[0].Rules)},
 		{AlertsGroup, "alerts", len(groups.Groups[1].Rules)},
-		{LokiGroup, "alerts", len(LokiGroups(view.Of(cfg).Rules).Groups[0].Rules)},
+		{LokiGroup, "alerts", len(lokiRules(t, cfg))},
 	} {
 		m := regexp.MustCompile("\\| `" + regexp.QuoteMeta(tc.group) + "`[^|]*\\| (\\d+) " + tc.kind).FindSubmatch(doc)
 		if m == nil || string(m[1]) != strconv.Itoa(tc.n) {
 			t.Errorf("docs/rulers.md: %s has %d %s, the doc says %q", tc.group, tc.n, tc.kind, m)
 		}
+	}
+}
+
+// Rule expressions are written one way: a template literal whose values
+// arrive through placeholders (vocab's Expand), or one of vocab's views
+// (itself a template). No expression is spliced together in Go: every
+// alert's expr, every record's expression and every Loki rule's template
+// is a string literal or a view call.
+func TestExpressionsAreTemplates(t *testing.T) {
+	fset := token.NewFileSet()
+	isTemplate := func(e ast.Expr) bool {
+		if lit, ok := e.(*ast.BasicLit); ok {
+			return lit.Kind == token.STRING
+		}
+		call, ok := e.(*ast.CallExpr)
+		if !ok {
+			return false
+		}
+		sel, ok := call.Fun.(*ast.SelectorExpr)
+		return ok && strings.HasSuffix(sel.Sel.Name, "View")
+	}
+	checked := 0
+	for _, file := range []string{"alerts.go", "records.go", "loki.go"} {
+		f, err := parser.ParseFile(fset, file, nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ast.Inspect(f, func(n ast.Node) bool {
+			var e ast.Expr
+			switch n := n.(type) {
+			case *ast.KeyValueExpr: // alertDef{expr: ...}
+				if id, ok := n.Key.(*ast.Ident); ok && id.Name == "expr" {
+					e = n.Value
+				}
+			case *ast.CompositeLit: // {record, expr}
+				if len(n.Elts) == 2 {
+					if sel, ok := n.Elts[0].(*ast.SelectorExpr); ok {
+						if x, ok := sel.X.(*ast.SelectorExpr); ok && x.Sel.Name == "Records" {
+							e = n.Elts[1]
+						}
+					}
+				}
+			case *ast.CallExpr: // expr(name, template, args)
+				if id, ok := n.Fun.(*ast.Ident); ok && id.Name == "expr" && len(n.Args) == 3 {
+					e = n.Args[1]
+				}
+			}
+			if e != nil {
+				checked++
+				if !isTemplate(e) {
+					t.Errorf("%s: an expression built in Go; write a template with placeholders", fset.Position(e.Pos()))
+				}
+			}
+			return true
+		})
+	}
+	if checked < 35 {
+		t.Errorf("checked only %d expressions", checked)
 	}
 }

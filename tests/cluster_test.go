@@ -2,6 +2,7 @@ package tests
 
 import (
 	"fmt"
+	"github.com/prometheus/prometheus/model/rulefmt"
 	"github.com/winobs/winobs/view"
 	"slices"
 	"strings"
@@ -175,7 +176,7 @@ func TestClusterCheckCatchesMutations(t *testing.T) {
 // cluster label too (the agents add it to every stream).
 func TestLokiRulesKeepTheClusterLabel(t *testing.T) {
 	cfg := multiClusterConfig(t)
-	for _, r := range rules.LokiGroups(view.Of(cfg).Rules).Groups[0].Rules {
+	for _, r := range lokiRules(t, cfg) {
 		gs := logqlcheck.Grouping.FindAllStringSubmatch(r.Expr, -1)
 		if len(gs) == 0 {
 			t.Errorf("%s: no by() clause in %s", r.Alert, r.Expr)
@@ -194,4 +195,14 @@ func splitLabels(s string) []string {
 		out = append(out, strings.TrimSpace(l))
 	}
 	return out
+}
+
+// lokiRules are the Loki ruler's rules for cfg.
+func lokiRules(t *testing.T, cfg *config.Config) []rulefmt.Rule {
+	t.Helper()
+	g, err := rules.LokiGroups(view.Of(cfg).Rules)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g.Groups[0].Rules
 }

@@ -2,7 +2,6 @@ package tests
 
 import (
 	"log/slog"
-	"maps"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -188,13 +187,13 @@ func TestRecordNamesAreOurs(t *testing.T) {
 		for _, r := range g.Rules {
 			if r.Record != "" {
 				recorded[r.Record] = true
-				if !slices.Contains(slices.Collect(maps.Values(vocab.Records)), r.Record) {
+				if !slices.Contains(vocab.Records.All(), r.Record) {
 					t.Errorf("record %s is not in vocab.Records", r.Record)
 				}
 			}
 		}
 	}
-	for _, name := range vocab.Records {
+	for _, name := range vocab.Records.All() {
 		if !recorded[name] {
 			t.Errorf("exported record name %s is not recorded by any rule", name)
 		}

@@ -47,7 +47,7 @@ func TestPodDashboardQueriesAreTested(t *testing.T) {
 			}
 			for _, tg := range pr.Panel.Targets {
 				q, ok := tg.(prometheus.Dataquery)
-				if !ok || !strings.Contains(q.Expr, vocab.ContainerInfo+`{namespace="$namespace"`) ||
+				if !ok || !strings.Contains(q.Expr, vocab.Records.ContainerInfo+`{namespace="$namespace"`) ||
 					!strings.Contains(q.Expr, "group_left") && !strings.Contains(q.Expr, "_resource_") {
 					continue
 				}

@@ -155,7 +155,7 @@ func TestRulerNamespacePrefixIsChecked(t *testing.T) {
 // event log alerts.
 func TestLokiRulesUseEventLineFields(t *testing.T) {
 	cfg := config.Default()
-	for _, r := range rules.LokiGroups(view.Of(cfg).Rules).Groups[0].Rules {
+	for _, r := range lokiRules(t, cfg) {
 		logqlcheck.Check(t, cfg, r.Alert+"/"+r.Labels["service"], r.Expr)
 	}
 }

@@ -10,12 +10,11 @@ package vocab
 // per container, by joining it on container_id to info (a selector of
 // ContainerInfo).
 func (t Terms) ContainerView(series, info string) string {
-	c := t.ClusterLabel
-	return `max by (` + c + `, namespace, pod, container) (
-  max by (` + c + `, container_id) (` + series + `)
-  * on (` + c + `, container_id) group_left (namespace, pod, container)
-  ` + info + `
-)`
+	return t.fill(`max by ($[cluster], namespace, pod, container) (
+  max by ($[cluster], container_id) ($[series])
+  * on ($[cluster], container_id) group_left (namespace, pod, container)
+  $[info]
+)`, Args{"series": series, "info": info})
 }
 
 // PodNetworkView is a pod's bytes per second on its HNS endpoints from a
@@ -24,36 +23,37 @@ func (t Terms) ContainerView(series, info string) string {
 // counters on every container of the pod, so they are deduplicated (max per
 // endpoint), not summed.
 func (t Terms) PodNetworkView(rate, info string) string {
-	c := t.ClusterLabel
-	return `sum by (` + c + `, namespace, pod) (
-  max by (` + c + `, namespace, pod, interface) (
-    max by (` + c + `, container_id, interface) (` + rate + `)
-    * on (` + c + `, container_id) group_left (namespace, pod)
-    ` + info + `
+	return t.fill(`sum by ($[cluster], namespace, pod) (
+  max by ($[cluster], namespace, pod, interface) (
+    max by ($[cluster], container_id, interface) ($[rate])
+    * on ($[cluster], container_id) group_left (namespace, pod)
+    $[info]
   )
-)`
+)`, Args{"rate": rate, "info": info})
 }
 
 // ContainerResourceView is a kube-state-metrics resource series (limits or
 // requests of memory or cpu) of the pods ksm selects, restricted to the
 // containers in info.
 func (t Terms) ContainerResourceView(metric, resource string, ksm Selector, info string) string {
-	c := t.ClusterLabel
-	return `max by (` + c + `, namespace, pod, container) (` + ksm.With(Eq("resource", resource)).Of(metric) + `)
-and on (` + c + `, namespace, pod, container)
-` + info
+	return t.fill(`max by ($[cluster], namespace, pod, container) ($[resource])
+and on ($[cluster], namespace, pod, container)
+$[info]`, Args{"resource": ksm.With(Eq("resource", resource)).Of(metric), "info": info})
 }
 
 // NoMemoryLimitView is the Windows containers in info (a selector of
 // ContainerInfo) that kube-state-metrics reports without a memory limit
 // (recorded as ContainerNoMemoryLimit).
 func (t Terms) NoMemoryLimitView(info string) string {
-	c := t.ClusterLabel
-	return `max by (` + c + `, namespace, pod, container) (
-  ` + info + `
-  and on (` + c + `, namespace, pod, container)
-  ` + t.KSM().Of("kube_pod_container_info") + `
+	return t.fill(`max by ($[cluster], namespace, pod, container) (
+  $[info]
+  and on ($[cluster], namespace, pod, container)
+  $[containers]
 )
-unless on (` + c + `, namespace, pod, container)
-` + t.KSM(Eq("resource", "memory")).Of("kube_pod_container_resource_limits")
+unless on ($[cluster], namespace, pod, container)
+$[limits]`, Args{
+		"info":       info,
+		"containers": t.KSM().Of("kube_pod_container_info"),
+		"limits":     t.KSM(Eq("resource", "memory")).Of("kube_pod_container_resource_limits"),
+	})
 }

@@ -10,6 +10,7 @@ package vocab
 
 import (
 	"fmt"
+	"maps"
 	"regexp"
 	"slices"
 	"strconv"
@@ -27,10 +28,11 @@ type Matcher struct {
 	Variable bool
 }
 
-// Eq builds an equality matcher (NotEq, Re and Var the others).
+// Eq builds an equality matcher (NotEq, Re, NotRe and Var the others).
 func Eq(name, value string) Matcher    { return Matcher{Name: name, Op: "=", Value: value} }
 func NotEq(name, value string) Matcher { return Matcher{Name: name, Op: "!=", Value: value} }
 func Re(name, value string) Matcher    { return Matcher{Name: name, Op: "=~", Value: value} }
+func NotRe(name, value string) Matcher { return Matcher{Name: name, Op: "!~", Value: value} }
 
 // Var matches a label against a dashboard variable: op "=" for a single
 // value, "=~" for a multi-value or All one.
@@ -184,30 +186,60 @@ func (t Terms) ServiceMatcher() Matcher { return Re("name", t.services.Regex()) 
 
 var placeholder = regexp.MustCompile(`\$\[(\w+)\]`)
 
-// Expand fills a rule template's $[name] placeholders from the vocabulary:
-// cluster (the label), exporter and ksm (matchers without braces), volumes
-// (the drive-letter matcher) and every record name by its Go name. An
-// unknown placeholder is an error.
-func (t Terms) Expand(tmpl string) (string, error) {
+// Args are a template's own values: thresholds, durations, a view's inputs.
+type Args map[string]string
+
+// Expand fills a query template's $[name] placeholders, the one way winobs
+// writes rule expressions and the views they share, from one dictionary:
+// the vocabulary (cluster: the label; exporter and ksm: matchers without
+// braces; volumes: the drive-letter matcher), every record by its field
+// name in RecordNames, and args, the template's own values. Values are
+// inserted as they are, never expanded again. An unknown placeholder, an
+// argument that shadows the vocabulary and an argument the template never
+// uses are errors.
+func (t Terms) Expand(tmpl string, args Args) (string, error) {
 	terms := map[string]string{
 		"cluster":  t.ClusterLabel,
 		"exporter": t.Exporter().Matchers(),
 		"ksm":      t.KSM().Matchers(),
 		"volumes":  Volumes.String(),
 	}
-	for name, record := range Records {
-		terms[name] = record
-	}
-	var missing []string
-	s := placeholder.ReplaceAllStringFunc(tmpl, func(m string) string {
-		v, ok := terms[m[2:len(m)-1]]
-		if !ok {
-			missing = append(missing, m)
+	maps.Copy(terms, Records.byField())
+	var errs []string
+	for name, v := range args {
+		if _, ok := terms[name]; ok {
+			errs = append(errs, "argument "+name+" shadows the vocabulary")
 		}
+		terms[name] = v
+	}
+	used := map[string]bool{}
+	s := placeholder.ReplaceAllStringFunc(tmpl, func(m string) string {
+		name := m[2 : len(m)-1]
+		v, ok := terms[name]
+		if !ok {
+			errs = append(errs, "unknown placeholder "+m)
+		}
+		used[name] = true
 		return v
 	})
-	if len(missing) > 0 {
-		return "", fmt.Errorf("unknown placeholders %v", missing)
+	for name := range args {
+		if !used[name] {
+			errs = append(errs, "argument "+name+" is not used")
+		}
+	}
+	if len(errs) > 0 {
+		slices.Sort(errs)
+		return "", fmt.Errorf("template: %s", strings.Join(errs, "; "))
 	}
 	return s, nil
+}
+
+// fill expands a template written in this package, whose placeholders are
+// known: an error is a bug in the template, caught by any test.
+func (t Terms) fill(tmpl string, args Args) string {
+	s, err := t.Expand(tmpl, args)
+	if err != nil {
+		panic(err)
+	}
+	return s
 }

@@ -54,8 +54,8 @@ func TestSelectors(t *testing.T) {
 		r.Exporter().String(): `{job="windows-exporter"}`,
 		d.Exporter(Var("instance", "=~", "instance")).String():                   `{job="windows-exporter", k8s_cluster="$cluster", instance=~"$instance"}`,
 		d.KSM(Eq("resource", "memory")).Of("kube_pod_container_resource_limits"): `kube_pod_container_resource_limits{job="kube-state-metrics", k8s_cluster="$cluster", resource="memory"}`,
-		r.Cluster().Of(ContainerInfo):                                            ContainerInfo,
-		d.Cluster(NotEq("pod", "")).Of(ContainerInfo):                            ContainerInfo + `{k8s_cluster="$cluster", pod!=""}`,
+		r.Cluster().Of(Records.ContainerInfo):                                    Records.ContainerInfo,
+		d.Cluster(NotEq("pod", "")).Of(Records.ContainerInfo):                    Records.ContainerInfo + `{k8s_cluster="$cluster", pod!=""}`,
 		d.Events(Var("node", "=~", "node")).String():                             `{job="windows-events", k8s_cluster="$cluster", node=~"$node"}`,
 		d.AllEvents().String():                                                   `{job="windows-events"}`,
 		r.By("instance", "node"):                                                 "k8s_cluster, instance, node",
@@ -76,16 +76,28 @@ func TestSelectors(t *testing.T) {
 	}
 }
 
-// Placeholders expand to the vocabulary; an unknown one is an error that
-// names it.
+// Placeholders expand to the vocabulary, the records and the template's own
+// arguments, inserted as they are; an unknown placeholder, an argument that
+// shadows a term and an unused argument are errors that name them.
 func TestExpand(t *testing.T) {
 	terms := ForRules(config.Default())
-	got, err := terms.Expand(`max by ($[cluster]) ($[NodeCommitRatio]{$[exporter], $[volumes]})`)
-	if err != nil || got != `max by (cluster) (`+NodeCommitRatio+`{job="windows-exporter", volume=~"[A-Za-z]:"})` {
+	got, err := terms.Expand(`max by ($[cluster]) ($[NodeCommitRatio]{$[exporter], $[volumes]}) > $[threshold]`, Args{"threshold": "0.9 $[cluster]"})
+	if err != nil || got != `max by (cluster) (`+Records.NodeCommitRatio+`{job="windows-exporter", volume=~"[A-Za-z]:"}) > 0.9 $[cluster]` {
 		t.Errorf("%q %v", got, err)
 	}
-	if _, err := terms.Expand("up{$[nope]}"); err == nil || !strings.Contains(err.Error(), "nope") {
-		t.Errorf("want an error naming the placeholder, got %v", err)
+	for tmpl, args := range map[string]Args{
+		"up{$[nope]}":     nil,
+		"up > $[cluster]": {"cluster": "x"},
+		"up":              {"unused": "1"},
+	} {
+		_, err := terms.Expand(tmpl, args)
+		want := "nope"
+		for name := range args {
+			want = name
+		}
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s %v: want an error naming %s, got %v", tmpl, args, want, err)
+		}
 	}
 }
 
