@@ -172,7 +172,9 @@ func (q queries) commitToLimitTable() string {
 	return fmt.Sprintf("sort_desc(%s)", q.t.Cluster().Of(vocab.Records.ContainerCommitToLimit))
 }
 
-func (q queries) noMemoryLimit() string { return q.t.Cluster().Of(vocab.Records.ContainerNoMemoryLimit) }
+func (q queries) noMemoryLimit() string {
+	return q.t.Cluster().Of(vocab.Records.ContainerNoMemoryLimit)
+}
 
 // Windows events (LogQL). Fields are those of the Alloy event line.
 

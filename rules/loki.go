@@ -28,7 +28,7 @@ func LokiGroups(v view.Rules) (rulefmt.RuleGroups, error) {
 	t := v.Terms
 	var errs []error
 	expr := func(name, tmpl string, args vocab.Args) string {
-		args["node"], args["scm"] = contract.LabelNode, vocab.SCMStream(t.Events())
+		args["nodeLabel"], args["scm"] = contract.LabelNode, vocab.SCMStream(t.Events())
 		s, err := t.Expand(tmpl, args)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", name, err))
@@ -40,7 +40,7 @@ func LokiGroups(v view.Rules) (rulefmt.RuleGroups, error) {
 		g.Rules = append(g.Rules, rulefmt.Rule{
 			Alert: AlertNodeServiceTerminated,
 			Expr: expr(AlertNodeServiceTerminated,
-				`sum by ($[cluster], $[node]) (count_over_time($[scm] | event_id=~"$[terminated]|$[terminatedOnce]" | event_data=~".*<Binary>$[key]0000.*" [10m])) > 0`,
+				`sum by ($[cluster], $[nodeLabel]) (count_over_time($[scm] | event_id=~"$[terminated]|$[terminatedOnce]" | event_data=~".*<Binary>$[key]0000.*" [10m])) > 0`,
 				vocab.Args{"terminated": vocab.SCMTerminated, "terminatedOnce": vocab.SCMTerminatedOnce, "key": vocab.BinaryServiceKey(svc)}),
 			Labels: map[string]string{"severity": "critical", "service": svc},
 			Annotations: map[string]string{
@@ -53,7 +53,7 @@ func LokiGroups(v view.Rules) (rulefmt.RuleGroups, error) {
 	g.Rules = append(g.Rules, rulefmt.Rule{
 		Alert: AlertServiceStartFailed,
 		Expr: expr(AlertServiceStartFailed,
-			`sum by ($[cluster], $[node]) (count_over_time($[scm] | event_id=~"$[failed]|$[timeout]" [15m])) > 0`,
+			`sum by ($[cluster], $[nodeLabel]) (count_over_time($[scm] | event_id=~"$[failed]|$[timeout]" [15m])) > 0`,
 			vocab.Args{"failed": vocab.SCMStartFailed, "timeout": vocab.SCMStartTimeout}),
 		Labels: map[string]string{"severity": "warning"},
 		Annotations: map[string]string{

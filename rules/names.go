@@ -8,4 +8,3 @@ const (
 	RecordsGroup = "winobs-windows-records"
 	AlertsGroup  = "winobs-windows-alerts"
 )
-
