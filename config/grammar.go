@@ -1,6 +1,7 @@
 package config
 
 import (
+	"fmt"
 	"math"
 	"net/netip"
 	"regexp"
@@ -29,6 +30,15 @@ func (v *validator) text(path, s string) bool {
 		return false
 	}
 	return true
+}
+
+// services checks Windows service key names, as the SCM registers them
+// (they reach the exporter's include regex and the Loki rules' event match).
+func (v *validator) services(path string, names []string) {
+	for i, s := range names {
+		v.check(fmt.Sprintf("%s[%d]", path, i), serviceName.MatchString(s),
+			"must be a Windows service key name (letters, digits, '_', '.', '-'), got %q", s)
+	}
 }
 
 // labels checks a Kubernetes label map with apimachinery's rules (what the

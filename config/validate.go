@@ -40,6 +40,21 @@ const (
 // its field path (File and Line are filled in by Load).
 func Validate(c *Config) Problems {
 	v := &validator{}
+	validateNames(v, c)
+	validateExporter(v, &c.WindowsExporter)
+	validateAgents(v, c)
+	validateDashboards(v, &c.Dashboards)
+	validatePods(v, &c.Pods)
+	validateLokiRules(v, &c.LokiRules)
+	validateAlerts(v, &c.Alerts)
+	validateWatchedServices(v, c)
+	return v.probs
+}
+
+// validateNames checks the names that reach other systems: the namespace,
+// the cluster label, the rule labels, the ruler namespaces and the jobs
+// every selector reads.
+func validateNames(v *validator, c *Config) {
 	for _, msg := range validation.IsDNS1123Label(c.Namespace) {
 		v.add("namespace", "must be a DNS-1123 label, got %q: %s", c.Namespace, reason(msg))
 	}
@@ -54,34 +69,38 @@ func Validate(c *Config) Problems {
 		v.nonEmpty(path, job)
 		v.text(path, job)
 	}
-
-	validateExporter(v, &c.WindowsExporter)
-	validateAgents(v, c)
 	v.check("logs.podLogsJob", c.Logs.PodLogsJob != c.Logs.EventsJob, "must differ from logs.eventsJob")
-	v.nonEmpty("dashboards.folder", c.Dashboards.Folder)
-	v.text("dashboards.folder", c.Dashboards.Folder)
+}
+
+func validateDashboards(v *validator, d *Dashboards) {
+	v.nonEmpty("dashboards.folder", d.Folder)
+	v.text("dashboards.folder", d.Folder)
 	// The Grafana sidecar joins the folder to its directory and writes the
 	// dashboards there (foldersFromFilesStructure): no way out of it.
-	v.check("dashboards.folder", !unsafeFolder(c.Dashboards.Folder),
-		"must be a folder name, not a path: no leading '/' or '\\', drive letter, '..' or '.' segment, got %q", conffile.Excerpt(c.Dashboards.Folder))
-	for i, tag := range c.Dashboards.Tags {
+	v.check("dashboards.folder", !unsafeFolder(d.Folder),
+		"must be a folder name, not a path: no leading '/' or '\\', drive letter, '..' or '.' segment, got %q", conffile.Excerpt(d.Folder))
+	for i, tag := range d.Tags {
 		v.nonEmpty(fmt.Sprintf("dashboards.tags[%d]", i), tag)
 		v.text(fmt.Sprintf("dashboards.tags[%d]", i), tag)
 	}
-	v.labelKey("dashboards.sidecarLabel", c.Dashboards.SidecarLabel)
-	v.labelValue("dashboards.sidecarLabelValue", c.Dashboards.SidecarLabelValue)
-	v.labelKey("dashboards.folderAnnotation", c.Dashboards.FolderAnnotation)
+	v.labelKey("dashboards.sidecarLabel", d.SidecarLabel)
+	v.labelValue("dashboards.sidecarLabelValue", d.SidecarLabelValue)
+	v.labelKey("dashboards.folderAnnotation", d.FolderAnnotation)
+}
 
-	validatePods(v, &c.Pods)
-	if c.LokiRules.Namespace != "" {
-		for _, msg := range validation.IsDNS1123Label(c.LokiRules.Namespace) {
-			v.add("lokiRules.namespace", "must be a DNS-1123 label, got %q: %s", conffile.Excerpt(c.LokiRules.Namespace), reason(msg))
+func validateLokiRules(v *validator, l *LokiRules) {
+	if l.Namespace != "" {
+		for _, msg := range validation.IsDNS1123Label(l.Namespace) {
+			v.add("lokiRules.namespace", "must be a DNS-1123 label, got %q: %s", conffile.Excerpt(l.Namespace), reason(msg))
 		}
 	}
-	v.labelKey("lokiRules.label", c.LokiRules.Label)
-	v.labelValue("lokiRules.labelValue", c.LokiRules.LabelValue)
+	v.labelKey("lokiRules.label", l.Label)
+	v.labelValue("lokiRules.labelValue", l.LabelValue)
+}
 
-	a := &c.Alerts
+// validateAlerts checks every threshold and hold time, each against the
+// range in which its alert can both fire and resolve.
+func validateAlerts(v *validator, a *Alerts) {
 	// runbook_url is expanded by Prometheus as a Go template: the URL grammar
 	// check refuses braces, so no template action can reach it.
 	v.httpURL("alerts.runbookURL", a.RunbookURL)
@@ -100,19 +119,8 @@ func Validate(c *Config) Problems {
 	v.finiteIn("alerts.nodeOvercommit.pagesPerSecond", a.NodeOvercommit.PagesPerSecond, 0, 1e7, "a rate of pages per second")
 	v.hold("alerts.nodeOvercommit.for", a.NodeOvercommit.For)
 	v.check("alerts.nodeServices.services", len(a.NodeServices.Services) > 0, "must list at least one service")
-	for i, s := range a.NodeServices.Services {
-		v.check(fmt.Sprintf("alerts.nodeServices.services[%d]", i), serviceName.MatchString(s),
-			"must be a Windows service key name (letters, digits, '_', '.', '-'), got %q", s)
-	}
+	v.services("alerts.nodeServices.services", a.NodeServices.Services)
 	v.hold("alerts.nodeServices.for", a.NodeServices.For)
-	if c.WindowsExporter.Deploy {
-		for i, s := range a.NodeServices.Services {
-			if serviceName.MatchString(s) && !containsFold(c.WindowsExporter.Services, s) {
-				v.probs = append(v.probs, Problem{Path: fmt.Sprintf("alerts.nodeServices.services[%d]", i), Related: "windowsExporter.services",
-					Msg: fmt.Sprintf("%q is not in windowsExporter.services, so the exporter would not report it and the alert could never fire", conffile.Excerpt(s))})
-			}
-		}
-	}
 	v.durationIn("alerts.uncordonedReboot.window", a.UncordonedReboot.Window, model.Duration(time.Minute), maxHold, "a look-back window for reboots")
 	v.hold("alerts.exporterDown.for", a.ExporterDown.For)
 	v.hold("alerts.collectorFailing.for", a.CollectorFailing.For)
@@ -141,7 +149,20 @@ func Validate(c *Config) Problems {
 	v.hold("alerts.clock.for", a.Clock.For)
 	v.hold("alerts.clock.noSourceFor", a.Clock.NoSourceFor)
 	v.hold("alerts.commitLimitMissing.for", a.CommitLimitMissing.For)
-	return v.probs
+}
+
+// validateWatchedServices holds that every service the alerts watch is one
+// the exporter winobs deploys reports: otherwise the alert could never fire.
+func validateWatchedServices(v *validator, c *Config) {
+	if !c.WindowsExporter.Deploy {
+		return
+	}
+	for i, s := range c.Alerts.NodeServices.Services {
+		if serviceName.MatchString(s) && !containsFold(c.WindowsExporter.Services, s) {
+			v.probs = append(v.probs, Problem{Path: fmt.Sprintf("alerts.nodeServices.services[%d]", i), Related: "windowsExporter.services",
+				Msg: fmt.Sprintf("%q is not in windowsExporter.services, so the exporter would not report it and the alert could never fire", conffile.Excerpt(s))})
+		}
+	}
 }
 
 func validateExporter(v *validator, e *WindowsExporter) {
@@ -158,10 +179,7 @@ func validateExporter(v *validator, e *WindowsExporter) {
 		v.scraperAddress(fmt.Sprintf("windowsExporter.firewall.allowFrom[%d]", i), a)
 	}
 	v.resources("windowsExporter.resources", e.Resources)
-	for i, s := range e.Services {
-		v.check(fmt.Sprintf("windowsExporter.services[%d]", i), serviceName.MatchString(s),
-			"must be a Windows service key name (letters, digits, '_', '.', '-'), got %q", s)
-	}
+	v.services("windowsExporter.services", e.Services)
 }
 
 // validateAgents checks what HostProcess agents on the node need. They run in
