@@ -124,6 +124,37 @@ func (s *Shipper) Run(ctx context.Context) error {
 	go srv.Serve(netutil.LimitListener(ln, maxConnections))
 	defer srv.Close()
 
+	s.resume()
+	records, errs := s.startSources(ctx)
+	batches := make(chan *batch, 1)
+	bt := &batcher{format: s.format, maxBytes: s.cfg.Batch.MaxBytes, maxWait: time.Duration(s.cfg.Batch.MaxWait.Model())}
+	go bt.run(records, batches)
+	if s.cfg.Textfile != "" {
+		stopTextfile := s.writeTextfile()
+		defer stopTextfile()
+	}
+	s.ready.Store(true)
+	stopHealth := s.writeHealth()
+	defer stopHealth()
+
+	if !s.deliver(ctx, batches) {
+		return nil // the grace period ended: what was not delivered is read again
+	}
+	select {
+	case err := <-errs:
+		return err
+	default:
+	}
+	s.acker.flush()
+	if u := s.acker.saveFailure(); u != nil {
+		return fmt.Errorf("everything was delivered, but checkpoints could not be saved since %s (%w): the next start resends from the last saved position", u.since.UTC().Format(time.RFC3339), u.err)
+	}
+	return nil
+}
+
+// resume gives the formatter each channel's last acknowledged position and
+// what was in flight at the last stop, so a replay is recognised.
+func (s *Shipper) resume() {
 	for _, src := range s.sources {
 		if cp, ok := s.acker.acked(src.channel()); ok {
 			s.format.resume(cp)
@@ -132,8 +163,13 @@ func (s *Shipper) Run(ctx context.Context) error {
 			s.format.replaying(sent)
 		}
 	}
+}
+
+// startSources runs every source until ctx ends. Records flow through the
+// in-flight budget (the back-pressure on reading); the channel closes when
+// the last source stops; a source's failure arrives on errs.
+func (s *Shipper) startSources(ctx context.Context) (<-chan record, <-chan error) {
 	records := make(chan record, 256)
-	batches := make(chan *batch, 1)
 	errs := make(chan error, len(s.sources))
 	env := sourceEnv{positions: s.acker, m: s.m, log: s.log, logs: ratelog.New(s.log, time.Minute), emit: func(ctx context.Context, r record) error {
 		if err := s.budget.acquire(ctx, r.size); err != nil {
@@ -160,23 +196,19 @@ func (s *Shipper) Run(ctx context.Context) error {
 		}()
 	}
 	go func() { wg.Wait(); close(records) }()
-	bt := &batcher{format: s.format, maxBytes: s.cfg.Batch.MaxBytes, maxWait: time.Duration(s.cfg.Batch.MaxWait.Model())}
-	go bt.run(records, batches)
-	if s.cfg.Textfile != "" {
-		stopTextfile := s.writeTextfile()
-		defer stopTextfile()
-	}
-	s.ready.Store(true)
-	stopHealth := s.writeHealth()
-	defer stopHealth()
+	return records, errs
+}
 
-	// Pushes outlive ctx by the grace period, so a shutdown delivers what it read.
+// deliver paces and pushes every batch and acknowledges what Loki stored.
+// Pushes outlive ctx by the grace period, so a shutdown delivers what it
+// read; it reports false when the grace period ended first.
+func (s *Shipper) deliver(ctx context.Context, batches <-chan *batch) bool {
 	sendCtx, cancelSend := context.WithCancel(context.Background())
 	defer cancelSend()
-	go func() {
-		<-ctx.Done()
+	stop := context.AfterFunc(ctx, func() {
 		time.AfterFunc(time.Duration(s.cfg.ShutdownGrace.Model()), cancelSend)
-	}()
+	})
+	defer stop()
 	for b := range batches {
 		var rep loki.Report
 		err := s.pacer.Wait(sendCtx, b.streamBytes())
@@ -186,21 +218,12 @@ func (s *Shipper) Run(ctx context.Context) error {
 		}
 		if err != nil { // only the end of the grace period stops pacing and sending
 			s.log.Warn("shutdown grace period over before delivery; undelivered events will be read again", "events", b.events)
-			return nil
+			return false
 		}
 		s.format.learn(rep.Floors)
 		s.acker.ack(b, rep)
 	}
-	select {
-	case err := <-errs:
-		return err
-	default:
-	}
-	s.acker.flush()
-	if u := s.acker.saveFailure(); u != nil {
-		return fmt.Errorf("everything was delivered, but checkpoints could not be saved since %s (%w): the next start resends from the last saved position", u.since.UTC().Format(time.RFC3339), u.err)
-	}
-	return nil
+	return true
 }
 
 // maxConnections bounds the metrics listener's connections: any local
