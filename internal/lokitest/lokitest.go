@@ -359,6 +359,44 @@ func (r *Receiver) push(streams map[string][]entry, order []string) (int, string
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	now := r.limits.Now()
+	if msg := r.rateLimit(streams, now); msg != "" {
+		return http.StatusTooManyRequests, msg
+	}
+	var distributor []string
+	var ingester string
+	for _, labels := range order {
+		named := lokiName(labels)
+		if msg := r.labelProblem(labels, named); msg != "" {
+			distributor = append(distributor, msg) // the whole stream is refused
+			continue
+		}
+		valid, refused := r.validate(streams[labels], named, now)
+		distributor = append(distributor, refused...)
+		if len(valid) == 0 {
+			continue
+		}
+		r.received += len(valid)
+		if msg := r.ingest(labels, valid, r.shards(labels, valid, now)); msg != "" {
+			// The ingester's Push keeps only the last failing stream's
+			// error (instance.Push: appendErr = err; continue).
+			ingester = msg
+		}
+	}
+	switch {
+	case len(distributor) > 0:
+		return http.StatusBadRequest, strings.Join(distributor, "\n") + "\n"
+	case ingester != "":
+		return http.StatusBadRequest, ingester + "\n"
+	}
+	return http.StatusNoContent, ""
+}
+
+// rateLimit is the distributor's per-tenant token bucket over the whole
+// push: the refusal's text, or "" when the push fits.
+func (r *Receiver) rateLimit(streams map[string][]entry, now time.Time) string {
+	if r.limits.TenantRate <= 0 {
+		return ""
+	}
 	total, lines := 0, 0
 	for _, es := range streams {
 		for _, e := range es {
@@ -366,102 +404,90 @@ func (r *Receiver) push(streams map[string][]entry, order []string) (int, string
 			lines++
 		}
 	}
-	if r.limits.TenantRate > 0 {
-		if !r.refilled.IsZero() {
-			r.tokens = math.Min(float64(r.limits.TenantBurst), r.tokens+now.Sub(r.refilled).Seconds()*float64(r.limits.TenantRate))
-		}
-		r.refilled = now
-		if float64(total) > r.tokens {
-			return http.StatusTooManyRequests, fmt.Sprintf("Ingestion rate limit exceeded for user fake (limit: %d bytes/sec) while attempting to ingest '%d' lines totaling '%d' bytes, reduce log volume or contact your Loki administrator to see if the limit can be increased\n", r.limits.TenantRate, lines, total)
-		}
-		r.tokens -= float64(total)
+	if !r.refilled.IsZero() {
+		r.tokens = math.Min(float64(r.limits.TenantBurst), r.tokens+now.Sub(r.refilled).Seconds()*float64(r.limits.TenantRate))
 	}
-	var distributor, ingester []string
-	for _, labels := range order {
-		named := lokiName(labels)
-		if msg := r.labelProblem(labels, named); msg != "" {
-			distributor = append(distributor, msg) // the whole stream is refused
+	r.refilled = now
+	if float64(total) > r.tokens {
+		return fmt.Sprintf("Ingestion rate limit exceeded for user fake (limit: %d bytes/sec) while attempting to ingest '%d' lines totaling '%d' bytes, reduce log volume or contact your Loki administrator to see if the limit can be increased\n", r.limits.TenantRate, lines, total)
+	}
+	r.tokens -= float64(total)
+	return ""
+}
+
+// validate is the distributor's per-entry checks (size, too old, too new):
+// the entries that pass, and one refusal line for each that does not.
+func (r *Receiver) validate(entries []entry, named string, now time.Time) (valid []entry, refused []string) {
+	for _, e := range entries {
+		t := time.Unix(0, e.ts).UTC()
+		switch {
+		case len(e.line) > r.limits.MaxLineBytes:
+			refused = append(refused, fmt.Sprintf("max entry size '%d' bytes exceeded for stream '%s' while adding an entry with length '%d' bytes", r.limits.MaxLineBytes, named, len(e.line)))
+		case t.Before(now.Add(-r.limits.MaxAge)):
+			refused = append(refused, fmt.Sprintf("entry for stream '%s' has timestamp too old: %s, oldest acceptable timestamp is: %s", named, t.Format(time.RFC3339), now.Add(-r.limits.MaxAge).UTC().Format(time.RFC3339)))
+		case t.After(now.Add(r.limits.FutureGrace)):
+			refused = append(refused, fmt.Sprintf("entry for stream '%s' has timestamp too new: %s", named, t.Format(time.RFC3339)))
+		default:
+			valid = append(valid, e)
+		}
+	}
+	return valid, refused
+}
+
+// ingest is the ingester, per stream (a shard is a stream of its own):
+// entries too far behind the newest are ignored, at most 10 of them named,
+// then the total; identical entries are dropped. It returns the last
+// stream's ignored-entries error, as Loki does, or "".
+func (r *Receiver) ingest(labels string, valid []entry, shards int) string {
+	type ignoredIn struct {
+		lines    []string
+		n, total int
+	}
+	blocks := map[string]*ignoredIn{}
+	var blockOrder []string
+	for i, e := range valid {
+		key := labels
+		if shards > 1 {
+			key = strings.TrimSuffix(labels, "}") + fmt.Sprintf(`, __stream_shard__="%d"}`, i%shards)
+		}
+		bl := blocks[key]
+		if bl == nil {
+			bl = &ignoredIn{}
+			blocks[key] = bl
+			blockOrder = append(blockOrder, key)
+		}
+		bl.total++
+		st := r.streams[key]
+		if st == nil {
+			st = &streamState{entries: map[[2]string]bool{}}
+			r.streams[key] = st
+		}
+		if floor := st.newest - int64(r.limits.MaxLag); e.ts < floor {
+			if bl.n < maxNamedIgnored {
+				t := time.Unix(0, e.ts).UTC()
+				bl.lines = append(bl.lines, fmt.Sprintf("entry with timestamp %s ignored, reason: 'entry too far behind, entry timestamp is: %s, oldest acceptable timestamp is: %s',", t.String(), t.Format(time.RFC3339), time.Unix(0, floor).UTC().Format(time.RFC3339)))
+			}
+			bl.n++
 			continue
 		}
-		var valid []entry
-		for _, e := range streams[labels] {
-			t := time.Unix(0, e.ts).UTC()
-			switch {
-			case len(e.line) > r.limits.MaxLineBytes:
-				distributor = append(distributor, fmt.Sprintf("max entry size '%d' bytes exceeded for stream '%s' while adding an entry with length '%d' bytes", r.limits.MaxLineBytes, named, len(e.line)))
-			case t.Before(now.Add(-r.limits.MaxAge)):
-				distributor = append(distributor, fmt.Sprintf("entry for stream '%s' has timestamp too old: %s, oldest acceptable timestamp is: %s", named, t.Format(time.RFC3339), now.Add(-r.limits.MaxAge).UTC().Format(time.RFC3339)))
-			case t.After(now.Add(r.limits.FutureGrace)):
-				distributor = append(distributor, fmt.Sprintf("entry for stream '%s' has timestamp too new: %s", named, t.Format(time.RFC3339)))
-			default:
-				valid = append(valid, e)
-			}
+		st.newest = max(st.newest, e.ts)
+		k := [2]string{fmt.Sprint(e.ts), e.line}
+		if st.entries[k] {
+			continue // Loki drops an identical entry
 		}
-		if len(valid) == 0 {
-			continue
+		st.entries[k] = true
+		if r.byLine[e.line] == nil {
+			r.byLine[e.line] = map[stored]bool{}
 		}
-		r.received += len(valid)
-		shards := r.shards(labels, valid, now)
-		// The ingester, per stream (a shard is a stream of its own): entries
-		// too far behind the newest are ignored, at most 10 of them named,
-		// then the total; identical entries are dropped.
-		type ignoredIn struct {
-			lines    []string
-			n, total int
-		}
-		blocks := map[string]*ignoredIn{}
-		var blockOrder []string
-		for i, e := range valid {
-			key := labels
-			if shards > 1 {
-				key = strings.TrimSuffix(labels, "}") + fmt.Sprintf(`, __stream_shard__="%d"}`, i%shards)
-			}
-			bl := blocks[key]
-			if bl == nil {
-				bl = &ignoredIn{}
-				blocks[key] = bl
-				blockOrder = append(blockOrder, key)
-			}
-			bl.total++
-			st := r.streams[key]
-			if st == nil {
-				st = &streamState{entries: map[[2]string]bool{}}
-				r.streams[key] = st
-			}
-			if floor := st.newest - int64(r.limits.MaxLag); e.ts < floor {
-				if bl.n < maxNamedIgnored {
-					t := time.Unix(0, e.ts).UTC()
-					bl.lines = append(bl.lines, fmt.Sprintf("entry with timestamp %s ignored, reason: 'entry too far behind, entry timestamp is: %s, oldest acceptable timestamp is: %s',", t.String(), t.Format(time.RFC3339), time.Unix(0, floor).UTC().Format(time.RFC3339)))
-				}
-				bl.n++
-				continue
-			}
-			st.newest = max(st.newest, e.ts)
-			k := [2]string{fmt.Sprint(e.ts), e.line}
-			if st.entries[k] {
-				continue // Loki drops an identical entry
-			}
-			st.entries[k] = true
-			if r.byLine[e.line] == nil {
-				r.byLine[e.line] = map[stored]bool{}
-			}
-			r.byLine[e.line][stored{key, e.ts}] = true
-		}
-		for _, key := range blockOrder {
-			if bl := blocks[key]; bl.n > 0 {
-				// The ingester's Push keeps only the last failing stream's
-				// error (instance.Push: appendErr = err; continue).
-				ingester = []string{strings.Join(bl.lines, "\n") + fmt.Sprintf("\nuser 'fake', total ignored: %d out of %d for stream: %s", bl.n, bl.total, lokiName(key))}
-			}
+		r.byLine[e.line][stored{key, e.ts}] = true
+	}
+	msg := ""
+	for _, key := range blockOrder {
+		if bl := blocks[key]; bl.n > 0 {
+			msg = strings.Join(bl.lines, "\n") + fmt.Sprintf("\nuser 'fake', total ignored: %d out of %d for stream: %s", bl.n, bl.total, lokiName(key))
 		}
 	}
-	switch {
-	case len(distributor) > 0:
-		return http.StatusBadRequest, strings.Join(distributor, "\n") + "\n"
-	case len(ingester) > 0:
-		return http.StatusBadRequest, strings.Join(ingester, "\n") + "\n"
-	}
-	return http.StatusNoContent, ""
+	return msg
 }
 
 // maxNamedIgnored is how many ignored entries Loki's ingester names in one
