@@ -96,8 +96,8 @@ $(BIN)/.staticcheck-$(STATICCHECK_VERSION):
 	@rm -f $(BIN)/.staticcheck-* && touch $@
 
 lint: $(BIN)/staticcheck tidy-check ## staticcheck (Linux, and Windows for the shipper) and a go mod tidy check
-	$(BIN)/staticcheck ./...
-	GOOS=windows $(BIN)/staticcheck $(WINDOWS_PKGS)
+	$(BIN)/staticcheck -checks all ./...
+	GOOS=windows $(BIN)/staticcheck -checks all $(WINDOWS_PKGS)
 
 tidy-check: ## fail if go mod tidy would change go.mod or go.sum
 	$(GO) mod tidy -diff

@@ -198,14 +198,14 @@ func queryV2(classic any, panelDS *common.DataSourceRef) (dashboardv2.PanelQuery
 		return dashboardv2.PanelQueryKind{}, fmt.Errorf("query without a datasource")
 	}
 	return dashboardv2.PanelQueryKind{Kind: "PanelQuery", Spec: dashboardv2.PanelQuerySpec{
-		RefId: q.RefId, Hidden: q.Hide, Query: dataQuery(*q.Datasource, q.body),
+		RefId: q.RefID, Hidden: q.Hide, Query: dataQuery(*q.Datasource, q.body),
 	}}, nil
 }
 
 // target is a classic target taken apart: what v2 keeps beside the query,
 // and the rest.
 type target struct {
-	RefId      string                `json:"refId"`
+	RefID      string                `json:"refId"`
 	Datasource *common.DataSourceRef `json:"datasource"`
 	Hide       bool                  `json:"hide"`
 	body       any

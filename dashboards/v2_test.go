@@ -19,7 +19,7 @@ import (
 
 // v2Manifest is a v2 resource with its spec in the SDK's dashboard type.
 type v2Manifest struct {
-	ApiVersion string                `json:"apiVersion"`
+	APIVersion string                `json:"apiVersion"`
 	Kind       string                `json:"kind"`
 	Metadata   resource.Metadata     `json:"metadata"`
 	Spec       dashboardv2.Dashboard `json:"spec"`
@@ -48,8 +48,8 @@ func TestV2RoundTripsThroughSDKTypes(t *testing.T) {
 		if err := json.Unmarshal(first, &back); err != nil {
 			t.Fatalf("%s: %v", *d.Uid, err)
 		}
-		if back.ApiVersion != "dashboard.grafana.app/v2" || back.Kind != "Dashboard" || back.Metadata.Name != *d.Uid {
-			t.Errorf("%s: %s %s %q", *d.Uid, back.ApiVersion, back.Kind, back.Metadata.Name)
+		if back.APIVersion != "dashboard.grafana.app/v2" || back.Kind != "Dashboard" || back.Metadata.Name != *d.Uid {
+			t.Errorf("%s: %s %s %q", *d.Uid, back.APIVersion, back.Kind, back.Metadata.Name)
 		}
 		if err := back.Spec.Validate(); err != nil {
 			t.Errorf("%s: %v", *d.Uid, err)
@@ -180,13 +180,17 @@ func classicQueries(t *testing.T, p *dashboard.Panel) []queryText {
 	var out []queryText
 	for _, q := range p.Targets {
 		var body struct {
-			Expr, RefId string
-			Datasource  struct{ Type, Uid string }
+			Expr       string
+			RefID      string `json:"refId"`
+			Datasource struct {
+				Type string
+				UID  string `json:"uid"`
+			}
 		}
 		if err := json.Unmarshal([]byte(jsonOf(t, q)), &body); err != nil {
 			t.Fatal(err)
 		}
-		out = append(out, queryText{body.RefId, body.Datasource.Type + "/" + body.Datasource.Uid, body.Expr})
+		out = append(out, queryText{body.RefID, body.Datasource.Type + "/" + body.Datasource.UID, body.Expr})
 	}
 	return out
 }

@@ -1,4 +1,4 @@
-// Package eventlogshipper builds the eventlog-shipper's Kubernetes objects for gen:
+// Package shipperdeploy builds the eventlog-shipper's Kubernetes objects for gen:
 // its config and a HostProcess DaemonSet on the Windows nodes assigned to it.
 package shipperdeploy
 

@@ -2,13 +2,13 @@ package vocab
 
 import "reflect"
 
-// Record names follow level:metric:operations. The metric part always starts
-// with "winobs_" so no record can equal a kube-prometheus-stack, Azure or raw
-// windows_exporter name (a test enforces it against their lists).
-//
 // RecordNames are winobs's record names, one field each, the name in its
 // tag: Go code reads Records.NodeInfo, a rule template writes $[NodeInfo],
 // and both are derived from this one list.
+//
+// Record names follow level:metric:operations. The metric part always starts
+// with "winobs_" so no record can equal a kube-prometheus-stack, Azure or raw
+// windows_exporter name (a test enforces it against their lists).
 type RecordNames struct {
 	// Container-level records carry cluster, namespace, pod and container
 	// with the pod's real values, however windows-exporter is scraped, and
