@@ -2,7 +2,6 @@ package alloy
 
 import (
 	"bytes"
-	"github.com/winobs/winobs/view"
 	"strconv"
 	"strings"
 	"testing"
@@ -18,6 +17,7 @@ import (
 
 	"github.com/winobs/winobs/config"
 	"github.com/winobs/winobs/render"
+	"github.com/winobs/winobs/view"
 )
 
 func load(_ *testing.T, mutate func(*config.Config)) *config.Config {

@@ -6,7 +6,6 @@ package alloy
 import (
 	"bytes"
 	"fmt"
-	"github.com/winobs/winobs/view"
 	"strings"
 
 	"github.com/grafana/alloy/syntax/ast"
@@ -17,6 +16,7 @@ import (
 	"github.com/winobs/winobs/config"
 	"github.com/winobs/winobs/contract"
 	"github.com/winobs/winobs/nodeagent"
+	"github.com/winobs/winobs/view"
 )
 
 // expr is an Alloy expression written as is (a reference or a call), where

@@ -1,7 +1,6 @@
 package alloy
 
 import (
-	"github.com/winobs/winobs/view"
 	"strconv"
 	"strings"
 
@@ -13,6 +12,7 @@ import (
 	"github.com/winobs/winobs/meta"
 	"github.com/winobs/winobs/nodeagent"
 	"github.com/winobs/winobs/render"
+	"github.com/winobs/winobs/view"
 )
 
 // Name of every Alloy object.

@@ -8,7 +8,6 @@ package dashboards
 import (
 	"encoding/json"
 	"fmt"
-	"github.com/winobs/winobs/view"
 	"slices"
 
 	"github.com/grafana/grafana-foundation-sdk/go/cog"
@@ -19,6 +18,7 @@ import (
 
 	"github.com/winobs/winobs/meta"
 	"github.com/winobs/winobs/render"
+	"github.com/winobs/winobs/view"
 )
 
 // Stable dashboard uids: links and bookmarks survive regeneration.

@@ -6,7 +6,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"github.com/winobs/winobs/view"
 	"strings"
 	"testing"
 
@@ -14,6 +13,7 @@ import (
 	"github.com/grafana/grafana-foundation-sdk/go/dashboard"
 
 	"github.com/winobs/winobs/config"
+	"github.com/winobs/winobs/view"
 )
 
 func build(t *testing.T, mutate func(*config.Config)) []dashboard.Dashboard {

@@ -5,9 +5,9 @@ package dashboards
 import (
 	"github.com/grafana/grafana-foundation-sdk/go/cog"
 	"github.com/grafana/grafana-foundation-sdk/go/dashboard"
-	"github.com/winobs/winobs/view"
 
 	"github.com/winobs/winobs/contract"
+	"github.com/winobs/winobs/view"
 	"github.com/winobs/winobs/vocab"
 )
 

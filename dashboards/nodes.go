@@ -6,8 +6,8 @@ import (
 	"github.com/grafana/grafana-foundation-sdk/go/dashboard"
 	"github.com/grafana/grafana-foundation-sdk/go/table"
 	"github.com/grafana/grafana-foundation-sdk/go/units"
-	"github.com/winobs/winobs/view"
 
+	"github.com/winobs/winobs/view"
 	"github.com/winobs/winobs/vocab"
 )
 

@@ -5,9 +5,9 @@ package dashboards
 import (
 	"github.com/grafana/grafana-foundation-sdk/go/dashboard"
 	"github.com/grafana/grafana-foundation-sdk/go/units"
-	"github.com/winobs/winobs/view"
 
 	"github.com/winobs/winobs/contract"
+	"github.com/winobs/winobs/view"
 )
 
 // pipeline shows what reaches Loki from each node, and the eventlog-shipper's

@@ -5,8 +5,8 @@ package dashboards
 import (
 	"github.com/grafana/grafana-foundation-sdk/go/dashboard"
 	"github.com/grafana/grafana-foundation-sdk/go/units"
-	"github.com/winobs/winobs/view"
 
+	"github.com/winobs/winobs/view"
 	"github.com/winobs/winobs/vocab"
 )
 

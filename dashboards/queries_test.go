@@ -4,7 +4,6 @@ package dashboards_test
 
 import (
 	"encoding/json"
-	"github.com/winobs/winobs/view"
 	"regexp"
 	"strings"
 	"testing"
@@ -18,6 +17,7 @@ import (
 	"github.com/winobs/winobs/internal/logqlcheck"
 	"github.com/winobs/winobs/internal/rulecheck"
 	"github.com/winobs/winobs/rules"
+	"github.com/winobs/winobs/view"
 )
 
 // The queries of every dashboard, classic and v2, read from their JSON as

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"github.com/winobs/winobs/view"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -17,6 +16,7 @@ import (
 	"github.com/winobs/winobs/config"
 	"github.com/winobs/winobs/internal/fixture"
 	"github.com/winobs/winobs/rules"
+	"github.com/winobs/winobs/view"
 )
 
 // recorded answers a request with a capture of a real Prometheus 3.16 or

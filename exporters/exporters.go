@@ -5,7 +5,6 @@ package exporters
 
 import (
 	"fmt"
-	"github.com/winobs/winobs/view"
 	"strconv"
 	"strings"
 
@@ -19,6 +18,7 @@ import (
 	"github.com/winobs/winobs/meta"
 	"github.com/winobs/winobs/nodeagent"
 	"github.com/winobs/winobs/render"
+	"github.com/winobs/winobs/view"
 )
 
 const (

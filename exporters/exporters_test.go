@@ -1,7 +1,6 @@
 package exporters
 
 import (
-	"github.com/winobs/winobs/view"
 	"regexp"
 	"strings"
 	"testing"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/winobs/winobs"
 	"github.com/winobs/winobs/config"
+	"github.com/winobs/winobs/view"
 )
 
 func load(_ *testing.T, mutate func(*config.Config)) view.Exporters {

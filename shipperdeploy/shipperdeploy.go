@@ -4,7 +4,6 @@ package shipperdeploy
 
 import (
 	"fmt"
-	"github.com/winobs/winobs/view"
 	"strings"
 	"time"
 
@@ -19,6 +18,7 @@ import (
 	"github.com/winobs/winobs/config"
 	"github.com/winobs/winobs/nodeagent"
 	"github.com/winobs/winobs/render"
+	"github.com/winobs/winobs/view"
 )
 
 // Name of every shipper object.

@@ -1,7 +1,6 @@
 package shipperdeploy
 
 import (
-	"github.com/winobs/winobs/view"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -14,6 +13,7 @@ import (
 	"github.com/winobs/winobs/shipper/shipconfig"
 
 	"github.com/winobs/winobs/config"
+	"github.com/winobs/winobs/view"
 )
 
 // The rendered config is one the shipper accepts, and it ships what Alloy

@@ -2,17 +2,17 @@ package tests
 
 import (
 	"fmt"
-	"github.com/prometheus/prometheus/model/rulefmt"
-	"github.com/winobs/winobs/view"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/prometheus/prometheus/model/rulefmt"
 	"github.com/prometheus/prometheus/promql/parser"
 
 	"github.com/winobs/winobs/config"
 	"github.com/winobs/winobs/internal/logqlcheck"
 	"github.com/winobs/winobs/rules"
+	"github.com/winobs/winobs/view"
 )
 
 // Many clusters share one ruler and one Grafana: Mimir, Thanos Ruler or a

@@ -3,7 +3,6 @@ package tests
 //lint:file-ignore SA1019 The classic dashboard is the one the pod views are read from.
 
 import (
-	"github.com/winobs/winobs/view"
 	"strings"
 	"testing"
 
@@ -11,6 +10,7 @@ import (
 
 	"github.com/winobs/winobs/config"
 	"github.com/winobs/winobs/dashboards"
+	"github.com/winobs/winobs/view"
 	"github.com/winobs/winobs/vocab"
 )
 

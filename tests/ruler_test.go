@@ -2,7 +2,6 @@ package tests
 
 import (
 	"bytes"
-	"github.com/winobs/winobs/view"
 	"log/slog"
 	"path"
 	"reflect"
@@ -17,6 +16,7 @@ import (
 	"github.com/winobs/winobs/internal/logqlcheck"
 	"github.com/winobs/winobs/render"
 	"github.com/winobs/winobs/rules"
+	"github.com/winobs/winobs/view"
 )
 
 // rulerFile is the rule file of mimirtool, cortextool and lokitool
