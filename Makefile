@@ -29,7 +29,7 @@ RACE_PKGS := ./shipper/... ./internal/lokitest/...
 # Packages with Windows-only files, linted for Windows too.
 WINDOWS_PKGS := ./shipper/... ./cmd/eventlog-shipper/...
 
-.PHONY: gen grafana-harness release-gen test-loaded doctor-e2e images help generate test race lint tidy-check vet fmt-check windows winapi-check check-generated ci bench promtool-test \
+.PHONY: gen grafana-harness alloy-harness release-gen test-loaded doctor-e2e images help generate test race lint tidy-check vet fmt-check windows winapi-check check-generated ci bench promtool-test \
 	reliability update-crds print-versions
 
 help: ## list targets
@@ -45,6 +45,11 @@ TEST_TIMEOUT ?= 45m
 
 # Grafana's own frontend code for the dashboards test (tests/grafana/README.md):
 # npm ci from the committed lockfile, again only when the lockfile changes.
+ALLOY_HARNESS := $(BIN)/alloyharness-$(call version,alloyHarness)
+$(ALLOY_HARNESS): tests/alloy/build.sh tests/alloy/harness/main.go versions.json
+	tests/alloy/build.sh $@ $(call version,alloyHarness)
+alloy-harness: $(ALLOY_HARNESS) ## build the Alloy harness from Alloy's module (tests/alloy; make test does it)
+
 GRAFANA_HARNESS := tests/grafana/node_modules/.winobs-installed
 $(GRAFANA_HARNESS): tests/grafana/package-lock.json tests/grafana/package.json
 	cd tests/grafana && npm ci --no-audit --no-fund
@@ -53,8 +58,8 @@ $(GRAFANA_HARNESS): tests/grafana/package-lock.json tests/grafana/package.json
 grafana-harness: $(GRAFANA_HARNESS) ## install the Grafana harness (npm ci in tests/grafana; make test does it)
 
 # With the harness installed, its tests must run: a missing module fails them.
-test: $(BIN)/victoria-logs $(GRAFANA_HARNESS) ## run every test (rule unit tests, schema checks, dashboards through Grafana's code and shipper end-to-end tests included)
-	@start=$$(date +%s); WINOBS_REQUIRE_GRAFANA=1 $(GO) test -timeout $(TEST_TIMEOUT) ./... && echo "make test: passed in $$(( $$(date +%s) - start )) s"
+test: $(BIN)/victoria-logs $(GRAFANA_HARNESS) $(ALLOY_HARNESS) ## run every test (rule unit tests, schema checks, dashboards through Grafana's code and shipper end-to-end tests included)
+	@start=$$(date +%s); WINOBS_REQUIRE_GRAFANA=1 WINOBS_REQUIRE_ALLOY=1 $(GO) test -timeout $(TEST_TIMEOUT) ./... && echo "make test: passed in $$(( $$(date +%s) - start )) s"
 
 race: $(BIN)/victoria-logs ## the packages with goroutines under the race detector
 	$(GO) test -race -timeout $(TEST_TIMEOUT) $(RACE_PKGS)
@@ -64,8 +69,8 @@ race: $(BIN)/victoria-logs ## the packages with goroutines under the race detect
 LOAD_PER_CORE ?= 2
 busy = sh scripts/busy.sh $$(( $$(nproc) * $(LOAD_PER_CORE) ))
 
-test-loaded: $(BIN)/victoria-logs $(GRAFANA_HARNESS) ## make test while other processes keep every core busy: no verdict may depend on the machine's speed
-	WINOBS_REQUIRE_GRAFANA=1 $(busy) $(GO) test -count=1 -timeout $(TEST_TIMEOUT) ./...
+test-loaded: $(BIN)/victoria-logs $(GRAFANA_HARNESS) $(ALLOY_HARNESS) ## make test while other processes keep every core busy: no verdict may depend on the machine's speed
+	WINOBS_REQUIRE_GRAFANA=1 WINOBS_REQUIRE_ALLOY=1 $(busy) $(GO) test -count=1 -timeout $(TEST_TIMEOUT) ./...
 
 race-loaded: $(BIN)/victoria-logs ## make race under the same load (CI runs this: the shipper and the Loki model, raced and starved)
 	$(busy) $(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) $(RACE_PKGS)

@@ -56,6 +56,11 @@ type Versions struct {
 	// which pins them).
 	GrafanaScenes     string `json:"grafanaScenes"`
 	GrafanaPrometheus string `json:"grafanaPrometheus"`
+	// AlloyHarness is the Grafana Alloy module whose own code the Alloy
+	// tests run (tests/alloy: parser, validator, loki.process). It is the
+	// newest release that builds from the Go module proxy here; Alloy is
+	// the release the image ships.
+	AlloyHarness string `json:"alloyHarness"`
 }
 
 // Pinned returns versions.json. It panics only if the embedded file is

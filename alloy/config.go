@@ -6,6 +6,7 @@ package alloy
 import (
 	"bytes"
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/grafana/alloy/syntax/ast"
@@ -17,6 +18,7 @@ import (
 	"github.com/winobs/winobs/contract"
 	"github.com/winobs/winobs/nodeagent"
 	"github.com/winobs/winobs/view"
+	"github.com/winobs/winobs/vocab"
 )
 
 // expr is an Alloy expression written as is (a reference or a call), where
@@ -89,6 +91,16 @@ func relabel(sources []string, target string, extra ...any) *builder.Block {
 	return block("rule", "", append(attrs, extra...)...)
 }
 
+// raw writes s as an Alloy raw string (`...`), which keeps regular
+// expressions and LogQL readable in the rendered config; a string holding
+// a backtick is quoted as usual.
+func raw(s string) any {
+	if strings.Contains(s, "`") {
+		return s
+	}
+	return expr("`" + s + "`")
+}
+
 // literalReplacement is a relabel replacement that yields s as it is: the
 // relabel grammar expands $1, ${name} and $$, so every '$' is doubled.
 func literalReplacement(s string) string { return strings.ReplaceAll(s, "$", "$$") }
@@ -121,7 +133,90 @@ func podLogBlocks(v view.Alloy) []*builder.Block {
 		"forward_to", []expr{"loki.process.pods.receiver"})
 	process := block("loki.process", "pods", "forward_to", []expr{"loki.write.default.receiver"})
 	process.Body().AppendBlock(block("stage.cri", ""))
+	for _, b := range logMonitorStages(v) {
+		process.Body().AppendBlock(b)
+	}
 	return []*builder.Block{discover, rel, match, source, process}
+}
+
+// LogMonitor's shapes (../shared/reference/logmonitor.md, section 4): its
+// JSON lines start with the source type, with or without a space after the
+// colon (EventLog and File put one, ETW and Process do not); its own
+// diagnostics are plain text. The patterns are anchored, so no other line
+// pays more than a failed prefix match.
+const (
+	logMonitorJSON       = `^\{"Source": ?"(?P<lm_logmonitor>EventLog|ETW|File|Process)",`
+	logMonitorDiagnostic = `^\[[^\]]*\]\[LOGMONITOR\] (?P<lm_level>[A-Z]+): `
+)
+
+// logMonitorFields are LogMonitor's JSON fields (JMESPath) by the
+// extracted name the stages give them.
+var logMonitorFields = map[string]any{
+	"lm_level":        "LogEntry.Level",
+	"lm_channel":      "LogEntry.Channel",
+	"lm_event_source": "LogEntry.EventSource",
+	"lm_provider":     "LogEntry.ProviderName",
+	"lm_event_id":     "LogEntry.EventId",
+	"lm_file":         "LogEntry.FileName",
+}
+
+// levelTemplate maps LogMonitor's levels (EventLog and ETW spell them
+// Critical, Error, Warning, Information, Verbose, and ETW's level 0 None;
+// its diagnostics ERROR, WARNING, INFO) to Loki's canonical ones, so every
+// Loki 3.x shows the same detected_level (Loki < 3.6 maps no
+// "Information", none maps "Verbose", and Loki < 3.5 never reads a nested
+// JSON level at all).
+var levelTemplate = `{{ with .lm_level }}{{ $l := ToLower . }}` +
+	`{{ if eq $l "critical" "error" "info" }}{{ $l }}` +
+	`{{ else if eq $l "warning" }}` + contract.LevelWarn +
+	`{{ else if eq $l "information" }}` + contract.LevelInfo +
+	`{{ else if eq $l "verbose" }}` + contract.LevelDebug +
+	`{{ else }}` + contract.LevelUnknown + `{{ end }}{{ end }}`
+
+// logMonitorStages parse LogMonitor's lines into structured metadata
+// (contract's Meta* names) and leave the line and its CRI time as they are:
+// a Process line that is not valid JSON (LogMonitor 2.1.2+ does not escape
+// the app's output) still gets its source type and keeps its text, and
+// every other line passes untouched. The event's own time is not used: it
+// has whole seconds (identical lines in one second would be deduplicated
+// by Loki) and startAtOldestRecord replays old times on every start.
+func logMonitorStages(v view.Alloy) []*builder.Block {
+	pods := vocab.Selector{vocab.Eq(contract.LabelJob, v.Logs.PodLogsJob)}.String()
+	metadata := func(names ...string) *builder.Block {
+		values := map[string]any{}
+		for _, n := range names {
+			values[n] = "lm_" + n
+		}
+		return block("stage.structured_metadata", "", "values", values)
+	}
+	level := block("stage.template", "", "source", "lm_level", "template", levelTemplate)
+
+	parsed := block("stage.match", "",
+		"selector", raw(pods+" |~ "+strconv.Quote(logMonitorJSON)), "pipeline_name", "logmonitor_json")
+	for _, b := range []*builder.Block{
+		block("stage.regex", "", "expression", raw(logMonitorJSON)),
+		block("stage.json", "", "expressions", logMonitorFields),
+		// ETW's TraceLogging and WPP events have an empty id: no metadata.
+		block("stage.template", "", "source", "lm_event_id", "template", "{{ with .lm_event_id }}{{ . }}{{ end }}"),
+		block("stage.template", "", "source", "lm_source",
+			"template", `{{ if .lm_event_source }}{{ .lm_event_source }}{{ else if .lm_provider }}{{ .lm_provider }}{{ end }}`),
+		level,
+		metadata(contract.MetaLogMonitor, contract.MetaLevel, contract.LabelChannel, contract.MetaSource, contract.MetaEventID, contract.MetaFile),
+	} {
+		parsed.Body().AppendBlock(b)
+	}
+
+	diagnostic := block("stage.match", "",
+		"selector", raw(pods+" |~ "+strconv.Quote(logMonitorDiagnostic)), "pipeline_name", "logmonitor_diagnostic")
+	for _, b := range []*builder.Block{
+		block("stage.regex", "", "expression", raw(logMonitorDiagnostic)),
+		block("stage.template", "", "source", "lm_"+contract.MetaLogMonitor, "template", "LogMonitor"),
+		level,
+		metadata(contract.MetaLogMonitor, contract.MetaLevel),
+	} {
+		diagnostic.Body().AppendBlock(b)
+	}
+	return []*builder.Block{parsed, diagnostic}
 }
 
 func eventBlock(v view.Alloy, ch config.Channel) *builder.Block {

@@ -2,7 +2,7 @@ package contract
 
 // Loki stream labels. The event log agents (Alloy's loki.source.windowsevent
 // and the eventlog-shipper) write Job, Node, Channel and Computer; the pod log
-// pipeline writes Job, Node, Namespace, Pod, Container and App. The cluster
+// pipeline writes Job, Node, Namespace, Pod, Container, App and Stream. The cluster
 // label is the config's (cluster.label).
 const (
 	LabelJob       = "job"
@@ -13,18 +13,57 @@ const (
 	LabelPod       = "pod"
 	LabelContainer = "container"
 	LabelApp       = "app"
+	// LabelStream is stdout or stderr: Alloy's stage.cri sets it from the
+	// CRI line.
+	LabelStream = "stream"
 )
 
 // EventStreamLabels are the labels of an event log stream.
 var EventStreamLabels = []string{LabelJob, LabelNode, LabelChannel, LabelComputer}
 
 // PodLogStreamLabels are the labels of a Windows pod log stream.
-var PodLogStreamLabels = []string{LabelJob, LabelNode, LabelNamespace, LabelPod, LabelContainer, LabelApp}
+var PodLogStreamLabels = []string{LabelJob, LabelNode, LabelNamespace, LabelPod, LabelContainer, LabelApp, LabelStream}
 
 // EventLabelsPerEvent are the labels the eventlog-shipper sets from each
 // event (Alloy's windowsevent does the same); a static label may not take
 // their names.
 var EventLabelsPerEvent = []string{LabelChannel, LabelComputer}
+
+// Structured metadata the pod pipeline attaches to the lines of Microsoft's
+// LogMonitor (a Windows container's event log, ETW, log files and process
+// output, printed to stdout as JSON). They are never stream labels, so they
+// add no streams; LogQL filters them as it filters labels
+// (| source="Application Error"). Channel is LabelChannel; Source and
+// EventID are named as the event line's fields, so a container's events
+// read like the node's.
+const (
+	// MetaLogMonitor is LogMonitor's source type: EventLog, ETW, File,
+	// Process, or LogMonitor for its own diagnostics.
+	MetaLogMonitor = "logmonitor"
+	// MetaLevel is the level in Loki's canonical lower case; every Loki 3.x
+	// takes a structured-metadata "level" as the entry's detected_level.
+	MetaLevel = "level"
+	// MetaSource is the event's provider (EventLog's EventSource, ETW's
+	// ProviderName).
+	MetaSource = "source"
+	// MetaEventID is the event id (ETW's may be empty or a GUID).
+	MetaEventID = "event_id"
+	// MetaFile is a File line's path relative to LogMonitor's directory.
+	MetaFile = "file"
+)
+
+// PodLogMetadata is the structured metadata a pod log entry may carry.
+var PodLogMetadata = []string{MetaLogMonitor, MetaLevel, LabelChannel, MetaSource, MetaEventID, MetaFile}
+
+// Canonical levels, as Loki's detected_level spells them.
+const (
+	LevelCritical = "critical"
+	LevelError    = "error"
+	LevelWarn     = "warn"
+	LevelInfo     = "info"
+	LevelDebug    = "debug"
+	LevelUnknown  = "unknown"
+)
 
 // Loki's default per-tenant limits that winobs's output must stay within
 // (limits_config; ../shared/reference/loki-push.md quotes them), and the

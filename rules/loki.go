@@ -18,6 +18,7 @@ const LokiGroup = "winobs-windows-events"
 const (
 	AlertNodeServiceTerminated = "WindowsNodeServiceTerminated"
 	AlertServiceStartFailed    = "WindowsServiceStartFailed"
+	AlertContainerAppCrashed   = "WindowsContainerApplicationCrashed"
 )
 
 // LokiGroups returns the event log alerts for the Loki ruler: one rule per
@@ -28,20 +29,20 @@ func LokiGroups(v view.Rules) (rulefmt.RuleGroups, error) {
 	t := v.Terms
 	var errs []error
 	expr := func(name, tmpl string, args vocab.Args) string {
-		args["nodeLabel"], args["scm"] = contract.LabelNode, vocab.SCMStream(t.Events())
 		s, err := t.Expand(tmpl, args)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", name, err))
 		}
 		return s
 	}
+	scm := vocab.SCMStream(t.Events())
 	g := rulefmt.RuleGroup{Name: LokiGroup}
 	for _, svc := range v.ExporterServices {
 		g.Rules = append(g.Rules, rulefmt.Rule{
 			Alert: AlertNodeServiceTerminated,
 			Expr: expr(AlertNodeServiceTerminated,
 				`sum by ($[cluster], $[nodeLabel]) (count_over_time($[scm] | event_id=~"$[terminated]|$[terminatedOnce]" | event_data=~".*<Binary>$[key]0000.*" [10m])) > 0`,
-				vocab.Args{"terminated": vocab.SCMTerminated, "terminatedOnce": vocab.SCMTerminatedOnce, "key": vocab.BinaryServiceKey(svc)}),
+				vocab.Args{"nodeLabel": contract.LabelNode, "scm": scm, "terminated": vocab.SCMTerminated, "terminatedOnce": vocab.SCMTerminatedOnce, "key": vocab.BinaryServiceKey(svc)}),
 			Labels: map[string]string{"severity": "critical", "service": svc},
 			Annotations: map[string]string{
 				"summary": "Service " + svc + " terminated unexpectedly on Windows node {{ $labels.node }}.",
@@ -54,12 +55,32 @@ func LokiGroups(v view.Rules) (rulefmt.RuleGroups, error) {
 		Alert: AlertServiceStartFailed,
 		Expr: expr(AlertServiceStartFailed,
 			`sum by ($[cluster], $[nodeLabel]) (count_over_time($[scm] | event_id=~"$[failed]|$[timeout]" [15m])) > 0`,
-			vocab.Args{"failed": vocab.SCMStartFailed, "timeout": vocab.SCMStartTimeout}),
+			vocab.Args{"nodeLabel": contract.LabelNode, "scm": scm, "failed": vocab.SCMStartFailed, "timeout": vocab.SCMStartTimeout}),
 		Labels: map[string]string{"severity": "warning"},
 		Annotations: map[string]string{
 			"summary": "A service failed to start on Windows node {{ $labels.node }}.",
 			"description": "The Service Control Manager on {{ $labels.node }} logged {{ $value }} start failures or start timeouts (events 7000/7009) in 15 minutes. " +
 				"At boot this is often a slow disk; see the event messages for the service.",
+		},
+	})
+	// A container's own event log, as LogMonitor prints it and the pod
+	// pipeline tags it (contract's Meta* structured metadata).
+	g.Rules = append(g.Rules, rulefmt.Rule{
+		Alert: AlertContainerAppCrashed,
+		Expr: expr(AlertContainerAppCrashed,
+			`sum by ($[cluster], $[namespace], $[pod], $[container], $[source], $[eventID]) (count_over_time($[pods] | $[fromEventLog] | $[crashSources] | $[crashIDs] [10m])) > 0`,
+			vocab.Args{
+				"namespace": contract.LabelNamespace, "pod": contract.LabelPod, "container": contract.LabelContainer,
+				"source": contract.MetaSource, "eventID": contract.MetaEventID, "pods": t.PodLogs().String(),
+				"fromEventLog": vocab.Eq(contract.MetaLogMonitor, vocab.LogMonitorEventLog).String(),
+				"crashSources": vocab.Re(contract.MetaSource, vocab.AppCrashSources).String(),
+				"crashIDs":     vocab.Re(contract.MetaEventID, vocab.AppCrashEventIDs).String(),
+			}),
+		Labels: map[string]string{"severity": "warning"},
+		Annotations: map[string]string{
+			"summary": "{{ $labels.source }} {{ $labels.event_id }} in Windows container {{ $labels.namespace }}/{{ $labels.pod }}/{{ $labels.container }}.",
+			"description": "The container's own event log reported {{ $value }} application crash events ({{ $labels.source }} {{ $labels.event_id }}) in 10 minutes: " +
+				"a process inside the container crashed, hung or died of an unhandled .NET exception. The pod may still look Running: IIS restarts a crashed worker process.",
 		},
 	})
 	for i := range g.Rules {

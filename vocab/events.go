@@ -35,3 +35,15 @@ func BinaryServiceKey(name string) string {
 	}
 	return strings.ToUpper(hex.EncodeToString(b))
 }
+
+// AppCrashSources and AppCrashEventIDs are the application crash signals of
+// a Windows container's own event log (Application channel): Application
+// Error 1000 (a process crashed), Application Hang 1002 (stopped
+// responding) and .NET Runtime 1026 (an unhandled exception).
+const (
+	AppCrashSources  = `Application Error|Application Hang|\.NET Runtime`
+	AppCrashEventIDs = "1000|1002|1026"
+)
+
+// LogMonitorEventLog is LogMonitor's source type of event log lines.
+const LogMonitorEventLog = "EventLog"

@@ -32,6 +32,10 @@ var (
 	PodLogStreamLabels = contract.PodLogStreamLabels
 )
 
+// PodLogMetadata is the structured metadata the pod pipeline attaches to
+// LogMonitor's lines: filterable and groupable without a parser.
+var PodLogMetadata = contract.PodLogMetadata
+
 var (
 	// StreamSelector matches a stream selector; group 1 is its matchers.
 	StreamSelector = regexp.MustCompile(`\{([^{}]*)\}`)
@@ -45,7 +49,8 @@ var (
 
 // Check fails t unless expr selects a winobs stream by its job, uses only
 // stream selectors, line filters, | json and label filters, and filters or
-// groups only by stream labels or (after | json) event line fields. A
+// groups only by stream labels, a pod log's structured metadata or (after
+// | json) event line fields. A
 // Grafana label_values(selector, label) query must name a stream label.
 func Check(t *testing.T, cfg *config.Config, where, expr string) {
 	t.Helper()
@@ -58,14 +63,14 @@ func Check(t *testing.T, cfg *config.Config, where, expr string) {
 		t.Errorf("%s: no stream selector in %q", where, orig)
 		return
 	}
-	var stream, fields []string
+	var stream, fields, metadata []string
 	for _, m := range streamMatcher.FindAllStringSubmatch(sel[1], -1) {
 		if m[1] == contract.LabelJob {
 			switch m[2] {
 			case cfg.Logs.EventsJob:
 				stream, fields = EventStreamLabels, EventLineFields
 			case cfg.Logs.PodLogsJob:
-				stream = PodLogStreamLabels
+				stream, metadata = PodLogStreamLabels, PodLogMetadata
 			}
 		}
 	}
@@ -82,9 +87,9 @@ func Check(t *testing.T, cfg *config.Config, where, expr string) {
 	if unsupported.MatchString(expr) {
 		t.Errorf("%s: %q uses more than stream selectors, line filters, | json and label filters", where, orig)
 	}
-	usable := stream
+	usable := append(slices.Clone(stream), metadata...)
 	if strings.Contains(expr, "| json") {
-		usable = append(slices.Clone(stream), fields...)
+		usable = append(usable, fields...)
 	}
 	var names []string
 	for _, m := range labelFilter.FindAllStringSubmatch(expr, -1) {
@@ -97,7 +102,7 @@ func Check(t *testing.T, cfg *config.Config, where, expr string) {
 	}
 	for _, n := range names {
 		if !slices.Contains(usable, n) {
-			t.Errorf("%s: %q uses %q, which is neither a stream label nor an event line field", where, orig, n)
+			t.Errorf("%s: %q uses %q, which is neither a stream label, structured metadata nor an event line field", where, orig, n)
 		}
 	}
 }

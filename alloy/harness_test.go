@@ -1,0 +1,208 @@
+package alloy
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"maps"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/winobs/winobs"
+	"github.com/winobs/winobs/config"
+	"github.com/winobs/winobs/contract"
+	"github.com/winobs/winobs/view"
+)
+
+// alloyHarness is the program make test builds from Alloy's own module
+// (tests/alloy/README.md): Alloy's parser, validator and loki.process, not
+// a model of them. Without it the tests skip, unless WINOBS_REQUIRE_ALLOY is
+// set (make test sets it).
+func alloyHarness(t *testing.T) string {
+	t.Helper()
+	path, err := filepath.Abs(filepath.Join("..", "bin", "alloyharness-"+winobs.Pinned().AlloyHarness))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(path); err != nil {
+		if os.Getenv("WINOBS_REQUIRE_ALLOY") != "" {
+			t.Fatalf("Alloy harness missing: %v (make alloy-harness builds it)", err)
+		}
+		t.Skipf("Alloy harness missing: %v (make test builds it)", err)
+	}
+	return path
+}
+
+// runHarness runs the harness and fails t with its output if it fails.
+func runHarness(t *testing.T, stdin []byte, args ...string) []byte {
+	t.Helper()
+	cmd := exec.Command(alloyHarness(t), args...)
+	cmd.Stdin = bytes.NewReader(stdin)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("alloyharness %s: %v\n%s", strings.Join(args, " "), err, stderr.String())
+	}
+	return out
+}
+
+// Every config gen renders is one Alloy loads: its parser reads it, its
+// formatter leaves it as it is, and its validator accepts every component's
+// arguments (what `alloy validate` runs).
+func TestRenderedConfigsPassAlloysValidator(t *testing.T) {
+	configs := map[string]func(*config.Config){
+		"default": func(*config.Config) {},
+		"multi-cluster, secret, hostile values": func(c *config.Config) {
+			c.Cluster.Name = `eu"$1\west`
+			c.Logs.PodLogsJob = "pods`$x"
+			c.Loki.URL = "https://loki.example.com/loki/api/v1/push"
+			c.LokiSecret.Name = "loki"
+			c.Loki.BasicAuth.Username = `us"er`
+			c.Loki.BasicAuth.PasswordFile = c.LokiSecret.MountPath + `\password`
+		},
+	}
+	for name, mutate := range configs {
+		t.Run(name, func(t *testing.T) {
+			cfg := config.Default()
+			mutate(cfg)
+			if probs := config.Validate(cfg); len(probs) > 0 {
+				t.Fatalf("test config invalid: %v", probs)
+			}
+			conf, err := Config(view.Of(cfg).Alloy)
+			if err != nil {
+				t.Fatal(err)
+			}
+			p := filepath.Join(t.TempDir(), "config.alloy")
+			if err := os.WriteFile(p, conf, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			runHarness(t, nil, "validate", p)
+		})
+	}
+}
+
+// harnessEntry is one entry in and out of the harness.
+type harnessEntry struct {
+	Line     string            `json:"line"`
+	Labels   map[string]string `json:"labels"`
+	Metadata map[string]string `json:"metadata"`
+	TS       time.Time         `json:"ts"`
+}
+
+// LogMonitor's line shapes (tests/alloy/testdata/logmonitor.jsonl, derived
+// from LogMonitor's format strings) through the rendered loki.process, run
+// by Alloy's own code: each keeps its text and CRI time and gets the
+// structured metadata the dashboards and Loki rules read; every other line
+// passes untouched.
+func TestLogMonitorLinesThroughAlloy(t *testing.T) {
+	conf, err := Config(view.Of(config.Default()).Alloy)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(t.TempDir(), "config.alloy")
+	if err := os.WriteFile(p, conf, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	in, err := os.ReadFile(filepath.Join("..", "tests", "alloy", "testdata", "logmonitor.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// What containerd wrote: the time, the stream and the content (P parts
+	// joined) of each fixture.
+	type written struct {
+		ts      time.Time
+		stream  string
+		content string
+	}
+	sent := map[string]*written{}
+	var order []string
+	sc := bufio.NewScanner(bytes.NewReader(in))
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		var e harnessEntry
+		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
+			t.Fatal(err)
+		}
+		parts := strings.SplitN(e.Line, " ", 4)
+		ts, err := time.Parse(time.RFC3339Nano, parts[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		id := e.Labels["fixture"]
+		if w := sent[id]; w != nil { // a P part's continuation: the entry takes its time
+			w.content += parts[3]
+			w.ts = ts
+			continue
+		}
+		sent[id] = &written{ts: ts, stream: parts[1], content: parts[3]}
+		order = append(order, id)
+	}
+
+	out := runHarness(t, in, "process", p, "pods", strconv.Itoa(len(order)))
+	got := map[string]harnessEntry{}
+	for _, l := range bytes.Split(bytes.TrimSpace(out), []byte("\n")) {
+		var e harnessEntry
+		if err := json.Unmarshal(l, &e); err != nil {
+			t.Fatalf("%v: %s", err, l)
+		}
+		got[e.Labels["fixture"]] = e
+	}
+	want := map[string]map[string]string{
+		"eventlog-app-error":     {"logmonitor": "EventLog", "level": "error", "channel": "Application", "source": "Application Error", "event_id": "1000"},
+		"eventlog-scm-info":      {"logmonitor": "EventLog", "level": "info", "channel": "System", "source": "Service Control Manager", "event_id": "7036"},
+		"eventlog-v20-warning":   {"logmonitor": "EventLog", "level": "warn", "channel": "System", "event_id": "134"},
+		"eventlog-verbose":       {"logmonitor": "EventLog", "level": "debug", "channel": "Application", "source": ".NET Runtime", "event_id": "1026"},
+		"eventlog-critical":      {"logmonitor": "EventLog", "level": "critical", "channel": "Application", "source": "Application Hang", "event_id": "1002"},
+		"eventlog-split":         {"logmonitor": "EventLog", "level": "error", "channel": "Application", "source": "Application Error", "event_id": "1000"},
+		"etw-warning":            {"logmonitor": "ETW", "level": "warn", "source": "Microsoft-Windows-User-Diagnostic", "event_id": "1"},
+		"etw-iis-info":           {"logmonitor": "ETW", "level": "info", "source": "Microsoft-Windows-IIS-Logging", "event_id": "6200"},
+		"etw-tracelogging-none":  {"logmonitor": "ETW", "level": "unknown", "source": "Contoso.App"},
+		"file-iis":               {"logmonitor": "File", "file": `W3SVC1\u_ex260504.log`},
+		"file-v22-escaped":       {"logmonitor": "File", "file": "app.log"},
+		"file-v21-raw-tab":       {"logmonitor": "File"},
+		"process-plain":          {"logmonitor": "Process"},
+		"process-invalid-json":   {"logmonitor": "Process"},
+		"process-question-marks": {"logmonitor": "Process"},
+		"process-v211-escaped":   {"logmonitor": "Process"},
+		"process-cut-at-nul":     {"logmonitor": "Process"},
+		"process-stderr":         {"logmonitor": "Process"},
+		"logmonitor-error":       {"logmonitor": "LogMonitor", "level": "error"},
+		"logmonitor-warning":     {"logmonitor": "LogMonitor", "level": "warn"},
+		"logmonitor-info":        {"logmonitor": "LogMonitor", "level": "info"},
+		"slog-json":              nil,
+		"plain-text":             nil,
+	}
+	if len(want) != len(order) {
+		t.Errorf("%d fixtures, %d expectations", len(order), len(want))
+	}
+	for _, id := range order {
+		w, e := sent[id], got[id]
+		if e.Labels == nil {
+			t.Errorf("%s: Alloy forwarded nothing", id)
+			continue
+		}
+		if e.Line != w.content || !e.TS.Equal(w.ts) {
+			t.Errorf("%s: line or time changed:\n got  %s %.200q (%d bytes)\n want %s %.200q (%d bytes)", id, e.TS, e.Line, len(e.Line), w.ts, w.content, len(w.content))
+		}
+		if !maps.Equal(e.Metadata, want[id]) {
+			t.Errorf("%s: structured metadata %v, want %v", id, e.Metadata, want[id])
+		}
+		for k := range e.Metadata {
+			if !slices.Contains(contract.PodLogMetadata, k) {
+				t.Errorf("%s: metadata %s is not in contract.PodLogMetadata", id, k)
+			}
+		}
+		for k := range e.Labels {
+			if k != "fixture" && k != "filename" && !slices.Contains(contract.PodLogStreamLabels, k) {
+				t.Errorf("%s: stream label %s=%s is not in contract.PodLogStreamLabels", id, k, e.Labels[k])
+			}
+		}
+	}
+}

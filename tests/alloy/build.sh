@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# Builds tests/alloy/harness inside a scratch copy of Alloy's module, from the
+# Go module proxy alone, and writes the binary to $1. Alloy's packages are
+# internal, so the harness must sit in its tree; Alloy's go.mod asks for a
+# few versions the proxy refuses, pinned here to the nearest served ones.
+# What and why: tests/alloy/README.md. Cold: minutes; warm (Go's build cache):
+# seconds.
+set -euo pipefail
+out=$(realpath -m "$1")
+version=$2
+here=$(cd "$(dirname "$0")" && pwd)
+export CGO_ENABLED=0 GOFLAGS=-mod=mod GOWORK=off
+
+dir=$(go mod download -json "github.com/grafana/alloy@$version" | sed -n 's/^\t"Dir": "\(.*\)",$/\1/p')
+[ -n "$dir" ] || { echo "alloy $version: no module directory" >&2; exit 1; }
+scratch=$(mktemp -d)
+trap 'chmod -R u+w "$scratch"; rm -rf "$scratch"' EXIT
+cp -r "$dir/." "$scratch/"
+chmod -R u+w "$scratch"
+cd "$scratch"
+
+# The module zip leaves out the nested ./syntax module; the required
+# release of it is served.
+go mod edit -dropreplace github.com/grafana/alloy/syntax
+# Versions the proxy refuses (403), pinned to served releases.
+for pin in \
+	github.com/prometheus/common@v0.68.0 \
+	github.com/open-telemetry/opentelemetry-collector-contrib/pkg/stanza@v0.149.0 \
+	github.com/open-telemetry/opentelemetry-collector-contrib/processor/k8sattributesprocessor@v0.149.0 \
+	github.com/open-telemetry/opentelemetry-collector-contrib/internal/k8sconfig@v0.149.0 \
+	go.opentelemetry.io/collector/scraper@v0.149.0 \
+	go.opentelemetry.io/collector/scraper/scraperhelper@v0.149.0; do
+	go mod edit -replace "${pin%@*}=$pin"
+done
+# The pyroscope debuginfo uploader needs an ebpf-profiler fork the proxy
+# refuses; the runtime imports its package, so Alloy's own stub is selected.
+debuginfo=internal/component/pyroscope/write/debuginfo
+sed -i '1s|^//go:build .*|//go:build ignore|' "$debuginfo/upload.go"
+sed -i '1s|^//go:build .*|//go:build !ignore|' "$debuginfo/stub.go"
+
+mkdir -p internal/cmd/alloyharness
+cp "$here/harness/main.go" internal/cmd/alloyharness/
+go build -tags alloyharness -trimpath -o "$out" ./internal/cmd/alloyharness
