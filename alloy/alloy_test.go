@@ -2,6 +2,8 @@ package alloy
 
 import (
 	"bytes"
+	"encoding/json"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -252,5 +254,43 @@ func TestConfigMapHoldsTheSameConfigReadably(t *testing.T) {
 		if !strings.Contains(string(y), "config.alloy: |") {
 			t.Errorf("%v: not a literal block:\n%.400s", channels, y)
 		}
+	}
+}
+
+// The LogMonitor config gen renders asks for what the pod pipeline parses
+// (JSON lines), each configured channel at its least severe level, and no
+// replay of the whole channel on every container start.
+func TestLogMonitorConfigMatchesThePipeline(t *testing.T) {
+	raw, err := LogMonitorConfig([]config.Channel{
+		{Name: "System", Levels: []int{1, 2, 3}}, {Name: "Application", Levels: []int{2}},
+		{Name: "Security", Levels: []int{0}}, {Name: "Microsoft-Windows-DSC/Operational", Levels: []int{0, 4}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		LogConfig struct {
+			LogFormat string `json:"logFormat"`
+			Sources   []struct {
+				Type                string `json:"type"`
+				StartAtOldestRecord *bool  `json:"startAtOldestRecord"`
+				Channels            []struct{ Name, Level string }
+			} `json:"sources"`
+		}
+	}
+	if err := json.Unmarshal(raw, &doc); err != nil {
+		t.Fatal(err)
+	}
+	lc := doc.LogConfig
+	if lc.LogFormat != "json" || len(lc.Sources) != 1 || lc.Sources[0].Type != "EventLog" ||
+		lc.Sources[0].StartAtOldestRecord == nil || *lc.Sources[0].StartAtOldestRecord {
+		t.Fatalf("%s", raw)
+	}
+	var got []string
+	for _, ch := range lc.Sources[0].Channels {
+		got = append(got, ch.Name+"="+ch.Level)
+	}
+	if want := []string{"System=Warning", "Application=Error", "Microsoft-Windows-DSC/Operational=Information"}; !slices.Equal(got, want) {
+		t.Errorf("channels %v, want %v", got, want)
 	}
 }

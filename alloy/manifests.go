@@ -22,15 +22,22 @@ const Name = "winobs-alloy-windows"
 // container's volumes are bound into the host's file system.
 const configDir = `C:\etc\alloy`
 
-// Files returns config.alloy (for reference) and the Alloy objects.
+// Files returns config.alloy (for reference), the Alloy objects, and a
+// LogMonitor config matched to the pod pipeline, for Windows container
+// images (docs/agents.md).
 func Files(v view.Alloy) ([]render.File, error) {
 	conf, err := Config(v)
+	if err != nil {
+		return nil, err
+	}
+	lm, err := LogMonitorConfig(v.EventLog.Channels)
 	if err != nil {
 		return nil, err
 	}
 	return []render.File{
 		{Path: "alloy/config.alloy", Raw: conf},
 		{Path: "alloy/alloy.yaml", Objects: Objects(v, conf)},
+		{Path: LogMonitorConfigPath, Raw: lm},
 	}, nil
 }
 

@@ -32,6 +32,13 @@ func events(v view.Dashboards, q queries) *dashboard.DashboardBuilder {
 			"7000/7009: a service failed to start or timed out (often a slow disk at boot); 7031/7034: a service terminated unexpectedly; 7036: state changes.",
 			unitEvents, []query{logQLTable(q.scmTable())}, nil, "")).
 		WithPanel(logLines("Events", "Filtered by node, channel, level, event id (regex) and text.", logQL(q.eventLogs(), ""))).
+		WithRow(dashboard.NewRowBuilder("Windows containers' own events")).
+		WithPanel(graph("Container event log and ETW entries by level",
+			"Entries per interval from the containers' own event logs and ETW providers, as LogMonitor prints them to stdout; containers without LogMonitor have none.",
+			unitEvents, []query{logQL(q.containerEventRate(), "{{namespace}}/{{pod}} {{level}}")}).Span(24)).
+		WithPanel(logLines("Container events",
+			"A container's own event log and ETW entries, filtered by node, namespace, pod, container and text; the level, channel, source and event id are the entry's structured metadata.",
+			logQL(q.containerEvents(), ""))).
 		WithRow(dashboard.NewRowBuilder("Windows pod logs")).
 		WithPanel(logLines("Pod logs", "Container output from C:\\var\\log\\pods, filtered by node, namespace, pod, container and text.", logQL(q.podLogLines(), "")))
 }

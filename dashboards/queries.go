@@ -211,6 +211,21 @@ func (q queries) podLogLines() string {
 	return q.t.PodLogs(nodeVar, vocab.Var("namespace", "=~", "namespace"), podVar, vocab.Var("container", "=~", "container")).String() + " " + searchFilter
 }
 
+// Windows containers' own event log and ETW entries, as the pod pipeline
+// tags LogMonitor's lines (contract's Meta* structured metadata).
+
+func (q queries) containerEventStream() string {
+	return q.t.PodLogs(nodeVar, vocab.Var("namespace", "=~", "namespace"), podVar, vocab.Var("container", "=~", "container")).String() +
+		" | " + vocab.Re(contract.MetaLogMonitor, vocab.LogMonitorEventLog+"|"+vocab.LogMonitorETW).String()
+}
+
+func (q queries) containerEventRate() string {
+	return fmt.Sprintf(`sum by (%s, %s, %s) (count_over_time(%s [$__auto]))`,
+		contract.LabelNamespace, contract.LabelPod, contract.MetaLevel, q.containerEventStream())
+}
+
+func (q queries) containerEvents() string { return q.containerEventStream() + " " + searchFilter }
+
 // Log pipeline (what reaches Loki, per node).
 
 func (q queries) eventsPerNode() string {

@@ -45,5 +45,8 @@ const (
 	AppCrashEventIDs = "1000|1002|1026"
 )
 
-// LogMonitorEventLog is LogMonitor's source type of event log lines.
-const LogMonitorEventLog = "EventLog"
+// LogMonitor's source types of event log and ETW lines.
+const (
+	LogMonitorEventLog = "EventLog"
+	LogMonitorETW      = "ETW"
+)

@@ -19,7 +19,7 @@ func TestGenWritesBundle(t *testing.T) {
 			t.Error(err)
 		}
 	}
-	if !strings.Contains(stdout.String(), "wrote 21 files, 17 Kubernetes objects") {
+	if !strings.Contains(stdout.String(), "wrote 22 files, 17 Kubernetes objects") {
 		t.Errorf("summary:\n%s", stdout.String())
 	}
 	if code := run([]string{"--out", out, "--check"}, &stdout, &stderr); code != 0 {
