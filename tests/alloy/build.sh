@@ -38,6 +38,8 @@ debuginfo=internal/component/pyroscope/write/debuginfo
 sed -i '1s|^//go:build .*|//go:build ignore|' "$debuginfo/upload.go"
 sed -i '1s|^//go:build .*|//go:build !ignore|' "$debuginfo/stub.go"
 
+# The harness carries `//go:build ignore` so that winobs's own go commands
+# (build, vet, mod tidy) pass it by; here it is a program of Alloy's module.
 mkdir -p internal/cmd/alloyharness
-cp "$here/harness/main.go" internal/cmd/alloyharness/
-go build -tags alloyharness -trimpath -o "$out" ./internal/cmd/alloyharness
+sed '1{/^\/\/go:build ignore$/d}' "$here/harness/main.go" > internal/cmd/alloyharness/main.go
+go build -trimpath -o "$out" ./internal/cmd/alloyharness
