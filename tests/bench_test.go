@@ -316,7 +316,18 @@ func BenchmarkRuleEvaluation(b *testing.B) {
 // and their ratio. It logs every rule's median, slowest first: that is where
 // a ruler's time goes.
 func BenchmarkRecordsVsKubePrometheusStack(b *testing.B) {
-	rb := newRuleBench(b)
+	for _, nodes := range []int{benchNodes, 4 * benchNodes} {
+		spec := benchCluster
+		spec.nodes = nodes
+		b.Run(fmt.Sprintf("nodes=%d", nodes), func(b *testing.B) { benchRecordsVsKPS(b, spec) })
+	}
+}
+
+// benchRecordsVsKPS evaluates winobs's records and kube-prometheus-stack's
+// Windows records over one synthetic cluster: a cost per node that grows
+// with the cluster shows as a ratio that grows with it.
+func benchRecordsVsKPS(b *testing.B, spec clusterSpec) {
+	rb := newBench(b, benchEvalTime, spec)
 	ours := rb.load(b, filepath.Join(manifests, "rules", rulespkg.RecordsGroup+".yaml"))
 	theirs := rb.load(b, kpsRules)
 	rb.warmUp(b, ours, theirs)
