@@ -68,7 +68,7 @@ func recordDefs(t vocab.Terms) []struct{ record, expr string } {
 		($[ContainerMemoryLimitBytes] > 0)`},
 		// Read by an alert and a fleet panel: recorded once rather than joined
 		// by both.
-		{vocab.Records.ContainerNoMemoryLimit, t.NoMemoryLimitView("$[ContainerInfo]")},
+		{vocab.Records.ContainerNoMemoryLimit, t.NoMemoryLimitView("$[ContainerInfo]", "$[ContainerMemoryLimitBytes]")},
 
 		// windows_exporter_build_info is present whatever collectors are enabled.
 		{vocab.Records.NodeInfo, `

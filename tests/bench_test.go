@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -340,7 +341,11 @@ func benchRecordsVsKPS(b *testing.B, spec clusterSpec) {
 	perRule := map[string][]time.Duration{}
 	b.ResetTimer()
 	for b.Loop() {
+		// Each set starts from a collected heap: alternating in one
+		// process, neither may pay for the other's garbage.
+		runtime.GC()
 		oursT = append(oursT, rb.eval(b, ours, benchEvalTime))
+		runtime.GC()
 		theirsT = append(theirsT, rb.eval(b, theirs, benchEvalTime))
 		for set, groups := range map[string][]*rules.Group{"winobs": ours, "kps": theirs} {
 			for _, g := range groups {

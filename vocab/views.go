@@ -43,8 +43,10 @@ $[info]`, Args{"resource": ksm.With(Eq("resource", resource)).Of(metric), "info"
 
 // NoMemoryLimitView is the Windows containers in info (a selector of
 // ContainerInfo) that kube-state-metrics reports without a memory limit
-// (recorded as ContainerNoMemoryLimit).
-func (t Terms) NoMemoryLimitView(info string) string {
+// (recorded as ContainerNoMemoryLimit). limits is the memory limits of the
+// containers in info (ContainerMemoryLimitBytes): the record, one series a
+// Windows container, rather than every pod's limits in kube-state-metrics.
+func (t Terms) NoMemoryLimitView(info, limits string) string {
 	return t.fill(`max by ($[cluster], namespace, pod, container) (
   $[info]
   and on ($[cluster], namespace, pod, container)
@@ -54,6 +56,6 @@ unless on ($[cluster], namespace, pod, container)
 $[limits]`, Args{
 		"info":       info,
 		"containers": t.KSM().Of("kube_pod_container_info"),
-		"limits":     t.KSM(Eq("resource", "memory")).Of("kube_pod_container_resource_limits"),
+		"limits":     limits,
 	})
 }
