@@ -1,6 +1,8 @@
 // Package alloy builds Grafana Alloy's configuration and HostProcess
-// DaemonSet for Windows nodes: pod logs from C:\var\log\pods and event log
-// channels, pushed to Loki through an address the node network reaches.
+// DaemonSet for Windows nodes: pod logs from C:\var\log\pods (LogMonitor's
+// lines parsed into structured metadata) and event log channels, pushed to
+// Loki through an address the node network reaches; and the LogMonitor
+// config for Windows container images that matches the pod pipeline.
 package alloy
 
 import (
