@@ -20,7 +20,7 @@ func events(v view.Dashboards, q queries) *dashboard.DashboardBuilder {
 		WithVariable(dashboard.NewCustomVariableBuilder("level").Label("level").
 			Values(dashboard.StringOrMap{String: cog.ToPtr("Critical,Error,Warning,Information,Verbose")}).
 			Multi(true).IncludeAll(true).AllValue(".*")).
-		WithVariable(textVar("event_id", ".+")).
+		WithVariable(textVar(contract.MetaEventID, ".+")).
 		WithVariable(queryVar("namespace", lokiDS, lokiValues(q.t.PodLogs(), "namespace"), true)).
 		WithVariable(queryVar("pod", lokiDS, lokiValues(q.t.PodLogs(vocab.Var("namespace", "=~", "namespace")), "pod"), true)).
 		WithVariable(queryVar("container", lokiDS, lokiValues(q.t.PodLogs(vocab.Var("namespace", "=~", "namespace"), podVar), "container"), true)).
