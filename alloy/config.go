@@ -149,6 +149,12 @@ func podLogBlocks(v view.Alloy) []*builder.Block {
 const (
 	logMonitorJSON       = `^\{"Source": ?"(?P<lm_logmonitor>EventLog|ETW|File|Process)",`
 	logMonitorDiagnostic = `^\[[^\]]*\]\[LOGMONITOR\] (?P<lm_level>[A-Z]+): `
+	// logMonitorEventLog reads an EventLog line's fields, which come in a
+	// fixed order before the message: LogMonitor before 2.2 leaves a TAB or
+	// other control character of the message raw, which no JSON parser
+	// accepts, and the event must keep its level, channel and id anyway.
+	logMonitorEventLog = `^\{"Source": ?"EventLog","LogEntry": ?\{(?:"EventSource": ?"(?P<lm_event_source>[^"\\]*)",)?"Time": ?"[^"]*",` +
+		`"Channel": ?"(?P<lm_channel>[^"\\]*)","Level": ?"(?P<lm_level>\w+)","EventId": ?(?P<lm_event_id>\d+),`
 )
 
 // logMonitorFields are LogMonitor's JSON fields (JMESPath) by the
@@ -197,6 +203,9 @@ func logMonitorStages(v view.Alloy) []*builder.Block {
 		"selector", raw(pods+" |~ "+strconv.Quote(logMonitorJSON)), "pipeline_name", "logmonitor_json")
 	for _, b := range []*builder.Block{
 		block("stage.regex", "", "expression", raw(logMonitorJSON)),
+		block("stage.regex", "", "expression", raw(logMonitorEventLog)),
+		// Valid JSON (every line from LogMonitor 2.2, most before) overrides
+		// the prefix's values with properly unescaped ones.
 		block("stage.json", "", "expressions", logMonitorFields),
 		// ETW's TraceLogging and WPP events have an empty id: no metadata.
 		block("stage.template", "", "source", "lm_event_id", "template", "{{ with .lm_event_id }}{{ . }}{{ end }}"),

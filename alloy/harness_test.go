@@ -163,6 +163,7 @@ func TestLogMonitorLinesThroughAlloy(t *testing.T) {
 		"eventlog-verbose":       {"logmonitor": "EventLog", "level": "debug", "channel": "Application", "source": ".NET Runtime", "event_id": "1026"},
 		"eventlog-critical":      {"logmonitor": "EventLog", "level": "critical", "channel": "Application", "source": "Application Hang", "event_id": "1002"},
 		"eventlog-split":         {"logmonitor": "EventLog", "level": "error", "channel": "Application", "source": "Application Error", "event_id": "1000"},
+		"eventlog-v21-raw-tab":   {"logmonitor": "EventLog", "level": "error", "channel": "Application", "source": "Application Error", "event_id": "1000"},
 		"etw-warning":            {"logmonitor": "ETW", "level": "warn", "source": "Microsoft-Windows-User-Diagnostic", "event_id": "1"},
 		"etw-iis-info":           {"logmonitor": "ETW", "level": "info", "source": "Microsoft-Windows-IIS-Logging", "event_id": "6200"},
 		"etw-tracelogging-none":  {"logmonitor": "ETW", "level": "unknown", "source": "Contoso.App"},
@@ -215,7 +216,7 @@ func TestLogMonitorLinesThroughAlloy(t *testing.T) {
 			crashes[id] = true
 		}
 	}
-	wantCrashes := map[string]bool{"eventlog-app-error": true, "eventlog-verbose": true, "eventlog-critical": true, "eventlog-split": true}
+	wantCrashes := map[string]bool{"eventlog-app-error": true, "eventlog-verbose": true, "eventlog-critical": true, "eventlog-split": true, "eventlog-v21-raw-tab": true}
 	if !maps.Equal(crashes, wantCrashes) {
 		t.Errorf("%s selects %v, want %v", rules.AlertContainerAppCrashed, slices.Sorted(maps.Keys(crashes)), slices.Sorted(maps.Keys(wantCrashes)))
 	}
