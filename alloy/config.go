@@ -155,6 +155,12 @@ const (
 	// accepts, and the event must keep its level, channel and id anyway.
 	logMonitorEventLog = `^\{"Source": ?"EventLog","LogEntry": ?\{(?:"EventSource": ?"(?P<lm_event_source>[^"\\]*)",)?"Time": ?"[^"]*",` +
 		`"Channel": ?"(?P<lm_channel>[^"\\]*)","Level": ?"(?P<lm_level>\w+)","EventId": ?(?P<lm_event_id>\d+),`
+	// logMonitorETW reads an ETW line's fields before its EventData, where
+	// LogMonitor writes a value of digits unquoted, so "007" makes the line
+	// invalid JSON in every version.
+	logMonitorETW = `^\{"Source":"ETW","LogEntry":\{"Time":"[^"]*","ProviderName":"(?P<lm_provider>[^"\\]*)",` +
+		`"ProviderId":"[^"]*","DecodingSource":"[^"]*","Execution":\{[^}]*\},"Level":"(?P<lm_level>\w+)",` +
+		`"Keyword":"[^"]*","EventId":"(?P<lm_event_id>[^"\\]*)",`
 )
 
 // logMonitorFields are LogMonitor's JSON fields (JMESPath) by the
@@ -204,8 +210,9 @@ func logMonitorStages(v view.Alloy) []*builder.Block {
 	for _, b := range []*builder.Block{
 		block("stage.regex", "", "expression", raw(logMonitorJSON)),
 		block("stage.regex", "", "expression", raw(logMonitorEventLog)),
-		// Valid JSON (every line from LogMonitor 2.2, most before) overrides
-		// the prefix's values with properly unescaped ones.
+		block("stage.regex", "", "expression", raw(logMonitorETW)),
+		// Valid JSON (most lines) overrides the prefixes' values with
+		// properly unescaped ones.
 		block("stage.json", "", "expressions", logMonitorFields),
 		// ETW's TraceLogging and WPP events have an empty id: no metadata.
 		block("stage.template", "", "source", "lm_event_id", "template", "{{ with .lm_event_id }}{{ . }}{{ end }}"),

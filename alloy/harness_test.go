@@ -167,6 +167,7 @@ func TestLogMonitorLinesThroughAlloy(t *testing.T) {
 		"etw-warning":            {"logmonitor": "ETW", "level": "warn", "source": "Microsoft-Windows-User-Diagnostic", "event_id": "1"},
 		"etw-iis-info":           {"logmonitor": "ETW", "level": "info", "source": "Microsoft-Windows-IIS-Logging", "event_id": "6200"},
 		"etw-tracelogging-none":  {"logmonitor": "ETW", "level": "unknown", "source": "Contoso.App"},
+		"etw-invalid-number":     {"logmonitor": "ETW", "level": "error", "source": "Contoso.Billing", "event_id": "17"},
 		"file-iis":               {"logmonitor": "File", "file": `W3SVC1\u_ex260504.log`},
 		"file-v22-escaped":       {"logmonitor": "File", "file": "app.log"},
 		"file-v21-raw-tab":       {"logmonitor": "File"},
