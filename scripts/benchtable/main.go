@@ -1,0 +1,134 @@
+// Command benchtable turns the output of `make bench` (go test -bench lines)
+// into one table, each figure beside its anchor (the baseline it is
+// compared with, or the target it is held to) and the machine it ran on.
+// `make bench` prints it and writes docs/performance.md with it.
+//
+//	go test -bench . ... | tee bench.txt; go run ./scripts/benchtable < bench.txt
+package main
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"os"
+	"regexp"
+	"strconv"
+	"strings"
+)
+
+func main() {
+	res, machine, err := parse(os.Stdin)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "benchtable:", err)
+		os.Exit(1)
+	}
+	fmt.Print(table(res, machine))
+}
+
+// result is one benchmark's metrics by unit.
+type result map[string]float64
+
+// benchLine is a result line: name (its -GOMAXPROCS suffix dropped),
+// iterations, then value-unit pairs.
+var benchLine = regexp.MustCompile(`^(Benchmark\S+?)(?:-\d+)?\s+(\d+)\s+(.+)$`)
+
+// parse reads go test -bench output: the results by benchmark name, and the
+// machine the header lines describe (cpu, goos/goarch).
+func parse(r io.Reader) (map[string]result, string, error) {
+	res := map[string]result{}
+	var cpu, goos, goarch string
+	sc := bufio.NewScanner(r)
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		line := strings.TrimSpace(sc.Text())
+		if v, ok := strings.CutPrefix(line, "cpu: "); ok {
+			cpu = strings.TrimSpace(v)
+		} else if v, ok := strings.CutPrefix(line, "goos: "); ok {
+			goos = v
+		} else if v, ok := strings.CutPrefix(line, "goarch: "); ok {
+			goarch = v
+		}
+		m := benchLine.FindStringSubmatch(line)
+		if m == nil {
+			continue
+		}
+		fields := strings.Fields(m[3])
+		if len(fields)%2 != 0 {
+			return nil, "", fmt.Errorf("%q: odd value-unit pairs", line)
+		}
+		r := result{}
+		for i := 0; i < len(fields); i += 2 {
+			v, err := strconv.ParseFloat(fields[i], 64)
+			if err != nil {
+				return nil, "", fmt.Errorf("%q: %w", line, err)
+			}
+			r[fields[i+1]] = v
+		}
+		res[m[1]] = r
+	}
+	if err := sc.Err(); err != nil {
+		return nil, "", err
+	}
+	if len(res) == 0 {
+		return nil, "", fmt.Errorf("no benchmark results in the input")
+	}
+	return res, strings.TrimSpace(fmt.Sprintf("%s (%s/%s)", cpu, goos, goarch)), nil
+}
+
+// row is one figure of the table: where it comes from and what it is held
+// against.
+type row struct {
+	what, bench string
+	value       func(result) string
+	anchor      string
+}
+
+func ms(unit string) func(result) string {
+	return func(r result) string { return fmt.Sprintf("%.0f ms", r[unit]) }
+}
+
+// ratio shows a ratio with the two times it divides.
+func ratio(r result) string {
+	return fmt.Sprintf("%.2f (winobs %.0f ms, kube-prometheus-stack %.0f ms)", r["ratio"], r["winobs_ms"], r["kps_ms"])
+}
+
+func unit(u, format string) func(result) string {
+	return func(r result) string { return fmt.Sprintf(format, r[u]) }
+}
+
+var rows = []row{
+	{"Recording rules vs kube-prometheus-stack's Windows records, 50 nodes × 60 containers (median evaluation)",
+		"BenchmarkRecordsVsKubePrometheusStack/nodes=50", ratio, "≤ 0.35 (issue 34); both on the same TSDB, alternating"},
+	{"… at 200 nodes × 60 containers", "BenchmarkRecordsVsKubePrometheusStack/nodes=200", ratio, "≤ 0.35, flat with size"},
+	{"Every winobs rule group, one evaluation (50 × 60)", "BenchmarkRuleEvaluation", unit("ns/op", "%.0f ns"), "a ruler's interval: 30 s"},
+	{"Dashboards vs kube-prometheus-stack's Windows dashboards, opened as Grafana opens them (engine time)",
+		"BenchmarkDashboardsVsKubePrometheusStack", ratio, "< 1: cheaper than what they replace"},
+	{"eventlog-shipper, real binary on one core, loopback receiver", "BenchmarkShipperBinary", unit("events/s", "%.0f events/s"),
+		"what one node may send: limits.bytesPerSecond 3 MiB/s, about 4,500 events/s of a System/Security mix (issue 34)"},
+	{"… its peak RSS", "BenchmarkShipperBinary", unit("peak_RSS_MiB", "%.1f MiB"), "the DaemonSet's memory limit: 128 MiB (shipper.resources)"},
+	{"… its Windows binary", "BenchmarkShipperBinary", unit("windows_binary_MB", "%.1f MB"), "the image's only file of ours"},
+	{"Format, batch and encode, per event", "BenchmarkFormatBatchEncode", unit("ns/op", "%.0f ns/op"), "the shipper's CPU per event"},
+	{"… allocations", "BenchmarkFormatBatchEncode", unit("allocs/op", "%.0f allocs/op"), ""},
+	{"Event XML → Alloy line", "BenchmarkParseLine", unit("ns/op", "%.0f ns/op"), ""},
+	{"`go run ./cmd/gen` first build: CPU-seconds with an empty build cache", "BenchmarkGenBuild", unit("cold_build_cpu_s", "%.0f CPU-s"),
+		"issue 29: 163 CPU-s before (modules downloaded here, not there)"},
+	{"… with the build cache warm", "BenchmarkGenBuild", unit("warm_build_cpu_s", "%.1f CPU-s"), ""},
+	{"… one render of the default bundle", "BenchmarkGenBuild", ms("render_ms"), ""},
+}
+
+// table renders the figures present in res, in rows' order; a benchmark
+// that did not run is said, not left out silently.
+func table(res map[string]result, machine string) string {
+	var b strings.Builder
+	b.WriteString("# Performance\n\n`make bench` writes this file. Benchmarks, never timed tests: no test's verdict depends on the\n")
+	b.WriteString("machine's speed. Each figure is a median of its benchmark's runs; ratios are measured in one process, alternating.\n\n")
+	fmt.Fprintf(&b, "Measured on: %s.\n\n| figure | value | anchor |\n|---|---|---|\n", machine)
+	for _, r := range rows {
+		v := "not run"
+		if got, ok := res[r.bench]; ok {
+			v = r.value(got)
+		}
+		fmt.Fprintf(&b, "| %s | %s | %s |\n", r.what, v, r.anchor)
+	}
+	return b.String()
+}

@@ -1,0 +1,40 @@
+package main
+
+import (
+	"strings"
+	"testing"
+)
+
+// Real go test -bench output, as make bench prints it, becomes the table:
+// every figure in its row, a benchmark that did not run said so, and
+// output that holds no result refused.
+func TestTable(t *testing.T) {
+	out := `goos: linux
+goarch: amd64
+pkg: github.com/winobs/winobs/tests
+cpu: Oxide Virtual Turin-like Processor             
+BenchmarkRecordsVsKubePrometheusStack/nodes=50-2         	       5	 508110922 ns/op	         6.000 kps_empty_records	       287.0 kps_ms	         0.4424 ratio	       127.0 winobs_ms
+BenchmarkRecordsVsKubePrometheusStack/nodes=200-2        	       5	2618523012 ns/op	         6.000 kps_empty_records	      1531 kps_ms	         0.3837 ratio	       587.3 winobs_ms
+BenchmarkShipperBinary-2 	       5	 1186233561 ns/op	    112000 events/s	        21.50 peak_RSS_MiB	         9.800 windows_binary_MB
+PASS
+`
+	res, machine, err := parse(strings.NewReader(out))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := table(res, machine)
+	for _, want := range []string{
+		"Measured on: Oxide Virtual Turin-like Processor (linux/amd64).",
+		"| 0.44 (winobs 127 ms, kube-prometheus-stack 287 ms) |",
+		"| 0.38 (winobs 587 ms, kube-prometheus-stack 1531 ms) |",
+		"| 112000 events/s |", "| 21.5 MiB |", "| 9.8 MB |",
+		"one evaluation (50 × 60) | not run |",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("table lacks %q:\n%s", want, got)
+		}
+	}
+	if _, _, err := parse(strings.NewReader("PASS\nok  \tx\t1s\n")); err == nil {
+		t.Error("output without results accepted")
+	}
+}
