@@ -30,13 +30,14 @@ type result map[string]float64
 
 // benchLine is a result line: name (its -GOMAXPROCS suffix dropped),
 // iterations, then value-unit pairs.
-var benchLine = regexp.MustCompile(`^(Benchmark\S+?)(?:-\d+)?\s+(\d+)\s+(.+)$`)
+var benchLine = regexp.MustCompile(`^(Benchmark\S+?)(?:-(\d+))?\s+(\d+)\s+(.+)$`)
 
 // parse reads go test -bench output: the results by benchmark name, and the
 // machine the header lines describe (cpu, goos/goarch).
 func parse(r io.Reader) (map[string]result, string, error) {
 	res := map[string]result{}
 	var cpu, goos, goarch string
+	procs := 1
 	sc := bufio.NewScanner(r)
 	sc.Buffer(nil, 1<<20)
 	for sc.Scan() {
@@ -52,7 +53,10 @@ func parse(r io.Reader) (map[string]result, string, error) {
 		if m == nil {
 			continue
 		}
-		fields := strings.Fields(m[3])
+		if n, err := strconv.Atoi(m[2]); err == nil {
+			procs = max(procs, n)
+		}
+		fields := strings.Fields(m[4])
 		if len(fields)%2 != 0 {
 			return nil, "", fmt.Errorf("%q: odd value-unit pairs", line)
 		}
@@ -72,7 +76,7 @@ func parse(r io.Reader) (map[string]result, string, error) {
 	if len(res) == 0 {
 		return nil, "", fmt.Errorf("no benchmark results in the input")
 	}
-	return res, strings.TrimSpace(fmt.Sprintf("%s (%s/%s)", cpu, goos, goarch)), nil
+	return res, fmt.Sprintf("%s, GOMAXPROCS %d (%s/%s)", cpu, procs, goos, goarch), nil
 }
 
 // row is one figure of the table: where it comes from and what it is held
@@ -100,7 +104,8 @@ var rows = []row{
 	{"Recording rules vs kube-prometheus-stack's Windows records, 50 nodes × 60 containers (median evaluation)",
 		"BenchmarkRecordsVsKubePrometheusStack/nodes=50", ratio, "≤ 0.35 (issue 34); both on the same TSDB, alternating"},
 	{"… at 200 nodes × 60 containers", "BenchmarkRecordsVsKubePrometheusStack/nodes=200", ratio, "≤ 0.35, flat with size"},
-	{"Every winobs rule group, one evaluation (50 × 60)", "BenchmarkRuleEvaluation", unit("ns/op", "%.0f ns"), "a ruler's interval: 30 s"},
+	{"Every winobs rule group, one evaluation (50 × 60)", "BenchmarkRuleEvaluation",
+		func(r result) string { return fmt.Sprintf("%.0f ms", r["ns/op"]/1e6) }, "a ruler's interval: 30 s"},
 	{"Dashboards vs kube-prometheus-stack's Windows dashboards, opened as Grafana opens them (engine time)",
 		"BenchmarkDashboardsVsKubePrometheusStack", ratio, "< 1: cheaper than what they replace"},
 	{"eventlog-shipper, real binary on one core, loopback receiver", "BenchmarkShipperBinary", unit("events/s", "%.0f events/s"),
@@ -121,7 +126,7 @@ var rows = []row{
 func table(res map[string]result, machine string) string {
 	var b strings.Builder
 	b.WriteString("# Performance\n\n`make bench` writes this file. Benchmarks, never timed tests: no test's verdict depends on the\n")
-	b.WriteString("machine's speed. Each figure is a median of its benchmark's runs; ratios are measured in one process, alternating.\n\n")
+	b.WriteString("machine's speed. Times are medians (ratios: both sides in one process, alternating) or means of each benchmark's runs.\n\n")
 	fmt.Fprintf(&b, "Measured on: %s.\n\n| figure | value | anchor |\n|---|---|---|\n", machine)
 	for _, r := range rows {
 		v := "not run"

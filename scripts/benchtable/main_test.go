@@ -24,7 +24,7 @@ PASS
 	}
 	got := table(res, machine)
 	for _, want := range []string{
-		"Measured on: Oxide Virtual Turin-like Processor (linux/amd64).",
+		"Measured on: Oxide Virtual Turin-like Processor, GOMAXPROCS 2 (linux/amd64).",
 		"| 0.44 (winobs 127 ms, kube-prometheus-stack 287 ms) |",
 		"| 0.38 (winobs 587 ms, kube-prometheus-stack 1531 ms) |",
 		"| 112000 events/s |", "| 21.5 MiB |", "| 9.8 MB |",
