@@ -34,23 +34,26 @@ func recordDefs(t vocab.Terms) []struct{ record, expr string } {
 		//  2. plain labels: scraped with honorLabels, or by an agent that adds no
 		//     pod labels; series carrying the exporter pod's own target labels (an
 		//     empty or pre-0.31 value) are recognised by matching the exporter's
-		//     build_info on the same instance and skipped;
+		//     build_info on the same instance and skipped (never one with an
+		//     exported_pod: the exporter's own container is one);
 		//  3. kube-state-metrics by container_id: exporters before 0.31, and
 		//     containers whose labels the exporter left empty.
+		// 1 and 2 are one read of the series: label_replace takes an exported_*
+		// label only when it is set ((.+) does not match an empty value). The
+		// target's pod is kept aside (target_pod) until the last aggregation, so
+		// two overlapping exporter pods' series never become one label set
+		// before it.
 		{vocab.Records.ContainerInfo, `
 		max by ($[cluster], container_id, namespace, pod, container) (
-		  label_replace(label_replace(label_replace(
-		    max by ($[cluster], container_id, exported_namespace, exported_pod, exported_container) (
-		      windows_container_available{$[exporter], exported_pod!=""}
+		  label_replace(label_replace(label_replace(label_replace(
+		    max by ($[cluster], container_id, instance, namespace, pod, container, exported_namespace, exported_pod, exported_container) (
+		      windows_container_available{$[exporter]}
 		    ),
-		  "namespace", "$1", "exported_namespace", "(.*)"),
-		  "pod", "$1", "exported_pod", "(.*)"),
-		  "container", "$1", "exported_container", "(.*)")
-		)
-		or on ($[cluster], container_id)
-		max by ($[cluster], container_id, namespace, pod, container) (
-		  windows_container_available{$[exporter], exported_pod="", pod!=""}
-		  unless on ($[cluster], instance, namespace, pod)
+		  "target_pod", "$1", "pod", "(.*)"),
+		  "namespace", "$1", "exported_namespace", "(.+)"),
+		  "pod", "$1", "exported_pod", "(.+)"),
+		  "container", "$1", "exported_container", "(.+)")
+		  unless on ($[cluster], instance, namespace, pod, exported_pod)
 		  windows_exporter_build_info{$[exporter]}
 		)
 		or on ($[cluster], container_id)
