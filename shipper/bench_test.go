@@ -12,6 +12,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/winobs/winobs/internal/lokitest"
 )
 
 // BenchmarkShipperBinary runs the real binary on one core (GOMAXPROCS=1):
@@ -100,5 +102,82 @@ func pollHWM(pid int, stop <-chan struct{}) int64 {
 			return peak
 		case <-time.After(5 * time.Millisecond):
 		}
+	}
+}
+
+// BenchmarkShipperIntoLoki runs the real binary with the default rate caps
+// on one channel and on a node's two channels, into the Loki model (default
+// limits and its shard rule) and into VictoriaLogs: events per second per
+// channel and per node, and how many entries Loki would have put in a shard
+// (where a replay stops being deduplicated).
+func BenchmarkShipperIntoLoki(b *testing.B) {
+	const events = 20000
+	bin := buildShipper(b)
+	for _, tc := range []struct {
+		name     string
+		channels int
+		victoria bool
+	}{
+		{"loki-model/channels=1", 1, false},
+		{"loki-model/channels=2", 2, false},
+		{"victorialogs/channels=1", 1, true},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			var perNode, lineBytes float64
+			sharded := 0
+			for b.Loop() {
+				dir := b.TempDir()
+				var dumps strings.Builder
+				for _, ch := range []string{"System", "Application"}[:tc.channels] {
+					p := filepath.Join(dir, ch+".xml")
+					// One stream a channel, as on a node: the events' own
+					// channel and computer (stream labels) made the same.
+					lines := editedDump(b, p, events, dumpBase, func(_ int, ev string) string {
+						return replaceBetween(replaceBetween(ev, "<Channel>", "</Channel>", ch), "<Computer>", "</Computer>", "BENCH")
+					})
+					lineBytes = 0
+					for _, l := range lines {
+						lineBytes += float64(len(l)) / events
+					}
+					fmt.Fprintf(&dumps, "  - {path: %q, channel: %s}\n", p, ch)
+				}
+				var url string
+				var recv *lokitest.Receiver
+				if tc.victoria {
+					url = victoriaLogs(b) + "/insert/loki/api/v1/push?disable_message_parsing=1"
+				} else {
+					var err error
+					if recv, err = lokitest.New(); err != nil {
+						b.Fatal(err)
+					}
+					defer recv.Stop()
+					url = recv.URL()
+				}
+				cfg := filepath.Join(dir, "shipper.yaml")
+				os.WriteFile(cfg, []byte(fmt.Sprintf("loki: {url: %q}\nlabels: {job: windows-events}\nlabelsFromEnv: {node: NODE_NAME}\ndumps:\n%sstateDir: %q\nlisten: %s\n",
+					url, dumps.String(), filepath.Join(dir, "state"), freeAddr(b))), 0o644)
+				cmd := exec.Command(bin, "--config", cfg)
+				cmd.Env = append(os.Environ(), "NODE_NAME=bench")
+				start := time.Now()
+				if out, err := cmd.CombinedOutput(); err != nil {
+					b.Fatalf("%v\n%s", err, out)
+				}
+				perNode = float64(events*tc.channels) / time.Since(start).Seconds()
+				if recv != nil {
+					st := recv.Stats()
+					if st.Received < events*tc.channels {
+						b.Fatalf("the Loki model took %d entries of %d", st.Received, events*tc.channels)
+					}
+					sharded = st.Sharded
+				}
+			}
+			b.ReportMetric(perNode/float64(tc.channels), "events/s/channel")
+			b.ReportMetric(perNode/float64(tc.channels)*lineBytes/(1<<10), "KiB/s/channel")
+			b.ReportMetric(lineBytes, "bytes/line")
+			b.ReportMetric(perNode, "events/s/node")
+			if !tc.victoria {
+				b.ReportMetric(float64(sharded), "sharded_entries")
+			}
+		})
 	}
 }

@@ -32,7 +32,7 @@ import (
 
 // victoriaLogs starts the pinned VictoriaLogs (make test installs it in
 // bin/) on a free loopback port with a fresh data directory.
-func victoriaLogs(t *testing.T) string {
+func victoriaLogs(t testing.TB) string {
 	t.Helper()
 	bin, _ := filepath.Abs("../bin/victoria-logs")
 	if _, err := os.Stat(bin); err != nil {

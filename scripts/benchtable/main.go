@@ -96,6 +96,23 @@ func ratio(r result) string {
 	return fmt.Sprintf("%.2f (winobs %.0f ms, kube-prometheus-stack %.0f ms)", r["ratio"], r["winobs_ms"], r["kps_ms"])
 }
 
+// perChannel and perNode show a shipper rate with its bytes and what Loki
+// would have sharded.
+func perChannel(r result) string {
+	return fmt.Sprintf("%.0f events/s (%.0f KiB/s of %.0f-byte lines)%s", r["events/s/channel"], r["KiB/s/channel"], r["bytes/line"], shards(r))
+}
+
+func perNode(r result) string {
+	return fmt.Sprintf("%.0f events/s%s", r["events/s/node"], shards(r))
+}
+
+func shards(r result) string {
+	if n, ok := r["sharded_entries"]; ok {
+		return fmt.Sprintf(", %.0f entries sharded", n)
+	}
+	return ""
+}
+
 func unit(u, format string) func(result) string {
 	return func(r result) string { return fmt.Sprintf(format, r[u]) }
 }
@@ -110,6 +127,11 @@ var rows = []row{
 		"BenchmarkDashboardsVsKubePrometheusStack", ratio, "< 1: cheaper than what they replace"},
 	{"eventlog-shipper, real binary on one core, loopback receiver", "BenchmarkShipperBinary", unit("events/s", "%.0f events/s"),
 		"what one node may send: limits.bytesPerSecond 3 MiB/s, about 4,500 events/s of a System/Security mix (issue 34)"},
+	{"eventlog-shipper with its default rate caps, one channel into the Loki model (default limits, shard rule)",
+		"BenchmarkShipperIntoLoki/loki-model/channels=1", perChannel,
+		"Loki 3.7.6, 300,000 real events: 775 events/s (issue 34); target ≥ 3,500 events/s, no entry sharded"},
+	{"… a node's two channels", "BenchmarkShipperIntoLoki/loki-model/channels=2", perNode, "limits.bytesPerSecond: 3 MiB/s a node"},
+	{"… one channel into VictoriaLogs", "BenchmarkShipperIntoLoki/victorialogs/channels=1", perChannel, ""},
 	{"… its peak RSS", "BenchmarkShipperBinary", unit("peak_RSS_MiB", "%.1f MiB"), "the DaemonSet's memory limit: 128 MiB (shipper.resources)"},
 	{"… its Windows binary", "BenchmarkShipperBinary", unit("windows_binary_MB", "%.1f MB"), "the image's only file of ours"},
 	{"Format, batch and encode, per event", "BenchmarkFormatBatchEncode", unit("ns/op", "%.0f ns/op"), "the shipper's CPU per event"},
