@@ -1,9 +1,6 @@
 package rules
 
 import (
-	"errors"
-	"fmt"
-
 	"github.com/prometheus/prometheus/model/rulefmt"
 
 	"github.com/winobs/winobs/contract"
@@ -27,20 +24,13 @@ const (
 // templates like the Prometheus rules'.
 func LokiGroups(v view.Rules) (rulefmt.RuleGroups, error) {
 	t := v.Terms
-	var errs []error
-	expr := func(name, tmpl string, args vocab.Args) string {
-		s, err := t.Expand(tmpl, args)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("%s: %w", name, err))
-		}
-		return s
-	}
+	ts := &templates{t: t}
 	scm := vocab.SCMStream(t.Events())
 	g := rulefmt.RuleGroup{Name: LokiGroup}
 	for _, svc := range v.ExporterServices {
 		g.Rules = append(g.Rules, rulefmt.Rule{
 			Alert: AlertNodeServiceTerminated,
-			Expr: expr(AlertNodeServiceTerminated,
+			Expr: ts.fill(AlertNodeServiceTerminated,
 				`sum by ($[cluster], $[nodeLabel]) (count_over_time($[scm] | event_id=~"$[terminated]|$[terminatedOnce]" | event_data=~".*<Binary>$[key]0000.*" [10m])) > 0`,
 				vocab.Args{"nodeLabel": contract.LabelNode, "scm": scm, "terminated": vocab.SCMTerminated, "terminatedOnce": vocab.SCMTerminatedOnce, "key": vocab.BinaryServiceKey(svc)}),
 			Labels: map[string]string{"severity": "critical", "service": svc},
@@ -53,7 +43,7 @@ func LokiGroups(v view.Rules) (rulefmt.RuleGroups, error) {
 	}
 	g.Rules = append(g.Rules, rulefmt.Rule{
 		Alert: AlertServiceStartFailed,
-		Expr: expr(AlertServiceStartFailed,
+		Expr: ts.fill(AlertServiceStartFailed,
 			`sum by ($[cluster], $[nodeLabel]) (count_over_time($[scm] | event_id=~"$[failed]|$[timeout]" [15m])) > 0`,
 			vocab.Args{"nodeLabel": contract.LabelNode, "scm": scm, "failed": vocab.SCMStartFailed, "timeout": vocab.SCMStartTimeout}),
 		Labels: map[string]string{"severity": "warning"},
@@ -67,7 +57,7 @@ func LokiGroups(v view.Rules) (rulefmt.RuleGroups, error) {
 	// pipeline tags it (contract's Meta* structured metadata).
 	g.Rules = append(g.Rules, rulefmt.Rule{
 		Alert: AlertContainerAppCrashed,
-		Expr: expr(AlertContainerAppCrashed,
+		Expr: ts.fill(AlertContainerAppCrashed,
 			`sum by ($[cluster], $[namespace], $[pod], $[container], $[source], $[eventID]) (count_over_time($[pods] | $[fromEventLog] | $[crashSources] | $[crashIDs] [10m])) > 0`,
 			vocab.Args{
 				"namespace": contract.LabelNamespace, "pod": contract.LabelPod, "container": contract.LabelContainer,
@@ -86,8 +76,8 @@ func LokiGroups(v view.Rules) (rulefmt.RuleGroups, error) {
 	for i := range g.Rules {
 		g.Rules[i].Annotations["runbook_url"] = RunbookURL(v.Alerts.RunbookURL, g.Rules[i].Alert)
 	}
-	if len(errs) > 0 {
-		return rulefmt.RuleGroups{}, errors.Join(errs...)
+	if err := ts.err(); err != nil {
+		return rulefmt.RuleGroups{}, err
 	}
 	return rulefmt.RuleGroups{Groups: []rulefmt.RuleGroup{g}}, nil
 }

@@ -35,24 +35,17 @@ func Build(v view.Rules) (rulefmt.RuleGroups, error) {
 func build(v view.Rules) (rulefmt.RuleGroups, [][]byte, error) {
 	p := parser.NewParser(parser.Options{})
 	t := v.Terms
-	var errs []error
-	expr := func(name, tmpl string, args vocab.Args) string {
-		s, err := expand(t, p, tmpl, args)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("%s: %w", name, err))
-		}
-		return s
-	}
+	ts := &templates{t: t, parse: func(s string) error { _, err := p.ParseExpr(s); return err }}
 
 	recs := rulefmt.RuleGroup{Name: RecordsGroup}
 	for _, r := range recordDefs(t) {
-		recs.Rules = append(recs.Rules, rulefmt.Rule{Record: r.record, Expr: expr(r.record, r.expr, nil)})
+		recs.Rules = append(recs.Rules, rulefmt.Rule{Record: r.record, Expr: ts.fill(r.record, r.expr, nil)})
 	}
 	alerts := rulefmt.RuleGroup{Name: AlertsGroup}
 	for _, a := range alertDefs(t, &v.Alerts) {
 		alerts.Rules = append(alerts.Rules, rulefmt.Rule{
 			Alert:  a.name,
-			Expr:   expr(a.name, a.expr, a.args),
+			Expr:   ts.fill(a.name, a.expr, a.args),
 			For:    a.hold.Model(),
 			Labels: map[string]string{"severity": a.severity},
 			Annotations: map[string]string{
@@ -62,8 +55,8 @@ func build(v view.Rules) (rulefmt.RuleGroups, [][]byte, error) {
 			},
 		})
 	}
-	if len(errs) > 0 {
-		return rulefmt.RuleGroups{}, nil, errors.Join(errs...)
+	if err := ts.err(); err != nil {
+		return rulefmt.RuleGroups{}, nil, err
 	}
 	groups := rulefmt.RuleGroups{Groups: []rulefmt.RuleGroup{recs, alerts}}
 	raws := make([][]byte, len(groups.Groups))
@@ -186,20 +179,35 @@ func prometheusRule(v view.Rules, g rulefmt.RuleGroup) *monitoringv1.PrometheusR
 	}
 }
 
-// expand fills a template's placeholders from the vocabulary and args,
-// checks that it parses, and returns it dedented, keeping the template's
-// hand-made layout.
-func expand(t vocab.Terms, p parser.Parser, tmpl string, args vocab.Args) (string, error) {
-	s, err := t.Expand(tmpl, args)
-	if err != nil {
-		return "", err
-	}
-	s = dedent(s)
-	if _, err := p.ParseExpr(s); err != nil {
-		return "", fmt.Errorf("parsing %q: %w", s, err)
-	}
-	return s, nil
+// templates fills rule templates from the vocabulary (vocab's Expand) and
+// collects every failure, so that one build reports them all. The result is
+// dedented, keeping the template's hand-made layout; with parse set it
+// must also parse (PromQL: LogQL has no parser here).
+type templates struct {
+	t     vocab.Terms
+	parse func(string) error
+	errs  []error
 }
+
+// fill returns the rule name's template filled with args.
+func (ts *templates) fill(name, tmpl string, args vocab.Args) string {
+	s, err := ts.t.Expand(tmpl, args)
+	if err == nil {
+		s = dedent(s)
+		if ts.parse != nil {
+			if perr := ts.parse(s); perr != nil {
+				err = fmt.Errorf("parsing %q: %w", s, perr)
+			}
+		}
+	}
+	if err != nil {
+		ts.errs = append(ts.errs, fmt.Errorf("%s: %w", name, err))
+	}
+	return s
+}
+
+// err joins every failure so far (nil when there was none).
+func (ts *templates) err() error { return errors.Join(ts.errs...) }
 
 // dedent removes the indentation that all non-blank lines share, and the
 // blank lines around the text.

@@ -231,8 +231,8 @@ func TestExpressionsAreTemplates(t *testing.T) {
 						}
 					}
 				}
-			case *ast.CallExpr: // expr(name, template, args)
-				if id, ok := n.Fun.(*ast.Ident); ok && id.Name == "expr" && len(n.Args) == 3 {
+			case *ast.CallExpr: // ts.fill(name, template, args)
+				if sel, ok := n.Fun.(*ast.SelectorExpr); ok && sel.Sel.Name == "fill" && len(n.Args) == 3 {
 					e = n.Args[1]
 				}
 			}

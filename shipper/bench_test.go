@@ -150,7 +150,7 @@ func BenchmarkShipperIntoLoki(b *testing.B) {
 					if recv, err = lokitest.New(); err != nil {
 						b.Fatal(err)
 					}
-					defer recv.Stop()
+					b.Cleanup(recv.Stop)
 					url = recv.URL()
 				}
 				cfg := filepath.Join(dir, "shipper.yaml")
