@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -18,6 +17,7 @@ import (
 	"github.com/winobs/winobs"
 	"github.com/winobs/winobs/config"
 	"github.com/winobs/winobs/contract"
+	"github.com/winobs/winobs/internal/logqlcheck"
 	"github.com/winobs/winobs/rules"
 	"github.com/winobs/winobs/view"
 )
@@ -213,7 +213,15 @@ func TestLogMonitorLinesThroughAlloy(t *testing.T) {
 	// the crash events among what Alloy forwarded.
 	crashes := map[string]bool{}
 	for _, id := range order {
-		if e := got[id]; e.Labels != nil && selects(t, crashRule(t), e) {
+		e := got[id]
+		if e.Labels == nil {
+			continue
+		}
+		ok, err := logqlcheck.Selects(crashRule(t), e.Labels, e.Metadata)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ok {
 			crashes[id] = true
 		}
 	}
@@ -237,45 +245,4 @@ func crashRule(t *testing.T) string {
 	}
 	t.Fatalf("no %s", rules.AlertContainerAppCrashed)
 	return ""
-}
-
-var (
-	selectorMatcher = regexp.MustCompile(`(\w+)\s*(=~|!~|!=|=)\s*("(?:[^"\\]|\\.)*")`)
-	labelFilter     = regexp.MustCompile(`\|\s*(\w+)\s*(=~|!~|!=|=)\s*("(?:[^"\\]|\\.)*")`)
-)
-
-// selects applies a LogQL query's stream selector and label filters (the
-// subset winobs's Loki rules use) to an entry's labels and structured
-// metadata, as Loki applies them: a regex is anchored, a missing name is "".
-func selects(t *testing.T, query string, e harnessEntry) bool {
-	t.Helper()
-	open, end := strings.Index(query, "{"), strings.Index(query, "}")
-	match := func(m []string, values map[string]string) bool {
-		want, err := strconv.Unquote(m[3])
-		if err != nil {
-			t.Fatalf("%s: %v", m[0], err)
-		}
-		have := values[m[1]]
-		switch m[2] {
-		case "=":
-			return have == want
-		case "!=":
-			return have != want
-		}
-		ok := regexp.MustCompile("^(?:" + want + ")$").MatchString(have)
-		return ok == (m[2] == "=~")
-	}
-	for _, m := range selectorMatcher.FindAllStringSubmatch(query[open+1:end], -1) {
-		if !match(m, e.Labels) {
-			return false
-		}
-	}
-	all := maps.Clone(e.Labels)
-	maps.Copy(all, e.Metadata)
-	for _, m := range labelFilter.FindAllStringSubmatch(query[end:], -1) {
-		if !match(m, all) {
-			return false
-		}
-	}
-	return true
 }

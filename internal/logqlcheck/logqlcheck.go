@@ -5,8 +5,11 @@
 package logqlcheck
 
 import (
+	"fmt"
+	"maps"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -105,4 +108,55 @@ func Check(t *testing.T, cfg *config.Config, where, expr string) {
 			t.Errorf("%s: %q uses %q, which is neither a stream label, structured metadata nor an event line field", where, orig, n)
 		}
 	}
+}
+
+// selectorMatcher and filterMatcher read one matcher of a stream selector or
+// a label filter: its name, operator and quoted value.
+var (
+	selectorMatcher = regexp.MustCompile(`(\w+)\s*(=~|!~|!=|=)\s*("(?:[^"\\]|\\.)*")`)
+	filterMatcher   = regexp.MustCompile(`\|\s*(\w+)\s*(=~|!~|!=|=)\s*("(?:[^"\\]|\\.)*")`)
+)
+
+// Selects applies a query's stream selector to an entry's stream labels and
+// its label filters to the labels and structured metadata together, as Loki
+// does for the subset winobs's queries use: a regex is anchored, a missing
+// name is "". It lets a test hold a Loki rule against entries an agent
+// really produced.
+func Selects(query string, labels, metadata map[string]string) (bool, error) {
+	sel := StreamSelector.FindStringSubmatchIndex(query)
+	if sel == nil {
+		return false, fmt.Errorf("no stream selector in %q", query)
+	}
+	all := maps.Clone(labels)
+	maps.Copy(all, metadata)
+	for _, part := range []struct {
+		matchers [][]string
+		values   map[string]string
+	}{
+		{selectorMatcher.FindAllStringSubmatch(query[sel[2]:sel[3]], -1), labels},
+		{filterMatcher.FindAllStringSubmatch(query[sel[1]:], -1), all},
+	} {
+		for _, m := range part.matchers {
+			want, err := strconv.Unquote(m[3])
+			if err != nil {
+				return false, fmt.Errorf("%s: %w", m[0], err)
+			}
+			have := part.values[m[1]]
+			var ok bool
+			switch m[2] {
+			case "=", "!=":
+				ok = (have == want) == (m[2] == "=")
+			default:
+				re, err := regexp.Compile("^(?:" + want + ")$")
+				if err != nil {
+					return false, fmt.Errorf("%s: %w", m[0], err)
+				}
+				ok = re.MatchString(have) == (m[2] == "=~")
+			}
+			if !ok {
+				return false, nil
+			}
+		}
+	}
+	return true, nil
 }

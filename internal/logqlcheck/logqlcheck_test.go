@@ -42,3 +42,29 @@ func TestEventLineFieldsCoverTheGoldenLines(t *testing.T) {
 		t.Errorf("only %d fields in the golden lines", len(seen))
 	}
 }
+
+// Selects applies selectors and label filters as Loki does: equality and
+// regex, negated or not, anchored, a missing name empty, filters over
+// structured metadata too; a query it cannot read is an error.
+func TestSelects(t *testing.T) {
+	labels := map[string]string{"job": "windows-pods", "namespace": "shop"}
+	metadata := map[string]string{"source": ".NET Runtime", "event_id": "1026"}
+	for q, want := range map[string]bool{
+		`{job="windows-pods"}`:                                                             true,
+		`{job="windows-pods", namespace!="shop"}`:                                          false,
+		`{job=~"windows-.*"} | source=~"Application Error|\\.NET Runtime"`:                 true,
+		`{job="windows-pods"} | source=~"NET Runtime"`:                                     false, // anchored
+		`{job="windows-pods"} | event_id!~"1000|1002"`:                                     true,
+		`{job="windows-pods"} | level="error"`:                                             false, // missing: ""
+		`{job="windows-pods"} | level=""`:                                                  true,
+		`sum by (pod) (count_over_time({job="windows-pods"} | event_id="1026" [10m])) > 0`: true,
+	} {
+		got, err := Selects(q, labels, metadata)
+		if err != nil || got != want {
+			t.Errorf("%s: %v %v, want %v", q, got, err, want)
+		}
+	}
+	if _, err := Selects(`{job=~"("}`, labels, nil); err == nil {
+		t.Error("a bad regex accepted")
+	}
+}
