@@ -203,7 +203,9 @@ func logMonitorStages(v view.Alloy) []*builder.Block {
 		}
 		return block("stage.structured_metadata", "", "values", values)
 	}
-	level := block("stage.template", "", "source", "lm_level", "template", levelTemplate)
+	level := func() *builder.Block {
+		return block("stage.template", "", "source", "lm_level", "template", levelTemplate)
+	}
 
 	parsed := block("stage.match", "",
 		"selector", raw(pods+" |~ "+strconv.Quote(logMonitorJSON)), "pipeline_name", "logmonitor_json")
@@ -218,8 +220,8 @@ func logMonitorStages(v view.Alloy) []*builder.Block {
 		block("stage.template", "", "source", "lm_event_id", "template", "{{ with .lm_event_id }}{{ . }}{{ end }}"),
 		block("stage.template", "", "source", "lm_source",
 			"template", `{{ if .lm_event_source }}{{ .lm_event_source }}{{ else if .lm_provider }}{{ .lm_provider }}{{ end }}`),
-		level,
-		metadata(contract.MetaLogMonitor, contract.MetaLevel, contract.LabelChannel, contract.MetaSource, contract.MetaEventID, contract.MetaFile),
+		level(),
+		metadata(contract.PodLogMetadata...),
 	} {
 		parsed.Body().AppendBlock(b)
 	}
@@ -229,7 +231,7 @@ func logMonitorStages(v view.Alloy) []*builder.Block {
 	for _, b := range []*builder.Block{
 		block("stage.regex", "", "expression", raw(logMonitorDiagnostic)),
 		block("stage.template", "", "source", "lm_"+contract.MetaLogMonitor, "template", "LogMonitor"),
-		level,
+		level(),
 		metadata(contract.MetaLogMonitor, contract.MetaLevel),
 	} {
 		diagnostic.Body().AppendBlock(b)
