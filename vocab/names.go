@@ -75,6 +75,9 @@ type RecordNames struct {
 // Records are winobs's record names.
 var Records = fromTags()
 
+// recordPlaceholders are the records by field name, as templates write them.
+var recordPlaceholders = Records.byField()
+
 // byField maps each field's name to its record name: the placeholders of
 // the rule templates.
 func (r RecordNames) byField() map[string]string {

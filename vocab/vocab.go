@@ -204,7 +204,7 @@ func (t Terms) Expand(tmpl string, args Args) (string, error) {
 		"ksm":      t.KSM().Matchers(),
 		"volumes":  Volumes.String(),
 	}
-	maps.Copy(terms, Records.byField())
+	maps.Copy(terms, recordPlaceholders)
 	var errs []string
 	for name, v := range args {
 		if _, ok := terms[name]; ok {

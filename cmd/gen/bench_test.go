@@ -21,7 +21,7 @@ func BenchmarkGenBuild(b *testing.B) {
 	cache := b.TempDir()
 	build := func() float64 {
 		cmd := exec.Command("go", "build", "-o", bin, ".")
-		cmd.Env = append(os.Environ(), "GOCACHE="+cache, "GOFLAGS=-mod=mod")
+		cmd.Env = append(os.Environ(), "GOCACHE="+cache)
 		if out, err := cmd.CombinedOutput(); err != nil {
 			b.Fatalf("go build: %v\n%s", err, out)
 		}
