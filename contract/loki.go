@@ -16,6 +16,12 @@ const (
 	// LabelStream is stdout or stderr: Alloy's stage.cri sets it from the
 	// CRI line.
 	LabelStream = "stream"
+	// LabelLane numbers the extra streams of an event log channel the
+	// eventlog-shipper splits over Loki streams when it is busy ("1",
+	// "2", ...); lane 0, a channel's only stream when it is quiet, has no
+	// such label. Queries select a channel by job, node and channel, and
+	// sum over lanes.
+	LabelLane = "lane"
 )
 
 // EventStreamLabels are the labels of an event log stream.
@@ -27,7 +33,7 @@ var PodLogStreamLabels = []string{LabelJob, LabelNode, LabelNamespace, LabelPod,
 // EventLabelsPerEvent are the labels the eventlog-shipper sets from each
 // event (Alloy's windowsevent does the same); a static label may not take
 // their names.
-var EventLabelsPerEvent = []string{LabelChannel, LabelComputer}
+var EventLabelsPerEvent = []string{LabelChannel, LabelComputer, LabelLane}
 
 // Structured metadata the pod pipeline attaches to the lines of Microsoft's
 // LogMonitor (a Windows container's event log, ETW, log files and process

@@ -24,13 +24,14 @@ const (
 	ShipperRestamped      = "winobs_shipper_events_restamped_total"
 	ShipperDumpReopens    = "winobs_shipper_dump_reopens_total"
 	ShipperPresumed       = "winobs_shipper_events_presumed_stored_total"
+	ShipperLanes          = "winobs_shipper_lanes"
 )
 
 // ShipperMetrics are all the eventlog-shipper's metrics (package shipper's
 // tests hold its registry to this list).
 var ShipperMetrics = []string{ShipperEventsRead, ShipperEventsSent, ShipperEventsDropped, ShipperBytesSent, ShipperPushDuration,
 	ShipperPushErrors, ShipperPushRetries, ShipperCheckpointTime, ShipperCheckpointID, ShipperPending, ShipperRecordLag,
-	ShipperResubscribes, ShipperRenderErrors, ShipperInFlightBytes, ShipperTruncated, ShipperRestamped, ShipperDumpReopens, ShipperPresumed}
+	ShipperResubscribes, ShipperRenderErrors, ShipperInFlightBytes, ShipperTruncated, ShipperRestamped, ShipperDumpReopens, ShipperPresumed, ShipperLanes}
 
 // Reasons the eventlog-shipper gives up on an event (reason of
 // events_dropped_total) or sends it with another timestamp than TimeCreated

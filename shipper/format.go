@@ -3,6 +3,7 @@ package shipper
 import (
 	"log/slog"
 	"maps"
+	"strconv"
 	"sync/atomic"
 	"time"
 	"unicode/utf8"
@@ -10,6 +11,7 @@ import (
 	"github.com/winobs/winobs/contract"
 	"github.com/winobs/winobs/shipper/checkpoint"
 	"github.com/winobs/winobs/shipper/eventxml"
+	"github.com/winobs/winobs/shipper/lanes"
 	"github.com/winobs/winobs/shipper/loki"
 	"github.com/winobs/winobs/shipper/ratelog"
 	"github.com/winobs/winobs/shipper/shipconfig"
@@ -34,7 +36,9 @@ type formatter struct {
 	m       *metrics
 	log     *ratelog.Limiter
 	now     func() time.Time
-	labels  map[[2]string]string // (channel, computer) -> stream labels
+	labels  map[streamKey]string
+	// lanes picks each event's stream among its channel's lanes.
+	lanes *lanes.Controller
 	// last is the last event formatted per channel, so a checkpoint after
 	// a skipped record still names the last real event.
 	last map[string]checkpoint.Checkpoint
@@ -56,9 +60,15 @@ type floorBook struct {
 
 type floor struct{ at, learned time.Time }
 
-func newFormatter(cfg *shipconfig.Config, m *metrics, log *slog.Logger) *formatter {
-	return &formatter{cfg: cfg, m: m, log: ratelog.New(log, time.Minute), now: time.Now, labels: map[[2]string]string{},
-		last: map[string]checkpoint.Checkpoint{}, newest: map[string]time.Time{}, sent: map[string]sentMark{}}
+// streamKey is what a stream's labels are made of besides the static ones.
+type streamKey struct {
+	channel, computer string
+	lane              int
+}
+
+func newFormatter(cfg *shipconfig.Config, m *metrics, log *slog.Logger, lc *lanes.Controller) *formatter {
+	return &formatter{cfg: cfg, m: m, log: ratelog.New(log, time.Minute), now: time.Now, labels: map[streamKey]string{},
+		last: map[string]checkpoint.Checkpoint{}, newest: map[string]time.Time{}, sent: map[string]sentMark{}, lanes: lc}
 }
 
 // resume starts a channel from its last delivered event.
@@ -190,7 +200,7 @@ func (f *formatter) prepare(r record) entry {
 		line = loki.Truncate(line, max)
 		f.m.truncated.WithLabelValues(r.channel).Inc()
 	}
-	labels := f.streamLabels(r.channel, e.Computer())
+	labels := f.streamLabels(streamKey{r.channel, e.Computer(), f.lanes.Assign(r.channel, e.RecordID(), len(line))})
 	ts, ok := f.withinLokiWindow(r.channel, labels, ts, now)
 	if !ok {
 		f.m.dropped.WithLabelValues(r.channel, contract.DropTooOld).Inc()
@@ -279,12 +289,12 @@ func (f *formatter) withinLokiWindow(channel, stream string, ts, now time.Time) 
 
 // streamLabels are the static labels plus the event's channel and computer,
 // as Alloy sets them (each only when not empty), values cut to Loki's
-// limit.
-func (f *formatter) streamLabels(channel, computer string) string {
-	key := [2]string{channel, computer}
+// limit, and its lane unless that is 0.
+func (f *formatter) streamLabels(key streamKey) string {
 	if l, ok := f.labels[key]; ok {
 		return l
 	}
+	channel, computer := key.channel, key.computer
 	m := map[string]string{}
 	for k, v := range f.cfg.Labels {
 		m[k] = v
@@ -297,6 +307,9 @@ func (f *formatter) streamLabels(channel, computer string) string {
 			f.log.Warn("label_cut", "an event's Computer is longer than Loki takes in a label; the label is cut (the line keeps it whole)", "channel", channel, "bytes", len(computer))
 		}
 		m[contract.LabelComputer] = cutLabel(computer)
+	}
+	if key.lane != 0 {
+		m[contract.LabelLane] = strconv.Itoa(key.lane)
 	}
 	l := loki.FormatLabels(m)
 	f.labels[key] = l

@@ -11,6 +11,7 @@ import (
 	"github.com/winobs/winobs/internal/fixture"
 	"github.com/winobs/winobs/shipper/checkpoint"
 	"github.com/winobs/winobs/shipper/eventxml"
+	"github.com/winobs/winobs/shipper/lanes"
 	"github.com/winobs/winobs/shipper/loki"
 	"github.com/winobs/winobs/shipper/shipconfig"
 )
@@ -29,7 +30,9 @@ func testFormatter(t testing.TB, edit func(*shipconfig.Config)) *formatter {
 	if edit != nil {
 		edit(cfg)
 	}
-	return newFormatter(cfg, newMetrics([]string{"System"}), slog.New(slog.DiscardHandler))
+	lc := &lanes.Controller{PerLane: float64(cfg.Limits.StreamBytesPerSecond), Max: cfg.Limits.Lanes(), Now: time.Now,
+		Save: func(string, lanes.Plan) error { return nil }, Acked: func(string) uint64 { return 0 }}
+	return newFormatter(cfg, newMetrics([]string{"System"}), slog.New(slog.DiscardHandler), lc)
 }
 
 func sampleTime(t *testing.T, xml []byte) time.Time {

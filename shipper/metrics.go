@@ -34,6 +34,7 @@ type metrics struct {
 	restamped    *prometheus.CounterVec
 	dumpReopens  *prometheus.CounterVec
 	presumed     *prometheus.CounterVec
+	lanes        *prometheus.GaugeVec
 }
 
 // newMetrics registers the shipper's metrics, with every known label value
@@ -64,6 +65,8 @@ func newMetrics(channels []string) *metrics {
 			Help: "Followed dumps read again from the start because another file took the path (rotated), it shrank (truncated) or its start changed (replaced)."}, []string{contract.LabelChannel, "reason"}),
 		presumed: prometheus.NewCounterVec(prometheus.CounterOpts{Name: contract.ShipperPresumed,
 			Help: "Events counted sent that Loki refused as too far behind or too old while an earlier push (before a restart, or without an answer) may have stored them: not re-stamped, which would store them twice."}, ch),
+		lanes: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: contract.ShipperLanes,
+			Help: "Loki streams the channel's events are split over (1 unless it keeps a stream at limits.streamBytesPerSecond)."}, ch),
 	}
 	m.reg.MustRegister(m.collectors()...)
 	for _, c := range channels {
@@ -71,6 +74,7 @@ func newMetrics(channels []string) *metrics {
 			v.WithLabelValues(c)
 		}
 		m.pending.WithLabelValues(c)
+		m.lanes.WithLabelValues(c).Set(1)
 		for _, r := range contract.ShipperDropReasons {
 			m.dropped.WithLabelValues(c, r)
 		}
@@ -92,5 +96,5 @@ func newMetrics(channels []string) *metrics {
 // collectors are the shipper's own metrics, as registered.
 func (m *metrics) collectors() []prometheus.Collector {
 	return []prometheus.Collector{m.read, m.sent, m.dropped, m.bytesSent, m.pushDuration, m.pushErrors, m.retries,
-		m.cpTime, m.cpRecord, m.pending, m.lag, m.resubscribes, m.renderErrors, m.inFlight, m.truncated, m.restamped, m.dumpReopens, m.presumed}
+		m.cpTime, m.cpRecord, m.pending, m.lag, m.resubscribes, m.renderErrors, m.inFlight, m.truncated, m.restamped, m.dumpReopens, m.presumed, m.lanes}
 }

@@ -26,6 +26,7 @@ import (
 
 	"github.com/winobs/winobs/shipper/checkpoint"
 	"github.com/winobs/winobs/shipper/eventxml"
+	"github.com/winobs/winobs/shipper/lanes"
 	"github.com/winobs/winobs/shipper/loki"
 	"github.com/winobs/winobs/shipper/pace"
 	"github.com/winobs/winobs/shipper/ratelog"
@@ -90,9 +91,9 @@ func New(cfg *shipconfig.Config, log *slog.Logger) (*Shipper, error) {
 	}
 	m := newMetrics(channels)
 	bud := newBudget(int64(cfg.MaxInFlightBytes))
-	s := &Shipper{cfg: cfg, log: log, client: client, m: m, budget: bud, sources: sources, now: time.Now,
-		acker:  &acker{store: store, onCorrupt: cfg.OnCorruptCheckpoint, budget: bud, m: m, log: log, now: time.Now},
-		format: newFormatter(cfg, m, log),
+	ack := &acker{store: store, onCorrupt: cfg.OnCorruptCheckpoint, budget: bud, m: m, log: log, now: time.Now}
+	s := &Shipper{cfg: cfg, log: log, client: client, m: m, budget: bud, sources: sources, now: time.Now, acker: ack,
+		format: newFormatter(cfg, m, log, newLanes(cfg, ack, m, log)),
 		pacer:  pace.New(cfg.Limits.StreamBytesPerSecond, cfg.Limits.BytesPerSecond)}
 	s.format.lookups = lookups
 	client.Observe = func(status int, took time.Duration, retry bool) {
@@ -105,6 +106,22 @@ func New(cfg *shipconfig.Config, log *slog.Logger) (*Shipper, error) {
 		}
 	}
 	return s, nil
+}
+
+// newLanes is the controller that splits a busy channel over streams, its
+// plans saved in the state directory beside the checkpoints.
+func newLanes(cfg *shipconfig.Config, ack *acker, m *metrics, log *slog.Logger) *lanes.Controller {
+	logs := ratelog.New(log, time.Minute)
+	return &lanes.Controller{PerLane: float64(cfg.Limits.StreamBytesPerSecond), Max: cfg.Limits.Lanes(), Now: time.Now,
+		Save: ack.store.SaveLanes,
+		Acked: func(ch string) uint64 {
+			cp, _ := ack.acked(ch)
+			return cp.RecordID
+		},
+		Changed: func(ch string, k int) { m.lanes.WithLabelValues(ch).Set(float64(k)) },
+		Failed: func(ch string, err error) {
+			logs.Warn("lanes_not_saved", "cannot save the channel's lane plan; its lanes stay as they are", "channel", ch, "error", err)
+		}}
 }
 
 // newLiveSource subscribes to a channel and returns the lookups that fill
@@ -152,16 +169,28 @@ func (s *Shipper) Run(ctx context.Context) error {
 	return nil
 }
 
-// resume gives the formatter each channel's last acknowledged position and
-// what was in flight at the last stop, so a replay is recognised.
+// resume gives the formatter each channel's last acknowledged position,
+// what was in flight at the last stop, so a replay is recognised, and the
+// lane plan those events were pushed under, so a replay lands where they
+// did.
 func (s *Shipper) resume() {
 	for _, src := range s.sources {
-		if cp, ok := s.acker.acked(src.channel()); ok {
+		ch := src.channel()
+		var floor uint64
+		if cp, ok := s.acker.acked(ch); ok {
 			s.format.resume(cp)
+			floor = cp.RecordID
 		}
-		if sent, ok := s.acker.store.Sent(src.channel()); ok {
+		if sent, ok := s.acker.store.Sent(ch); ok {
 			s.format.replaying(sent)
+			floor = max(floor, sent.RecordID)
 		}
+		plan, note, err := s.acker.store.Lanes(ch)
+		if note != "" || err != nil {
+			s.log.Error("LANE PLAN PROBLEM: replayed events may land in another stream and show twice in Loki", "channel", ch, "note", note, "error", err)
+		}
+		s.format.lanes.Resume(ch, plan, floor)
+		s.m.lanes.WithLabelValues(ch).Set(float64(s.format.lanes.Lanes(ch)))
 	}
 }
 

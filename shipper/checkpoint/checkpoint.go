@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/winobs/winobs/conffile"
+	"github.com/winobs/winobs/shipper/lanes"
 )
 
 // Checkpoint is the delivered position of one channel.
@@ -33,9 +34,11 @@ type Checkpoint struct {
 	// onto another file at the same path starts it from the beginning.
 	Fingerprint string `json:"fingerprint,omitempty"`
 	// RecordID and TimeCreated describe the last delivered event.
-	RecordID    uint64    `json:"recordID,omitempty"`
-	TimeCreated string    `json:"timeCreated,omitempty"`
-	Saved       time.Time `json:"saved"`
+	RecordID    uint64 `json:"recordID,omitempty"`
+	TimeCreated string `json:"timeCreated,omitempty"`
+	// Lanes is the channel's lane plan (only in its lanes file).
+	Lanes lanes.Plan `json:"lanes,omitempty"`
+	Saved time.Time  `json:"saved"`
 }
 
 // ErrCorrupt reports a checkpoint file that exists but cannot be trusted.
@@ -88,23 +91,70 @@ func legacyName(channel string) string {
 const MaxFileBytes = 1 << 20
 
 // Save writes cp for its channel. The previous checkpoint becomes the .bak.
-func (s *Store) Save(cp Checkpoint) error {
+func (s *Store) Save(cp Checkpoint) error { return s.saveAt(s.Path(cp.Channel), "checkpoint", cp) }
+
+// saveAt writes cp to path, keeping the previous file as path.bak.
+func (s *Store) saveAt(path, what string, cp Checkpoint) error {
 	data, err := s.encode(cp)
 	if err != nil {
 		return err
 	}
-	path := s.Path(cp.Channel)
 	tmp := path + ".tmp"
 	if err := writeSync(tmp, data); err != nil {
-		return fmt.Errorf("writing checkpoint: %w", err)
+		return fmt.Errorf("writing %s: %w", what, err)
 	}
 	if err := os.Rename(path, path+".bak"); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return fmt.Errorf("keeping the previous checkpoint: %w", err)
+		return fmt.Errorf("keeping the previous %s: %w", what, err)
 	}
 	if err := os.Rename(tmp, path); err != nil {
-		return fmt.Errorf("replacing checkpoint: %w", err)
+		return fmt.Errorf("replacing %s: %w", what, err)
 	}
 	return syncDir(s.dir)
+}
+
+// lanesPath is where a channel's lane plan is kept, beside its checkpoint.
+func (s *Store) lanesPath(channel string) string {
+	return strings.TrimSuffix(s.Path(channel), ".checkpoint") + ".lanes"
+}
+
+// SaveLanes stores a channel's lane plan before any event is pushed under
+// it, with the previous plan kept as a backup: a replay needs the plan its
+// events were first pushed under, or it lands them in other streams, where
+// Loki's dedupe does not see them.
+func (s *Store) SaveLanes(channel string, p lanes.Plan) error {
+	return s.saveAt(s.lanesPath(channel), "lane plan", Checkpoint{Channel: channel, Lanes: p})
+}
+
+// Lanes returns a channel's lane plan: none on a first start, the previous
+// copy (with a note to report) when the current file is unreadable, and an
+// error wrapping ErrCorrupt when no copy can be trusted.
+func (s *Store) Lanes(channel string) (p lanes.Plan, note string, err error) {
+	path := s.lanesPath(channel)
+	cp, err := readLanes(path, channel)
+	if err == nil {
+		return cp.Lanes, "", nil
+	}
+	bak, berr := readLanes(path+".bak", channel)
+	switch {
+	case errors.Is(err, os.ErrNotExist) && berr == nil:
+		return bak.Lanes, "", nil // a crash between saveAt's renames: the new plan was never used
+	case errors.Is(err, os.ErrNotExist) && errors.Is(berr, os.ErrNotExist):
+		return nil, "", nil
+	case berr == nil:
+		return bak.Lanes, fmt.Sprintf("%v; using the previous lane plan: events replayed from its last change on may land in another stream and show twice", err), nil
+	}
+	return nil, "", fmt.Errorf("%w: lane plan: %v; previous copy: %v", ErrCorrupt, err, berr)
+}
+
+// readLanes reads a lanes file and checks the plan it holds.
+func readLanes(path, channel string) (Checkpoint, error) {
+	cp, err := read(path, channel)
+	if err == nil {
+		if perr := cp.Lanes.Check(); perr != nil {
+			return Checkpoint{}, fmt.Errorf("%w %s: %v", ErrCorrupt, path, perr)
+		}
+	}
+	return cp, err
 }
 
 // encode is cp as a file holds it: JSON and its checksum.

@@ -4,11 +4,13 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/winobs/winobs/internal/fixture"
+	"github.com/winobs/winobs/shipper/lanes"
 )
 
 func store(t *testing.T) *Store {
@@ -262,5 +264,59 @@ func TestSentMark(t *testing.T) {
 	os.WriteFile(s.sentPath("System"), []byte("garbage"), 0o600)
 	if _, ok := s.Sent("System"); ok {
 		t.Error("a damaged sent mark is used")
+	}
+}
+
+// A lane plan survives as a checkpoint does: saved with its previous copy,
+// read back after a crash between the renames, the previous copy used (and
+// said) when the current one is damaged, an error when neither can be
+// trusted, a plan out of order taken as damage.
+func TestLanePlans(t *testing.T) {
+	s := store(t)
+	if p, note, err := s.Lanes("Security"); p != nil || note != "" || err != nil {
+		t.Fatalf("first start: %v %q %v", p, note, err)
+	}
+	first := lanes.Plan{{From: 100, K: 2}}
+	second := lanes.Plan{{From: 100, K: 2}, {From: 900, K: 4}}
+	for _, p := range []lanes.Plan{first, second} {
+		if err := s.SaveLanes("Security", p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	path := s.lanesPath("Security")
+	for _, tc := range []struct {
+		name   string
+		damage func()
+		want   lanes.Plan
+		note   bool
+		err    bool
+	}{
+		{"saved", func() {}, second, false, false},
+		{"crash between the renames", func() { os.Rename(path, path+".gone") }, first, false, false},
+		{"current file torn", func() { os.WriteFile(path, []byte(`{"channel":"Security","lanes":[{"from":1`), 0o600) }, first, true, false},
+		{"a plan out of order", func() {
+			s.saveAt(path, "lane plan", Checkpoint{Channel: "Security", Lanes: lanes.Plan{{From: 9, K: 2}, {From: 3, K: 2}}})
+		}, second, true, false}, // the save made the good plan the previous copy
+		{"another channel's plan", func() { s.saveAt(path, "lane plan", Checkpoint{Channel: "System", Lanes: first}) }, second, true, false},
+		{"both copies damaged", func() {
+			os.WriteFile(path, []byte("zero"), 0o600)
+			os.WriteFile(path+".bak", []byte("filled"), 0o600)
+		}, nil, false, true},
+	} {
+		os.Remove(path + ".gone")
+		tc.damage()
+		p, note, err := s.Lanes("Security")
+		if (err != nil) != tc.err || (note != "") != tc.note || !reflect.DeepEqual(p, tc.want) {
+			t.Errorf("%s: plan %v, note %q, err %v; want %v, note %v, err %v", tc.name, p, note, err, tc.want, tc.note, tc.err)
+		}
+		if tc.err && !errors.Is(err, ErrCorrupt) {
+			t.Errorf("%s: %v does not wrap ErrCorrupt", tc.name, err)
+		}
+		if err := s.SaveLanes("Security", first); err != nil { // restore: current = first, previous copy = whatever was there
+			t.Fatal(err)
+		}
+		if err := s.SaveLanes("Security", second); err != nil {
+			t.Fatal(err)
+		}
 	}
 }

@@ -92,7 +92,27 @@ type Limits struct {
 	// tenant's ingestion rate (4 MB/s). 0 means no cap.
 	StreamBytesPerSecond int `yaml:"streamBytesPerSecond"`
 	BytesPerSecond       int `yaml:"bytesPerSecond"`
+	// MaxLanes bounds the streams one channel is split over when it keeps
+	// its stream at StreamBytesPerSecond (see Lanes).
+	MaxLanes int `yaml:"maxLanes"`
 }
+
+// Lanes is the most streams a channel is split over: MaxLanes, and no more
+// than the node's cap can fill at the stream cap; one without a stream cap
+// (nothing to split for).
+func (l Limits) Lanes() int {
+	switch {
+	case l.StreamBytesPerSecond <= 0:
+		return 1
+	case l.BytesPerSecond <= 0:
+		return l.MaxLanes
+	}
+	return max(1, min(l.MaxLanes, (l.BytesPerSecond+l.StreamBytesPerSecond-1)/l.StreamBytesPerSecond))
+}
+
+// maxLanes bounds limits.maxLanes: every lane is a Loki stream, and a
+// tenant may have 5,000 (max_global_streams_per_user).
+const maxLanes = 32
 
 // Values of Limits.TooOld.
 const (
@@ -272,5 +292,6 @@ func (c *Config) validate() conffile.Problems {
 	duration("limits.maxFuture", l.MaxFuture, true)
 	check("limits.streamBytesPerSecond", l.StreamBytesPerSecond >= 0, "must be 0 (no cap) or a rate in bytes per second")
 	check("limits.bytesPerSecond", l.BytesPerSecond >= 0, "must be 0 (no cap) or a rate in bytes per second")
+	check("limits.maxLanes", l.MaxLanes >= 1 && l.MaxLanes <= maxLanes, "must be between 1 (never split a channel) and %d, got %d", maxLanes, l.MaxLanes)
 	return probs
 }

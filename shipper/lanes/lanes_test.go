@@ -1,0 +1,226 @@
+package lanes
+
+import (
+	"errors"
+	"math/rand/v2"
+	"reflect"
+	"testing"
+	"time"
+)
+
+func TestPlanLane(t *testing.T) {
+	plan := Plan{{From: 100, K: 4}, {From: 200, K: 1}, {From: 300, K: 6}}
+	for _, tc := range []struct {
+		plan Plan
+		id   uint64
+		want int
+	}{
+		{nil, 12345, 0},
+		{plan, 0, 0},  // no RecordID: the channel's own stream
+		{plan, 99, 0}, // before the first change
+		{plan, 100, 0},
+		{plan, 101, 1},
+		{plan, 199, 3},
+		{plan, 201, 0}, // back to one lane
+		{plan, 299, 0},
+		{plan, 305, 5},
+		{plan, 306, 0},
+	} {
+		if got := tc.plan.Lane(tc.id); got != tc.want {
+			t.Errorf("%v.Lane(%d) = %d, want %d", tc.plan, tc.id, got, tc.want)
+		}
+	}
+}
+
+func TestPlanCheckAndSince(t *testing.T) {
+	for _, bad := range []Plan{{{From: 5, K: 0}}, {{From: 5, K: 2}, {From: 5, K: 3}}, {{From: 9, K: 2}, {From: 5, K: 3}}} {
+		if bad.Check() == nil {
+			t.Errorf("%v passed Check", bad)
+		}
+	}
+	plan := Plan{{From: 100, K: 4}, {From: 200, K: 1}, {From: 300, K: 6}}
+	if err := plan.Check(); err != nil {
+		t.Fatal(err)
+	}
+	for next, want := range map[uint64]Plan{
+		50:  plan,
+		150: plan,
+		200: plan[1:],
+		299: plan[1:],
+		301: plan[2:],
+	} {
+		if got := plan.since(next); !reflect.DeepEqual(got, want) {
+			t.Errorf("since(%d) = %v, want %v", next, got, want)
+		}
+	}
+}
+
+// sim drives a Controller on a simulated clock, as the shipper does: events
+// of a fixed size arrive at a rate, and each is assigned a lane.
+type sim struct {
+	t      *testing.T
+	c      *Controller
+	clock  time.Time
+	saved  Plan // what the store holds
+	saves  int
+	failed int
+	next   uint64
+	lanes  map[uint64]int // id -> lane it went to
+	acked  uint64
+	broken bool // the store refuses writes
+}
+
+const perLane = 512 << 10
+
+func newSim(t *testing.T, maxLanes int) *sim {
+	s := &sim{t: t, clock: time.Unix(1_700_000_000, 0), next: 1, lanes: map[uint64]int{}}
+	s.c = s.controller(maxLanes)
+	return s
+}
+
+func (s *sim) controller(maxLanes int) *Controller {
+	return &Controller{PerLane: perLane, Max: maxLanes, Now: func() time.Time { return s.clock },
+		Save: func(_ string, p Plan) error {
+			if s.broken {
+				return errors.New("no space left on device")
+			}
+			s.saved, s.saves = append(Plan(nil), p...), s.saves+1
+			return nil
+		},
+		Acked:  func(string) uint64 { return s.acked },
+		Failed: func(string, error) { s.failed++ }}
+}
+
+// run feeds seconds of events of size bytes at rate(k) bytes per second,
+// where k is the channel's lane count (a paced channel fills its lanes). It
+// checks that every lane comes from a plan already saved.
+func (s *sim) run(seconds float64, size int, rate func(k int) float64) {
+	end := s.clock.Add(time.Duration(seconds * float64(time.Second)))
+	for s.clock.Before(end) {
+		id := s.next
+		s.next++
+		lane := s.c.Assign("Security", id, size)
+		if want := s.saved.Lane(id); lane != want {
+			s.t.Fatalf("event %d went to lane %d, but the saved plan %v says %d", id, lane, s.saved, want)
+		}
+		s.lanes[id] = lane
+		s.clock = s.clock.Add(time.Duration(float64(size) / rate(s.c.Lanes("Security")) * float64(time.Second)))
+	}
+}
+
+func paced(k int) float64 { return float64(k) * perLane }
+
+// A channel held by its pace doubles its lanes each window up to the most
+// allowed, and spreads its events over them.
+func TestBusyChannelGetsLanes(t *testing.T) {
+	s := newSim(t, 6)
+	s.run(10, 700, paced)
+	if k := s.c.Lanes("Security"); k != 6 {
+		t.Fatalf("lanes = %d after 10 s at the pace, want 6 (saved %v)", k, s.saved)
+	}
+	if got := []int{s.saved[0].K, s.saved[1].K, s.saved[2].K}; !reflect.DeepEqual(got, []int{2, 4, 6}) {
+		t.Errorf("lane counts %v, want 2, 4, 6", got)
+	}
+	seen := map[int]int{}
+	for id := s.saved[2].From; id < s.next; id++ {
+		seen[s.lanes[id]]++
+	}
+	if len(seen) != 6 {
+		t.Errorf("events after the last change went to lanes %v, want all of 0..5", seen)
+	}
+}
+
+// A channel under its one stream's pace is never split: not even a plan is
+// written.
+func TestQuietChannelStaysOneStream(t *testing.T) {
+	s := newSim(t, 6)
+	s.run(30, 700, func(int) float64 { return 0.75 * perLane })
+	for id, lane := range s.lanes {
+		if lane != 0 {
+			t.Fatalf("event %d went to lane %d", id, lane)
+		}
+	}
+	if s.saves != 0 {
+		t.Errorf("%d plans saved for a quiet channel", s.saves)
+	}
+}
+
+// After a burst the lanes go when the rate stays low for downAfter windows,
+// to what the rate needs; an idle gap counts its windows.
+func TestLanesShrinkAfterTheBurst(t *testing.T) {
+	s := newSim(t, 6)
+	s.run(10, 700, paced)
+	s.run(4.5, 700, func(int) float64 { return 1.2 * perLane }) // under half of 6 lanes, not yet long enough
+	if k := s.c.Lanes("Security"); k != 6 {
+		t.Fatalf("lanes = %d after 4 low windows, want 6", k)
+	}
+	s.run(3, 700, func(int) float64 { return 1.2 * perLane })
+	if k := s.c.Lanes("Security"); k != 2 {
+		t.Fatalf("lanes = %d at 1.2 lanes' rate, want 2", k)
+	}
+	s.clock = s.clock.Add(time.Minute) // quiet; the next event sees it
+	s.run(1.5, 700, func(int) float64 { return 0.1 * perLane })
+	if k := s.c.Lanes("Security"); k != 1 {
+		t.Fatalf("lanes = %d after an idle minute, want 1", k)
+	}
+}
+
+// No change starts at or below the floor (what an earlier run may have
+// pushed under the plan it saved), nor when the plan cannot be saved.
+func TestNoChangeOverPushedOrUnsavedEvents(t *testing.T) {
+	s := newSim(t, 6)
+	s.c.Resume("Security", nil, 20000)
+	s.run(5, 700, paced) // ~3,700 events, all at or below the floor
+	if s.saves != 0 || s.c.Lanes("Security") != 1 {
+		t.Fatalf("a change at or below the floor: %v", s.saved)
+	}
+	s.next = 20001
+	s.run(2, 700, paced)
+	if s.saves == 0 || s.saved[0].From <= 20000 {
+		t.Fatalf("plan %v: want a change past the floor", s.saved)
+	}
+
+	s = newSim(t, 6)
+	s.broken = true
+	s.run(5, 700, paced)
+	if s.c.Lanes("Security") != 1 || s.failed == 0 {
+		t.Fatalf("lanes %d with a store refusing writes (%d failures reported), want 1", s.c.Lanes("Security"), s.failed)
+	}
+}
+
+// The property the lanes exist for: however a run ends (a kill at any
+// point, a full state disk, another rate setting or lane limit at the
+// restart), every event a restart replays goes to the lane it went to
+// before, as long as the next run resumes with the saved plan and the sent
+// mark as its floor.
+func TestReplaysLandInTheSameLane(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	for trial := range 200 {
+		s := newSim(t, 1+rng.IntN(8))
+		var pushed uint64 // the sent mark: the newest event handed to Loki
+		for run := range 6 {
+			first := s.acked + 1
+			s.next = first
+			if run > 0 {
+				s.c = s.controller(1 + rng.IntN(8)) // the restart may allow another number of lanes
+				s.c.Resume("Security", s.saved, pushed)
+			}
+			s.broken = rng.IntN(4) == 0
+			before := map[uint64]int{}
+			for id := first; id <= pushed; id++ {
+				before[id] = s.lanes[id]
+			}
+			load := []float64{0.1, 0.6, 1, 1}[rng.IntN(4)] // of the lanes' pace, for this run
+			s.run(rng.Float64()*20, 300+rng.IntN(2000), func(k int) float64 { return load * paced(k) })
+			for id, lane := range before {
+				if s.lanes[id] != lane {
+					t.Fatalf("trial %d run %d: replayed event %d went to lane %d, first to lane %d (plan %v)", trial, run, id, s.lanes[id], lane, s.saved)
+				}
+			}
+			pushed = max(pushed, s.next-1)
+			if pushed > s.acked && !s.broken { // a full state disk saves no checkpoint either
+				s.acked += uint64(rng.IntN(int(pushed-s.acked) + 1)) // Loki acknowledged part of it before the kill
+			}
+		}
+	}
+}
