@@ -111,7 +111,7 @@ func pollHWM(pid int, stop <-chan struct{}) int64 {
 // channel and per node, and how many entries Loki would have put in a shard
 // (where a replay stops being deduplicated).
 func BenchmarkShipperIntoLoki(b *testing.B) {
-	const events = 20000
+	const events = 120000 // two minutes at one stream's cap; the first seconds are the lanes' ramp
 	bin := buildShipper(b)
 	for _, tc := range []struct {
 		name     string

@@ -925,3 +925,104 @@ func TestReliabilityBadInput(t *testing.T) {
 	outcomes = append(outcomes, outcome{"bad input: 4 kinds shipped, 3 skipped and counted", 1, 10, 10 + len(shipped) - st.Distinct, st.Duplicates, h.peakRSS})
 	outcomesMu.Unlock()
 }
+
+// splitBacklog is a one-channel backlog shipped at the node's rate, so the
+// channel is split over lanes; each run is killed (SIGKILL) at a random
+// moment, with the kubelet's restart delay, unless it finishes first.
+// between, when set, is called before each run (with the run's number) to
+// change its settings or its disk.
+func splitBacklog(t *testing.T, events, kills int, between func(h *harness, run int)) *harness {
+	h := newHarness(t, 1, "")
+	h.lines = syntheticDumpAt(t, h.dump, events, dumpBase, "WINNODE01")
+	// Answers come 50 ms after storing: most kills hit a stored batch the
+	// shipper has not acknowledged, which the restart replays.
+	h.recv.Set(lokitest.Behaviour{AnswerDelay: 50 * time.Millisecond})
+	rng := rand.New(rand.NewPCG(7, 8))
+	plan := filepath.Join(h.dir, "state", "System.lanes")
+	for run := range kills {
+		if between != nil {
+			between(h, run)
+		}
+		cmd, done, out := h.start()
+		// Kill once the channel is split (the plan exists), at a random
+		// moment of the next two seconds.
+		for deadline := time.Now().Add(fixture.Patience); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+			if _, err := os.Stat(plan); err == nil {
+				break
+			}
+		}
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatalf("run %d: %v\n%s", run, err, out)
+			}
+			return h
+		case <-time.After(time.Duration(rng.IntN(2000)) * time.Millisecond):
+		}
+		cmd.Process.Signal(syscall.SIGKILL)
+		<-done
+		time.Sleep(scale(time.Second, 5*time.Second)) // the kubelet's restart delay
+	}
+	if between != nil {
+		between(h, kills)
+	}
+	h.mustComplete(scale(3*time.Minute, 20*time.Minute))
+	return h
+}
+
+// split checks that the backlog ran split, none of it sharded.
+func (h *harness) split() {
+	h.t.Helper()
+	st := h.recv.Stats()
+	if st.Sharded > 0 {
+		h.t.Errorf("%d entries were sharded: a lane went over Loki's shard rate", st.Sharded)
+	}
+	if st.Streams < 3 {
+		h.t.Errorf("%d streams: the channel was not split over lanes", st.Streams)
+	}
+}
+
+// A channel at the node's rate, split over lanes, SIGKILLed mid-split with
+// restart delays: every replay lands in the lane its first copy did, so
+// Loki deduplicates it; nothing is sharded.
+func TestReliabilityKillsMidSplit(t *testing.T) {
+	kills := scale(4, 12)
+	h := splitBacklog(t, scale(40000, 300000), kills, nil)
+	h.split()
+	h.verify(fmt.Sprintf("one channel split over lanes at the node's rate, %d SIGKILLs with restart delays", kills), kills)
+}
+
+// Restarts with other rate settings: fewer lanes allowed, a lower stream
+// cap, then the defaults again. Replays follow the saved plan, not the new
+// settings.
+func TestReliabilityRestartWithOtherRates(t *testing.T) {
+	var base string
+	settings := []string{"", "limits: {maxLanes: 2}\n", "limits: {streamBytesPerSecond: 262144, bytesPerSecond: 1048576}\n", ""}
+	h := splitBacklog(t, scale(40000, 300000), len(settings)-1, func(h *harness, run int) {
+		if base == "" {
+			base = mustRead(t, h.cfg)
+		}
+		os.WriteFile(h.cfg, []byte(base+settings[run]), 0o644)
+	})
+	h.split()
+	h.verify("one channel split over lanes, restarted with fewer lanes and a lower stream cap between kills", len(settings))
+}
+
+// A state disk that refuses every write (checkpoints, sent marks, lane
+// plans) while a channel runs split, through kills, then takes writes
+// again: the plan cannot change, so every replay lands where it did.
+func TestReliabilityLanesFullStateDisk(t *testing.T) {
+	full := []string{"System.checkpoint.tmp", "System.sent.tmp", "System.lanes.tmp"}
+	h := splitBacklog(t, scale(40000, 300000), 3, func(h *harness, run int) {
+		for _, f := range full {
+			switch run {
+			case 1: // full from the second run on
+				os.MkdirAll(filepath.Join(h.dir, "state", f, "full"), 0o700)
+			case 3:
+				os.RemoveAll(filepath.Join(h.dir, "state", f))
+			}
+		}
+	})
+	h.split()
+	h.verify("one channel split over lanes, the state disk refusing every write for two killed runs, then back", 4)
+}

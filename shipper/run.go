@@ -118,7 +118,10 @@ func newLanes(cfg *shipconfig.Config, ack *acker, m *metrics, log *slog.Logger) 
 			cp, _ := ack.acked(ch)
 			return cp.RecordID
 		},
-		Changed: func(ch string, k int) { m.lanes.WithLabelValues(ch).Set(float64(k)) },
+		Changed: func(ch string, k int) {
+			m.lanes.WithLabelValues(ch).Set(float64(k))
+			log.Info("lanes changed", "channel", ch, "lanes", k)
+		},
 		Failed: func(ch string, err error) {
 			logs.Warn("lanes_not_saved", "cannot save the channel's lane plan; its lanes stay as they are", "channel", ch, "error", err)
 		}}

