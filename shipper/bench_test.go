@@ -124,7 +124,7 @@ func BenchmarkShipperIntoLoki(b *testing.B) {
 	} {
 		b.Run(tc.name, func(b *testing.B) {
 			var perNode, lineBytes float64
-			sharded := 0
+			sharded, streams := 0, 0
 			for b.Loop() {
 				dir := b.TempDir()
 				var dumps strings.Builder
@@ -168,7 +168,7 @@ func BenchmarkShipperIntoLoki(b *testing.B) {
 					if st.Received < events*tc.channels {
 						b.Fatalf("the Loki model took %d entries of %d", st.Received, events*tc.channels)
 					}
-					sharded = st.Sharded
+					sharded, streams = st.Sharded, st.Streams
 				}
 			}
 			b.ReportMetric(perNode/float64(tc.channels), "events/s/channel")
@@ -177,6 +177,7 @@ func BenchmarkShipperIntoLoki(b *testing.B) {
 			b.ReportMetric(perNode, "events/s/node")
 			if !tc.victoria {
 				b.ReportMetric(float64(sharded), "sharded_entries")
+				b.ReportMetric(float64(streams), "streams")
 			}
 		})
 	}

@@ -55,7 +55,9 @@ func TestReliabilityBackfillBehindALiveStream(t *testing.T) {
 	for _, computers := range []int{1, 8} {
 		t.Run(fmt.Sprintf("%d streams", computers), func(t *testing.T) {
 			n := scale(3000, 30000)
-			h := newHarness(t, 1, "")
+			// One stream per computer, the one the live writer holds: lanes
+			// would put part of the backfill into streams of its own.
+			h := newHarness(t, 1, "limits: {maxLanes: 1}\n")
 			h.lines = editedDump(t, h.dump, n, time.Now().UTC().Add(-3*time.Hour), func(i int, ev string) string {
 				return replaceBetween(ev, "<Computer>", "</Computer>", fmt.Sprintf("WINNODE%02d", i%computers))
 			})
@@ -182,7 +184,8 @@ func TestReliabilityFollowedDumpRotatedAndReplaced(t *testing.T) {
 }
 
 // Loki's shard rule counts each push's bytes as well as the stream's rate:
-// with the old caps (1 MiB/s per stream in 1 MiB batches) a catch-up is
+// with the old caps (1 MiB/s per stream in 1 MiB batches, one stream a
+// channel) a catch-up is
 // sharded as a real Loki 3.7.6 sharded it; with the defaults it never is,
 // and its highest score stays well under the threshold.
 func TestReliabilityShardRuleOldAndNewDefaults(t *testing.T) {
@@ -190,7 +193,7 @@ func TestReliabilityShardRuleOldAndNewDefaults(t *testing.T) {
 	// restart delays (make reliability); shorter here.
 	events, kills := scale(20000, 300000), scale(1, 12)
 	defaultWait := func(c string) string { return strings.Replace(c, "maxWait: 200ms", "maxWait: 1s", 1) }
-	old := catchUpAfterKillsWith(t, "limits: {streamBytesPerSecond: 1048576}\n", func(c string) string {
+	old := catchUpAfterKillsWith(t, "limits: {streamBytesPerSecond: 1048576, maxLanes: 1}\n", func(c string) string {
 		return defaultWait(strings.Replace(c, "maxBytes: 262144", "maxBytes: 1048576", 1))
 	}, events, kills)
 	st := old.recv.Stats()
