@@ -112,7 +112,7 @@ func TestOnlyContractSpellsTheNames(t *testing.T) {
 	// The event stream's labels that winobs's agents make (job, namespace,
 	// pod and container are everyone's words), and winobs's metrics.
 	names := map[string]bool{}
-	for _, n := range []string{contract.LabelNode, contract.LabelChannel, contract.LabelComputer, contract.LabelStream, contract.MetaLogMonitor, contract.MetaEventID} {
+	for _, n := range []string{contract.LabelNode, contract.LabelChannel, contract.LabelComputer, contract.LabelStream, contract.LabelLane, contract.MetaLogMonitor, contract.MetaEventID} {
 		names[strconv.Quote(n)] = true
 	}
 	for _, m := range contract.ShipperMetrics {

@@ -48,6 +48,7 @@ labelsFromEnv: {node: EMPTY_VAR, bad: "1X"}
 batch: {maxBytes: lots}
 listen: "[::1%lo]:9498"
 startAt: Newest
+limits: {maxLanes: 0}
 `)
 	_, err := Load(p)
 	if err == nil {
@@ -63,6 +64,7 @@ startAt: Newest
 		p + `:8: batch.maxBytes: must be a whole number, not the text "lots"`,
 		p + ":9: listen: must be a loopback address:port",
 		p + `:10: startAt: must be newest or oldest, got "Newest"`,
+		p + `:11: limits.maxLanes: must be between 1 (never split a channel) and 32, got 0`,
 	} {
 		if !strings.Contains(got, want) {
 			t.Errorf("missing %q in:\n%s", want, got)
@@ -75,8 +77,8 @@ startAt: Newest
 			t.Errorf("%s reported:\n%s", not, got)
 		}
 	}
-	if n := strings.Count(got, "\n  "); n != 8 {
-		t.Errorf("%d problems, want 8:\n%s", n, got)
+	if n := strings.Count(got, "\n  "); n != 9 {
+		t.Errorf("%d problems, want 9:\n%s", n, got)
 	}
 }
 
@@ -116,6 +118,29 @@ func TestLoadRefusesUnreadable(t *testing.T) {
 	} {
 		if _, err := Load(path); err == nil || !strings.Contains(err.Error(), path) {
 			t.Errorf("%s: %v", name, err)
+		}
+	}
+}
+
+// A channel's lanes follow the caps: one more than the node's cap fills at
+// the stream cap, bounded by maxLanes; maxLanes alone without a node cap;
+// one without a stream cap.
+func TestLanes(t *testing.T) {
+	for _, tc := range []struct {
+		stream, node, maxLanes, want int
+	}{
+		{512 << 10, 3 << 20, 8, 7}, // the defaults
+		{512 << 10, 3 << 20, 4, 4},
+		{1 << 20, 3 << 20, 8, 4},
+		{512 << 10, 0, 8, 8}, // bytesPerSecond: 0, a Loki with raised limits
+		{512 << 10, 0, 32, 32},
+		{0, 3 << 20, 8, 1},         // no stream cap: nothing to split for
+		{4 << 20, 3 << 20, 8, 2},   // a stream cap above the node's
+		{512 << 10, 3 << 20, 1, 1}, // maxLanes: 1 never splits
+	} {
+		l := Limits{StreamBytesPerSecond: tc.stream, BytesPerSecond: tc.node, MaxLanes: tc.maxLanes}
+		if got := l.Lanes(); got != tc.want {
+			t.Errorf("%+v: %d lanes, want %d", l, got, tc.want)
 		}
 	}
 }
