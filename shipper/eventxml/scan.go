@@ -170,8 +170,11 @@ func localName(b []byte) []byte {
 
 func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
 
-// attr returns the decoded value of the attribute with the given local name.
+// attr returns the decoded value of the attribute with the given local
+// name; of a name given twice (not well-formed, and never in Windows' XML),
+// the last, as encoding/xml, and so Alloy, keeps it.
 func attr(attrs []byte, name string) (string, error) {
+	var found []byte
 	for len(attrs) > 0 {
 		i := 0
 		for i < len(attrs) && isSpace(attrs[i]) {
@@ -180,7 +183,7 @@ func attr(attrs []byte, name string) (string, error) {
 		attrs = attrs[i:]
 		eq := bytes.IndexByte(attrs, '=')
 		if eq < 0 {
-			return "", nil
+			break
 		}
 		key := localName(bytes.TrimSpace(attrs[:eq]))
 		rest := bytes.TrimLeft(attrs[eq+1:], " \t\r\n")
@@ -192,12 +195,15 @@ func attr(attrs []byte, name string) (string, error) {
 			return "", errTruncated
 		}
 		if string(key) == name {
-			v, err := unescape(rest[1 : 1+end])
-			return string(v), err
+			found = rest[1 : 1+end]
 		}
 		attrs = rest[end+2:]
 	}
-	return "", nil
+	if found == nil {
+		return "", nil
+	}
+	v, err := unescape(found)
+	return string(v), err
 }
 
 // unescape decodes character references and turns CRLF and CR into LF, as
