@@ -51,9 +51,9 @@ func (s *scanner) next() (t tag, text []byte, err error) {
 	rest := s.src[s.pos:]
 	switch {
 	case bytes.HasPrefix(rest, []byte("<!--")):
-		return s.skipTo("-->", text)
+		return s.skipTo("<!--", "-->", text)
 	case bytes.HasPrefix(rest, []byte("<?")):
-		return s.skipTo("?>", text)
+		return s.skipTo("<?", "?>", text)
 	case bytes.HasPrefix(rest, []byte("<![CDATA[")):
 		end := bytes.Index(rest, []byte("]]>"))
 		if end < 0 {
@@ -150,12 +150,16 @@ func (s *scanner) skipDirective(text []byte) (tag, []byte, error) {
 	return tag{}, nil, errTruncated
 }
 
-func (s *scanner) skipTo(marker string, text []byte) (tag, []byte, error) {
-	end := bytes.Index(s.src[s.pos:], []byte(marker))
+// skipTo skips a comment or processing instruction that starts with open
+// and ends with marker.
+func (s *scanner) skipTo(open, marker string, text []byte) (tag, []byte, error) {
+	// The end is looked for after the opening: "<!-->" does not close
+	// itself, nor "<?>".
+	end := bytes.Index(s.src[s.pos+len(open):], []byte(marker))
 	if end < 0 {
 		return tag{}, nil, errTruncated
 	}
-	s.pos += end + len(marker)
+	s.pos += len(open) + end + len(marker)
 	return tag{name: skipTag}, text, nil
 }
 
