@@ -29,7 +29,7 @@ RACE_PKGS := ./shipper/... ./internal/lokitest/...
 # Packages with Windows-only files, linted for Windows too.
 WINDOWS_PKGS := ./shipper/... ./cmd/eventlog-shipper/...
 
-.PHONY: gen grafana-harness alloy-harness release-gen test-loaded doctor-e2e images help generate test race lint tidy-check vet fmt-check windows winapi-check check-generated ci bench promtool-test \
+.PHONY: gen cluster-e2e grafana-harness alloy-harness release-gen test-loaded doctor-e2e images help generate test race lint tidy-check vet fmt-check windows winapi-check check-generated ci bench promtool-test \
 	reliability update-crds print-versions
 
 help: ## list targets
@@ -49,6 +49,15 @@ ALLOY_HARNESS := $(BIN)/alloyharness-$(call version,alloyHarness)
 $(ALLOY_HARNESS): tests/alloy/build.sh tests/alloy/harness/main.go versions.json
 	tests/alloy/build.sh $@ $(call version,alloyHarness)
 alloy-harness: $(ALLOY_HARNESS) ## build the Alloy harness from Alloy's module (tests/alloy; make test does it)
+
+# The cluster in a box (tests/cluster): a real control plane from Go modules,
+# kwok for the nodes. Not in make test: its first build is about 25 CPU-minutes.
+CLUSTER_BIN := $(BIN)/cluster-$(call version,kubernetes)-$(call version,etcd)-$(call version,kwok)
+$(CLUSTER_BIN)/.built: tests/cluster/build.sh versions.json
+	tests/cluster/build.sh $(CLUSTER_BIN) $(call version,kubernetes) $(call version,etcd) $(call version,kwok)
+	@touch $@
+cluster-e2e: $(CLUSTER_BIN)/.built ## the bundle applied to a real kube-apiserver, controller manager and scheduler with kwok's Windows and Linux nodes: placement, Pod Security, uninstall (tests/cluster)
+	WINOBS_CLUSTER_BIN=$(CLUSTER_BIN) WINOBS_REQUIRE_CLUSTER=1 $(GO) test ./tests/cluster/ -count=1 -v -timeout 30m
 
 GRAFANA_HARNESS := tests/grafana/node_modules/.winobs-installed
 $(GRAFANA_HARNESS): tests/grafana/package-lock.json tests/grafana/package.json

@@ -61,6 +61,13 @@ type Versions struct {
 	// newest release that builds from the Go module proxy here; Alloy is
 	// the release the image ships.
 	AlloyHarness string `json:"alloyHarness"`
+	// Kubernetes, Etcd and Kwok are the cluster in a box's control plane
+	// (kube-apiserver, kube-controller-manager, kube-scheduler and kubectl
+	// from k8s.io/kubernetes), its store (go.etcd.io/etcd/server/v3) and its
+	// fake nodes (sigs.k8s.io/kwok): make cluster-e2e, tests/cluster.
+	Kubernetes string `json:"kubernetes"`
+	Etcd       string `json:"etcd"`
+	Kwok       string `json:"kwok"`
 }
 
 // Pinned returns versions.json. It panics only if the embedded file is
