@@ -476,4 +476,3 @@ func repo(t *testing.T, rel string) string {
 	}
 	return p
 }
-
