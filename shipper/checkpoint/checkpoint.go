@@ -127,7 +127,7 @@ func (s *Store) SaveLanes(channel string, p lanes.Plan) error {
 
 // Lanes returns a channel's lane plan: none on a first start, the previous
 // copy (with a note to report) when the current file is unreadable, and an
-// error wrapping ErrCorrupt when no copy can be trusted.
+// error (wrapping ErrCorrupt for a damaged file) when no copy can be read.
 func (s *Store) Lanes(channel string) (p lanes.Plan, note string, err error) {
 	path := s.lanesPath(channel)
 	cp, err := readLanes(path, channel)
@@ -135,15 +135,18 @@ func (s *Store) Lanes(channel string) (p lanes.Plan, note string, err error) {
 		return cp.Lanes, "", nil
 	}
 	bak, berr := readLanes(path+".bak", channel)
+	missing := errors.Is(err, os.ErrNotExist)
 	switch {
-	case errors.Is(err, os.ErrNotExist) && berr == nil:
+	case berr == nil && missing:
 		return bak.Lanes, "", nil // a crash between saveAt's renames: the new plan was never used
-	case errors.Is(err, os.ErrNotExist) && errors.Is(berr, os.ErrNotExist):
-		return nil, "", nil
 	case berr == nil:
 		return bak.Lanes, fmt.Sprintf("%v; using the previous lane plan: events replayed from its last change on may land in another stream and show twice", err), nil
+	case missing && errors.Is(berr, os.ErrNotExist):
+		return nil, "", nil
+	case missing:
+		return nil, "", fmt.Errorf("lane plan missing; previous copy: %w", berr)
 	}
-	return nil, "", fmt.Errorf("%w: lane plan: %v; previous copy: %v", ErrCorrupt, err, berr)
+	return nil, "", fmt.Errorf("lane plan: %w; previous copy: %v", err, berr)
 }
 
 // readLanes reads a lanes file and checks the plan it holds.

@@ -298,6 +298,10 @@ func TestLanePlans(t *testing.T) {
 			s.saveAt(path, "lane plan", Checkpoint{Channel: "Security", Lanes: lanes.Plan{{From: 9, K: 2}, {From: 3, K: 2}}})
 		}, second, true, false}, // the save made the good plan the previous copy
 		{"another channel's plan", func() { s.saveAt(path, "lane plan", Checkpoint{Channel: "System", Lanes: first}) }, second, true, false},
+		{"missing, its previous copy damaged", func() {
+			os.Remove(path)
+			os.WriteFile(path+".bak", []byte("filled"), 0o600)
+		}, nil, false, true},
 		{"both copies damaged", func() {
 			os.WriteFile(path, []byte("zero"), 0o600)
 			os.WriteFile(path+".bak", []byte("filled"), 0o600)

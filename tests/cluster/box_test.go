@@ -176,23 +176,24 @@ func start(t *testing.T, bin string) *box {
 // with the os=windows:NoSchedule taint many clusters add, and asking for the
 // shipper instead of Alloy) and a Linux node.
 func (b *box) nodes() {
-	node := func(name, os string, ip string, labels map[string]string, taints string) string {
+	// kwok fills each node's status (addresses from --node-ip, conditions,
+	// leases); the spec is ours.
+	node := func(name, os string, labels map[string]string, taints string) string {
 		l := map[string]string{"kubernetes.io/os": os, "kubernetes.io/arch": "amd64", "kubernetes.io/hostname": name, "type": "kwok"}
 		for k, v := range labels {
 			l[k] = v
 		}
 		lj, _ := json.Marshal(l)
 		return fmt.Sprintf(`{"apiVersion":"v1","kind":"Node","metadata":{"name":%q,"labels":%s,"annotations":{"kwok.x-k8s.io/node":"fake"}},
-"spec":{"taints":[%s]},"status":{"addresses":[{"type":"InternalIP","address":%q}],"allocatable":{"cpu":"8","memory":"32Gi","pods":"110"},
-"capacity":{"cpu":"8","memory":"32Gi","pods":"110"}}}`,
-			name, lj, taints, ip)
+"spec":{"taints":[%s]},"status":{"allocatable":{"cpu":"8","memory":"32Gi","pods":"110"},"capacity":{"cpu":"8","memory":"32Gi","pods":"110"}}}`,
+			name, lj, taints)
 	}
 	items := []string{
-		node("win-aks-1", "windows", "127.1.1.1", map[string]string{"kubernetes.azure.com/os-sku": "Windows2022", "node.kubernetes.io/windows-build": "10.0.20348"}, ""),
-		node("win-eks-1", "windows", "127.1.2.1", map[string]string{"eks.amazonaws.com/nodegroup": "windows", "node.kubernetes.io/windows-build": "10.0.26100",
+		node("win-aks-1", "windows", map[string]string{"kubernetes.azure.com/os-sku": "Windows2022", "node.kubernetes.io/windows-build": "10.0.20348"}, ""),
+		node("win-eks-1", "windows", map[string]string{"eks.amazonaws.com/nodegroup": "windows", "node.kubernetes.io/windows-build": "10.0.26100",
 			"winobs.io/log-agent": "shipper"},
 			`{"key":"os","value":"windows","effect":"NoSchedule"}`),
-		node("linux-1", "linux", "127.1.3.1", nil, ""),
+		node("linux-1", "linux", nil, ""),
 	}
 	list := `{"apiVersion":"v1","kind":"List","items":[` + strings.Join(items, ",") + `]}`
 	b.kubectlIn(list, "apply", "-f", "-")
