@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -20,6 +21,7 @@ import (
 	"github.com/winobs/winobs/internal/fixture"
 	"github.com/winobs/winobs/internal/lokitest"
 	"github.com/winobs/winobs/shipper/checkpoint"
+	"github.com/winobs/winobs/shipper/lanes"
 	"github.com/winobs/winobs/shipper/shipconfig"
 )
 
@@ -268,6 +270,13 @@ func (h *harness) counts(textfile string, want map[string]int) {
 // verify checks delivery and records the outcome.
 func (h *harness) verify(scenario string, trials int) {
 	h.t.Helper()
+	h.verifyUpTo(scenario, trials, 0)
+}
+
+// verifyUpTo is verify for a scenario with a known, bounded cost: at most
+// maxDupes visible duplicates.
+func (h *harness) verifyUpTo(scenario string, trials, maxDupes int) {
+	h.t.Helper()
 	lost := 0
 	for _, l := range h.lines {
 		if !h.recv.Has(l) {
@@ -282,8 +291,11 @@ func (h *harness) verify(scenario string, trials int) {
 	outcomesMu.Lock()
 	outcomes = append(outcomes, outcome{scenario, trials, len(h.lines), lost, st.Duplicates, h.peakRSS})
 	outcomesMu.Unlock()
-	if lost > 0 || st.Duplicates > 0 {
-		h.t.Errorf("%s: %d of %d events lost, %d visible duplicates", scenario, lost, len(h.lines), st.Duplicates)
+	if maxDupes > 0 {
+		h.t.Logf("%s: %d visible duplicates (at most %d allowed)", scenario, st.Duplicates, maxDupes)
+	}
+	if lost > 0 || st.Duplicates > maxDupes {
+		h.t.Errorf("%s: %d of %d events lost, %d visible duplicates (at most %d allowed)", scenario, lost, len(h.lines), st.Duplicates, maxDupes)
 	}
 	if h.peakRSS > rssLimit {
 		h.t.Errorf("%s: peak RSS %.1f MiB over 64 MiB", scenario, float64(h.peakRSS)/(1<<20))
@@ -928,27 +940,37 @@ func TestReliabilityBadInput(t *testing.T) {
 
 // splitBacklog is a one-channel backlog shipped at the node's rate, so the
 // channel is split over lanes; each run is killed (SIGKILL) at a random
-// moment, with the kubelet's restart delay, unless it finishes first.
-// between, when set, is called before each run (with the run's number) to
-// change its settings or its disk.
-func splitBacklog(t *testing.T, events, kills int, between func(h *harness, run int)) *harness {
+// moment of the two seconds after it is ready (ready, or by default once a
+// lane plan exists), with the kubelet's restart delay, unless it finishes
+// first. between, when set, is called before each run (with the run's
+// number) to change its settings or its disk.
+func splitBacklog(t *testing.T, events, kills int, between func(h *harness, run int), ready func(h *harness, run int) bool) *harness {
 	h := newHarness(t, 1, "")
 	h.lines = syntheticDumpAt(t, h.dump, events, dumpBase, "WINNODE01")
 	// Answers come 50 ms after storing: most kills hit a stored batch the
 	// shipper has not acknowledged, which the restart replays.
 	h.recv.Set(lokitest.Behaviour{AnswerDelay: 50 * time.Millisecond})
 	rng := rand.New(rand.NewPCG(7, 8))
-	plan := filepath.Join(h.dir, "state", "System.lanes")
+	if ready == nil {
+		ready = func(h *harness, _ int) bool { return len(h.lanePlan()) > 0 }
+	}
 	for run := range kills {
 		if between != nil {
 			between(h, run)
 		}
 		cmd, done, out := h.start()
-		// Kill once the channel is split (the plan exists), at a random
-		// moment of the next two seconds.
-		for deadline := time.Now().Add(fixture.Patience); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-			if _, err := os.Stat(plan); err == nil {
-				break
+		deadline := time.After(fixture.Patience)
+		for !ready(h, run) {
+			select {
+			case err := <-done:
+				if err != nil {
+					t.Fatalf("run %d: %v\n%s", run, err, out)
+				}
+				return h
+			case <-deadline:
+				cmd.Process.Kill()
+				t.Fatalf("run %d: not ready within %v (lane plan %v)\n%s", run, fixture.Patience, h.lanePlan(), out)
+			case <-time.After(20 * time.Millisecond):
 			}
 		}
 		select {
@@ -970,6 +992,24 @@ func splitBacklog(t *testing.T, events, kills int, between func(h *harness, run 
 	return h
 }
 
+// lanePlan is the channel's saved lane plan (none while there is none).
+func (h *harness) lanePlan() lanes.Plan {
+	store, err := checkpoint.Open(filepath.Join(h.dir, "state"))
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	p, _, _ := store.Lanes("System")
+	return p
+}
+
+// lastLanes is the lane count of the plan's newest change (1 without one).
+func lastLanes(p lanes.Plan) int {
+	if len(p) == 0 {
+		return 1
+	}
+	return p[len(p)-1].K
+}
+
 // split checks that the backlog ran split, none of it sharded.
 func (h *harness) split() {
 	h.t.Helper()
@@ -987,42 +1027,68 @@ func (h *harness) split() {
 // Loki deduplicates it; nothing is sharded.
 func TestReliabilityKillsMidSplit(t *testing.T) {
 	kills := scale(4, 12)
-	h := splitBacklog(t, scale(40000, 300000), kills, nil)
+	h := splitBacklog(t, scale(40000, 300000), kills, nil, nil)
 	h.split()
 	h.verify(fmt.Sprintf("one channel split over lanes at the node's rate, %d SIGKILLs with restart delays", kills), kills)
 }
 
 // Restarts with other rate settings: fewer lanes allowed, a lower stream
-// cap, then the defaults again. Replays follow the saved plan, not the new
-// settings.
+// cap, then the defaults again. Each run is killed only once it has saved a
+// plan of its own settings (7 lanes, then 2, then 4 of the 5 a 256 KiB/s
+// stream cap under 1 MiB/s allows), so replays cross every change; they
+// follow the saved plan, not the new settings.
 func TestReliabilityRestartWithOtherRates(t *testing.T) {
 	var base string
 	settings := []string{"", "limits: {maxLanes: 2}\n", "limits: {streamBytesPerSecond: 262144, bytesPerSecond: 1048576}\n", ""}
+	want := []func(k int) bool{
+		func(k int) bool { return k == 7 },
+		func(k int) bool { return k == 2 },
+		func(k int) bool { return k > 2 && k <= 5 },
+	}
 	h := splitBacklog(t, scale(40000, 300000), len(settings)-1, func(h *harness, run int) {
 		if base == "" {
 			base = mustRead(t, h.cfg)
 		}
 		os.WriteFile(h.cfg, []byte(base+settings[run]), 0o644)
-	})
+	}, func(h *harness, run int) bool { return want[run](lastLanes(h.lanePlan())) })
 	h.split()
 	h.verify("one channel split over lanes, restarted with fewer lanes and a lower stream cap between kills", len(settings))
 }
 
 // A state disk that refuses every write (checkpoints, sent marks, lane
 // plans) while a channel runs split, through kills, then takes writes
-// again: the plan cannot change, so every replay lands where it did.
+// again. While it is full the plan cannot change, and nothing is lost. The
+// known cost (docs/shipper.md, "Lanes"): the runs on the full disk pushed
+// past their last saved sent mark, so the run after it may change lanes
+// inside what they pushed, and those events show twice; at most the events
+// delivered while the disk was full.
 func TestReliabilityLanesFullStateDisk(t *testing.T) {
 	full := []string{"System.checkpoint.tmp", "System.sent.tmp", "System.lanes.tmp"}
+	var cp checkpoint.Checkpoint
+	var plan lanes.Plan
+	var delivered, whileFull int
 	h := splitBacklog(t, scale(40000, 300000), 3, func(h *harness, run int) {
-		for _, f := range full {
-			switch run {
-			case 1: // full from the second run on
+		store, _ := checkpoint.Open(filepath.Join(h.dir, "state"))
+		switch run {
+		case 1: // full from the second run on
+			cp, _ = store.Peek("System")
+			plan, delivered = h.lanePlan(), h.recv.Stats().Distinct
+			for _, f := range full {
 				os.MkdirAll(filepath.Join(h.dir, "state", f, "full"), 0o700)
-			case 3:
+			}
+		case 3: // the disk refused every write, and delivery went on
+			if now, _ := store.Peek("System"); now.RecordID != cp.RecordID || !slices.Equal(h.lanePlan(), plan) {
+				t.Errorf("the full disk took writes: checkpoint %d → %d, plan %v → %v", cp.RecordID, now.RecordID, plan, h.lanePlan())
+			}
+			whileFull = h.recv.Stats().Distinct - delivered
+			if whileFull <= 0 {
+				t.Errorf("nothing delivered while the disk was full (%d events before)", delivered)
+			}
+			for _, f := range full {
 				os.RemoveAll(filepath.Join(h.dir, "state", f))
 			}
 		}
-	})
+	}, func(h *harness, run int) bool { return lastLanes(h.lanePlan()) >= 4 }) // split well before the disk fills
 	h.split()
-	h.verify("one channel split over lanes, the state disk refusing every write for two killed runs, then back", 4)
+	h.verifyUpTo(fmt.Sprintf("one channel split over lanes, the state disk refusing every write for two killed runs (%d events delivered meanwhile), then back", whileFull), 4, whileFull)
 }
