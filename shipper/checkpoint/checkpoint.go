@@ -178,25 +178,145 @@ func (s *Store) sentPath(channel string) string {
 // SaveSent records, before a push, the position of the newest event it
 // holds: after a crash, the events from the checkpoint up to this mark may
 // be in Loki already (the push may have been stored and not acknowledged),
-// and the next run treats them so. It is a hint: losing it (a crash while
-// writing, a full disk) only makes a replay less careful, never skips an
-// event, so it is written without a backup copy.
+// and the next run treats them so, and changes a channel's lanes only
+// after it (a replay must land in the stream its first copy went to).
+//
+// So it must still be written when the disk is full, as the checkpoint may
+// not be: it lives in a file of two fixed slots, created once and then
+// overwritten in place, which needs no new block (NTFS, ext4, tmpfs). Each
+// slot is numbered and checksummed and the newer valid one counts; a write
+// goes to the older, so a torn write damages only a mark whose push has not
+// begun. A disk that refuses even that (read-only, failing, copy-on-write
+// and full) makes the save fail, which the caller reports.
 func (s *Store) SaveSent(cp Checkpoint) error {
-	data, err := s.encode(cp)
+	cp.Bookmark = "" // a replay is recognised by record id; keeps the slot small
+	path := s.sentPath(cp.Channel)
+	f, slots, err := openSent(path)
+	if err != nil {
+		return fmt.Errorf("the sent mark: %w", err)
+	}
+	if f == nil { // none yet, or one from before the slots: made once
+		data, err := s.encodeSlot(sentRecord{Seq: 1, Checkpoint: cp})
+		if err != nil {
+			return err
+		}
+		data = append(data, make([]byte, sentSlot)...)
+		if err := writeSync(path+".tmp", data); err != nil {
+			return fmt.Errorf("creating the sent mark: %w", err)
+		}
+		return os.Rename(path+".tmp", path)
+	}
+	defer f.Close()
+	older, seq := 0, uint64(0)
+	for i, r := range slots {
+		seq = max(seq, r.Seq)
+		if r.Seq < slots[older].Seq {
+			older = i
+		}
+	}
+	data, err := s.encodeSlot(sentRecord{Seq: seq + 1, Checkpoint: cp})
 	if err != nil {
 		return err
 	}
-	path := s.sentPath(cp.Channel)
-	if err := writeSync(path+".tmp", data); err != nil {
+	if _, err := f.WriteAt(data, int64(older*sentSlot)); err != nil {
 		return fmt.Errorf("writing the sent mark: %w", err)
 	}
-	return os.Rename(path+".tmp", path)
+	if err := f.Sync(); err != nil {
+		return fmt.Errorf("writing the sent mark: %w", err)
+	}
+	return f.Close()
 }
 
 // Sent returns the channel's sent mark, if a valid one exists.
 func (s *Store) Sent(channel string) (Checkpoint, bool) {
-	cp, err := read(s.sentPath(channel), channel)
-	return cp, err == nil
+	path := s.sentPath(channel)
+	data, err := conffile.ReadFileNoFollow(path, MaxFileBytes)
+	if err != nil {
+		return Checkpoint{}, false
+	}
+	if len(data) != sentSlot*sentSlots { // a mark from before the slots
+		cp, err := decode(data, path, channel)
+		return cp, err == nil
+	}
+	best, ok := sentRecord{}, false
+	for _, r := range parseSlots(data) {
+		if r.Seq > best.Seq && r.Channel == channel {
+			best, ok = r, true
+		}
+	}
+	return best.Checkpoint, ok
+}
+
+// The sent mark's file: sentSlots slots of sentSlot bytes.
+const (
+	sentSlot  = 4096
+	sentSlots = 2
+)
+
+// sentRecord is a sent mark in its slot; Seq orders the slots (0: empty or
+// damaged).
+type sentRecord struct {
+	Seq uint64 `json:"seq"`
+	Checkpoint
+}
+
+// encodeSlot is r as its slot holds it, padded with zeros.
+func (s *Store) encodeSlot(r sentRecord) ([]byte, error) {
+	r.Saved = s.now().UTC()
+	payload, err := json.Marshal(r)
+	if err != nil {
+		return nil, err
+	}
+	data := fmt.Appendf(payload, "\ncrc32c:%08x\n", crc32.Checksum(payload, crcTable))
+	if len(data) > sentSlot {
+		return nil, fmt.Errorf("the sent mark of %s takes %d bytes, more than its slot's %d (a dump path that long?)", r.Channel, len(data), sentSlot)
+	}
+	return append(data, make([]byte, sentSlot-len(data))...), nil
+}
+
+// parseSlots reads every slot; a damaged one reads as Seq 0.
+func parseSlots(data []byte) []sentRecord {
+	slots := make([]sentRecord, sentSlots)
+	for i := range slots {
+		var r sentRecord
+		if err := verify(bytes.TrimRight(data[i*sentSlot:(i+1)*sentSlot], "\x00"), "", &r); err == nil {
+			slots[i] = r
+		}
+	}
+	return slots
+}
+
+// openSent opens the sent mark's file for writing in place, and reads its
+// slots. It returns a nil file when there is none to write in place (none
+// yet, or one from before the slots). Like writeSync, it writes through no
+// link: a link, or a file swapped in while opening, is refused.
+func openSent(path string) (*os.File, []sentRecord, error) {
+	st, err := os.Lstat(path)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return nil, nil, nil
+	case err != nil:
+		return nil, nil, err
+	case !st.Mode().IsRegular():
+		return nil, nil, fmt.Errorf("%s is not a regular file (%s)", path, st.Mode().Type())
+	case st.Size() != sentSlot*sentSlots:
+		return nil, nil, nil
+	}
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		return nil, nil, err
+	}
+	fst, err := f.Stat()
+	if err != nil || !os.SameFile(st, fst) {
+		f.Close()
+		return nil, nil, fmt.Errorf("%s was replaced while opened", path)
+	}
+	data := make([]byte, sentSlot*sentSlots)
+	if _, err := f.ReadAt(data, 0); err != nil {
+		f.Close()
+		return nil, nil, err
+	}
+	return f, parseSlots(data), nil
 }
 
 var crcTable = crc32.MakeTable(crc32.Castagnoli)
@@ -282,19 +402,32 @@ func read(path, channel string) (Checkpoint, error) {
 	case err != nil:
 		return Checkpoint{}, err
 	}
-	payload, sum, ok := bytes.Cut(bytes.TrimRight(data, "\n"), []byte("\ncrc32c:"))
-	if !ok {
-		return Checkpoint{}, fmt.Errorf("%w %s: no checksum (truncated or overwritten)", ErrCorrupt, path)
-	}
-	if fmt.Sprintf("%08x", crc32.Checksum(payload, crcTable)) != string(sum) {
-		return Checkpoint{}, fmt.Errorf("%w %s: checksum mismatch", ErrCorrupt, path)
-	}
+	return decode(data, path, channel)
+}
+
+// decode checks a checkpoint file's checksum and that it is channel's.
+func decode(data []byte, path, channel string) (Checkpoint, error) {
 	var cp Checkpoint
-	if err := json.Unmarshal(payload, &cp); err != nil {
-		return Checkpoint{}, fmt.Errorf("%w %s: %v", ErrCorrupt, path, err)
+	if err := verify(data, path, &cp); err != nil {
+		return Checkpoint{}, err
 	}
 	if cp.Channel != channel {
 		return Checkpoint{}, fmt.Errorf("%w %s: belongs to channel %q", ErrCorrupt, path, cp.Channel)
 	}
 	return cp, nil
+}
+
+// verify checks data's checksum and decodes its JSON into v.
+func verify(data []byte, path string, v any) error {
+	payload, sum, ok := bytes.Cut(bytes.TrimRight(data, "\n"), []byte("\ncrc32c:"))
+	if !ok {
+		return fmt.Errorf("%w %s: no checksum (truncated or overwritten)", ErrCorrupt, path)
+	}
+	if fmt.Sprintf("%08x", crc32.Checksum(payload, crcTable)) != string(sum) {
+		return fmt.Errorf("%w %s: checksum mismatch", ErrCorrupt, path)
+	}
+	if err := json.Unmarshal(payload, v); err != nil {
+		return fmt.Errorf("%w %s: %v", ErrCorrupt, path, err)
+	}
+	return nil
 }

@@ -1,6 +1,7 @@
 package checkpoint
 
 import (
+	"bytes"
 	"errors"
 	"os"
 	"path/filepath"
@@ -264,6 +265,104 @@ func TestSentMark(t *testing.T) {
 	os.WriteFile(s.sentPath("System"), []byte("garbage"), 0o600)
 	if _, ok := s.Sent("System"); ok {
 		t.Error("a damaged sent mark is used")
+	}
+}
+
+// The sent mark is written in place once it exists, so a full disk, which
+// refuses the temporary copies checkpoints are written through, still takes
+// it; a torn write costs only the mark being written; a mark from before
+// the slots is read and replaced; nothing is written through a link.
+func TestSentMarkInPlace(t *testing.T) {
+	type step struct {
+		name string
+		do   func(t *testing.T, s *Store, path string) error // the mark's save, after any damage
+		want uint64                                          // RecordID read after; 0: none
+	}
+	save := func(id uint64) func(*testing.T, *Store, string) error {
+		return func(_ *testing.T, s *Store, _ string) error {
+			return s.SaveSent(Checkpoint{Channel: "System", RecordID: id, Bookmark: "<BookmarkList/>"})
+		}
+	}
+	full := func(id uint64) func(*testing.T, *Store, string) error {
+		return func(t *testing.T, s *Store, path string) error {
+			os.MkdirAll(path+".tmp/full", 0o700) // no new file can be made there
+			defer os.RemoveAll(path + ".tmp")
+			return save(id)(t, s, path)
+		}
+	}
+	tests := []struct {
+		name    string
+		steps   []step
+		wantErr []bool
+	}{
+		{"first saves, then in place on a full disk", []step{
+			{"first", save(5), 5}, {"second", save(9), 9}, {"full", full(12), 12}, {"full again", full(15), 15}, {"full thrice", full(20), 20},
+		}, []bool{false, false, false, false, false}},
+		{"the first save needs space", []step{
+			{"full", full(5), 0}, {"space again", save(6), 6},
+		}, []bool{true, false}},
+		{"a torn write keeps the mark before it", []step{
+			{"a", save(5), 5}, {"b", save(9), 9},
+			{"torn", func(t *testing.T, s *Store, path string) error {
+				f, _ := os.OpenFile(path, os.O_RDWR, 0)
+				defer f.Close()
+				_, err := f.WriteAt([]byte(`{"seq":3,"channel":"System","recordID":4`), 0) // slot 0 held seq 1: the older
+				return err
+			}, 9},
+			{"then a save", save(11), 11},
+		}, []bool{false, false, false, false}},
+		{"both slots damaged: none", []step{
+			{"a", save(5), 5}, {"b", save(9), 9},
+			{"zeroed", func(t *testing.T, s *Store, path string) error {
+				return os.WriteFile(path, make([]byte, sentSlot*sentSlots), 0o600)
+			}, 0},
+		}, []bool{false, false, false}},
+		{"a mark from before the slots", []step{
+			{"legacy", func(t *testing.T, s *Store, path string) error {
+				data, _ := s.encode(Checkpoint{Channel: "System", RecordID: 7})
+				return os.WriteFile(path, data, 0o600)
+			}, 7},
+			{"replaced", save(8), 8}, {"in place", full(10), 10},
+		}, []bool{false, false, false}},
+		{"a link is not written through", []step{
+			{"link", func(t *testing.T, s *Store, path string) error {
+				target := filepath.Join(t.TempDir(), "elsewhere")
+				os.WriteFile(target, make([]byte, sentSlot*sentSlots), 0o600)
+				if err := os.Symlink(target, path); err != nil {
+					t.Skip(err)
+				}
+				err := save(3)(t, s, path)
+				if data, _ := os.ReadFile(target); !bytes.Equal(data, make([]byte, sentSlot*sentSlots)) {
+					t.Error("written through the link")
+				}
+				return err
+			}, 0},
+		}, []bool{true}},
+		{"another channel's slot is not this one's", []step{
+			{"foreign", func(t *testing.T, s *Store, path string) error {
+				data, _ := s.encodeSlot(sentRecord{Seq: 1, Checkpoint: Checkpoint{Channel: "Security", RecordID: 99}})
+				return os.WriteFile(path, append(data, make([]byte, sentSlot)...), 0o600)
+			}, 0},
+		}, []bool{false}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			s := store(t)
+			path := s.sentPath("System")
+			for i, st := range tc.steps {
+				err := st.do(t, s, path)
+				if (err != nil) != tc.wantErr[i] {
+					t.Fatalf("%s: error %v, want error %v", st.name, err, tc.wantErr[i])
+				}
+				got, ok := s.Sent("System")
+				if (st.want != 0) != ok || got.RecordID != st.want {
+					t.Fatalf("%s: sent mark %d (%v), want %d", st.name, got.RecordID, ok, st.want)
+				}
+				if ok && got.Bookmark != "" {
+					t.Errorf("%s: the bookmark is kept in the slot", st.name)
+				}
+			}
+		})
 	}
 }
 
