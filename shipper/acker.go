@@ -34,6 +34,12 @@ type acker struct {
 	log       *slog.Logger
 	now       func() time.Time
 
+	// reach is, per channel, the furthest sent mark saved, by this run or
+	// an earlier one. A replay's pushes must not lower it: the next run
+	// would take what an earlier run pushed for new events (and change
+	// lanes inside it). Only the push loop uses it.
+	reach map[string]checkpoint.Checkpoint
+
 	// unsaved is the first checkpoint save that failed since the last one
 	// that succeeded (a full or read-only state disk).
 	mu      sync.Mutex
@@ -92,15 +98,45 @@ func (a *acker) start(channel string) (resume, error) {
 // mark saves a position that needs no delivery: a bookmark taken at start.
 func (a *acker) mark(cp checkpoint.Checkpoint) error { return a.store.Save(cp) }
 
+// sent is a channel's sent mark at start: how far an earlier run's
+// pushes reached.
+func (a *acker) sent(channel string) (checkpoint.Checkpoint, bool) {
+	cp, ok := a.store.Sent(channel)
+	if ok {
+		if a.reach == nil {
+			a.reach = map[string]checkpoint.Checkpoint{}
+		}
+		a.reach[channel] = cp
+	}
+	return cp, ok
+}
+
 // sending records, before a batch is pushed, how far it reaches in each
-// channel (checkpoint.Store.SaveSent). A mark that cannot be saved only
-// makes a replay after a crash less careful: it is logged, not fatal.
+// channel (checkpoint.Store.SaveSent), unless an earlier push reached
+// further. A mark that cannot be saved is logged, not fatal: stopping
+// would deliver nothing; a crash meanwhile may show replayed events twice.
 func (a *acker) sending(b *batch) {
 	for ch, cp := range b.positions {
+		if r, ok := a.reach[ch]; ok && !beyond(cp, r) {
+			continue
+		}
 		if err := a.store.SaveSent(cp); err != nil {
-			a.log.Warn("cannot save the sent mark; a replay after a crash may store re-stamped copies", "channel", ch, "error", err)
+			a.log.Warn("cannot save the sent mark; after a crash, replayed events may show twice", "channel", ch, "error", err)
+			continue
+		}
+		if a.reach != nil {
+			delete(a.reach, ch) // this run's pushes only move forward
 		}
 	}
+}
+
+// beyond reports whether position cp is past mark: further in the same dump
+// file, in another file, or a later record of a live channel.
+func beyond(cp, mark checkpoint.Checkpoint) bool {
+	if cp.Source != "" || mark.Source != "" {
+		return cp.Source != mark.Source || cp.Fingerprint != mark.Fingerprint || cp.Offset > mark.Offset
+	}
+	return cp.RecordID > mark.RecordID
 }
 
 // acked is the last delivered position of a channel.

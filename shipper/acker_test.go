@@ -95,3 +95,48 @@ func TestAckerAppliesTheCorruptCheckpointPolicy(t *testing.T) {
 		})
 	}
 }
+
+// The sent mark says how far any run's pushes reached: a restart that
+// replays from an older checkpoint does not lower it until it pushes past
+// it, and a new dump file at the same path starts it again.
+func TestSentMarkNeverMovesBack(t *testing.T) {
+	live := func(id uint64) checkpoint.Checkpoint { return checkpoint.Checkpoint{Channel: "System", RecordID: id} }
+	dump := func(fp string, off int64) checkpoint.Checkpoint {
+		return checkpoint.Checkpoint{Channel: "System", Source: "dump.xml", Fingerprint: fp, Offset: off, RecordID: uint64(off)}
+	}
+	tests := []struct {
+		name    string
+		earlier checkpoint.Checkpoint // the mark an earlier run left (zero: none)
+		pushes  []checkpoint.Checkpoint
+		want    []checkpoint.Checkpoint // the mark after each push
+	}{
+		{"first run", checkpoint.Checkpoint{}, []checkpoint.Checkpoint{live(5), live(9)}, []checkpoint.Checkpoint{live(5), live(9)}},
+		{"a replay below the mark keeps it", live(500), []checkpoint.Checkpoint{live(120), live(480), live(500), live(501), live(502)},
+			[]checkpoint.Checkpoint{live(500), live(500), live(500), live(501), live(502)}},
+		{"a replay in the same dump file keeps it", dump("a", 900), []checkpoint.Checkpoint{dump("a", 300), dump("a", 901)},
+			[]checkpoint.Checkpoint{dump("a", 900), dump("a", 901)}},
+		{"another file at the path starts it again", dump("a", 900), []checkpoint.Checkpoint{dump("b", 300)},
+			[]checkpoint.Checkpoint{dump("b", 300)}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			if tc.earlier.Channel != "" {
+				testAcker(t, dir, shipconfig.Oldest).store.SaveSent(tc.earlier)
+			}
+			a := testAcker(t, dir, shipconfig.Oldest)
+			if got, ok := a.sent("System"); ok != (tc.earlier.Channel != "") || got.RecordID != tc.earlier.RecordID {
+				t.Fatalf("the earlier mark read as %+v (%v)", got, ok)
+			}
+			for i, cp := range tc.pushes {
+				b := newBatch()
+				b.positions["System"] = cp
+				a.sending(b)
+				got, _ := a.store.Sent("System")
+				if got.RecordID != tc.want[i].RecordID || got.Fingerprint != tc.want[i].Fingerprint {
+					t.Errorf("after pushing %+v: mark %d %q, want %d %q", cp, got.RecordID, got.Fingerprint, tc.want[i].RecordID, tc.want[i].Fingerprint)
+				}
+			}
+		})
+	}
+}

@@ -184,7 +184,7 @@ func (s *Shipper) resume() {
 			s.format.resume(cp)
 			floor = cp.RecordID
 		}
-		if sent, ok := s.acker.store.Sent(ch); ok {
+		if sent, ok := s.acker.sent(ch); ok {
 			s.format.replaying(sent)
 			floor = max(floor, sent.RecordID)
 		}

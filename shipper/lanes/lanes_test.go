@@ -192,7 +192,9 @@ func TestNoChangeOverPushedOrUnsavedEvents(t *testing.T) {
 // point, a full state disk, another rate setting or lane limit at the
 // restart), every event a restart replays goes to the lane it went to
 // before, as long as the next run resumes with the saved plan and the sent
-// mark as its floor.
+// mark as its floor: the newest event any run handed to Loki, which a full
+// disk still takes (checkpoint.Store.SaveSent writes it in place) and a
+// replay never lowers (the shipper's acker).
 func TestReplaysLandInTheSameLane(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	for trial := range 200 {
