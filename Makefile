@@ -51,13 +51,19 @@ $(ALLOY_HARNESS): tests/alloy/build.sh tests/alloy/harness/main.go versions.json
 alloy-harness: $(ALLOY_HARNESS) ## build the Alloy harness from Alloy's module (tests/alloy; make test does it)
 
 # The cluster in a box (tests/cluster): a real control plane from Go modules,
-# kwok for the nodes. Not in make test: its first build is about 25 CPU-minutes.
+# kwok for the nodes, prometheus-operator and Prometheus. Not in make test:
+# its first build is about 35 CPU-minutes.
 CLUSTER_BIN := $(BIN)/cluster-$(call version,kubernetes)-$(call version,etcd)-$(call version,kwok)
+OPERATOR_BIN := $(BIN)/prometheus-operator-$(call version,prometheusOperator)-client-$(call version,prometheusOperatorClient)
 $(CLUSTER_BIN)/.built: tests/cluster/build.sh versions.json
 	tests/cluster/build.sh $(CLUSTER_BIN) $(call version,kubernetes) $(call version,etcd) $(call version,kwok)
 	@touch $@
-cluster-e2e: $(CLUSTER_BIN)/.built ## the bundle applied to a real kube-apiserver, controller manager and scheduler with kwok's Windows and Linux nodes: placement, Pod Security, uninstall (tests/cluster)
-	WINOBS_CLUSTER_BIN=$(CLUSTER_BIN) WINOBS_REQUIRE_CLUSTER=1 $(GO) test ./tests/cluster/ -count=1 -v -timeout 30m
+$(OPERATOR_BIN)/.built: tests/cluster/build-operator.sh versions.json
+	tests/cluster/build-operator.sh $(OPERATOR_BIN) $(call version,prometheusOperator) $(call version,prometheusOperatorClient)
+	@touch $@
+cluster-e2e: $(CLUSTER_BIN)/.built $(OPERATOR_BIN)/.built $(BIN)/prometheus ## the bundle on a real control plane with kwok's Windows and Linux nodes, selected by a real prometheus-operator, scraped and evaluated by a real Prometheus, checked by gen doctor (tests/cluster)
+	WINOBS_CLUSTER_BIN=$(CLUSTER_BIN) WINOBS_OPERATOR_BIN=$(OPERATOR_BIN) WINOBS_PROMETHEUS=$(BIN)/prometheus WINOBS_REQUIRE_CLUSTER=1 \
+		$(GO) test ./tests/cluster/ -count=1 -v -timeout 40m
 
 GRAFANA_HARNESS := tests/grafana/node_modules/.winobs-installed
 $(GRAFANA_HARNESS): tests/grafana/package-lock.json tests/grafana/package.json
@@ -196,3 +202,5 @@ print-versions: ## the versions this Makefile read from versions.json
 	@echo prometheus=$(PROMETHEUS_VERSION)
 	@echo staticcheck=$(STATICCHECK_VERSION)
 	@echo prometheusOperatorCRDs=$(CRDS_VERSION)
+	@echo prometheusOperator=$(call version,prometheusOperator)
+	@echo prometheusOperatorClient=$(call version,prometheusOperatorClient)

@@ -68,6 +68,12 @@ type Versions struct {
 	Kubernetes string `json:"kubernetes"`
 	Etcd       string `json:"etcd"`
 	Kwok       string `json:"kwok"`
+	// PrometheusOperator is the operator the cluster in a box runs
+	// (tests/cluster/build-operator.sh), built with the generated client
+	// module PrometheusOperatorClient: the newest the Go module proxy
+	// serves, since it serves none of the operator's own release.
+	PrometheusOperator       string `json:"prometheusOperator"`
+	PrometheusOperatorClient string `json:"prometheusOperatorClient"`
 }
 
 // Pinned returns versions.json. It panics only if the embedded file is

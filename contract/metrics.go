@@ -4,6 +4,11 @@ package contract
 // exports them and for the dashboards, rules, doctor and tests that query
 // them, so gen links none of the exporting code.
 
+// ShipperName names every eventlog-shipper object (its DaemonSet, so the
+// pods kube-state-metrics reports as created_by_name), for the code that
+// renders them and doctor, which looks for them.
+const ShipperName = "winobs-eventlog-shipper"
+
 // eventlog-shipper metrics (winobs_shipper_*).
 const (
 	ShipperEventsRead     = "winobs_shipper_events_read_total"

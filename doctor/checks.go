@@ -92,7 +92,11 @@ type run struct {
 	// failing again with another fix.
 	exportersUp int
 	loaded      map[string]bool
-	now         func() time.Time
+	// unscraped are the Windows nodes without an exporter target that is
+	// up: their containers cannot be covered, which windows-nodes-scraped
+	// reports, so container-coverage leaves them out.
+	unscraped []string
+	now       func() time.Time
 }
 
 // runbook is an alert's runbook link, as the rules' runbook_url gives it
@@ -129,7 +133,10 @@ func Run(ctx context.Context, cfg *config.Config, prom, loki *API) Report {
 	reach := r.reachable(ctx, prom, "prometheus-reachable")
 	rep.Checks = append(rep.Checks, reach)
 	if reach.Status == Pass {
-		if r.external, err = prom.ExternalLabels(ctx); err == nil && cfg.Cluster.Multi() && r.external[cfg.Cluster.Label] == cfg.Cluster.Name {
+		// Select as the rules do (no cluster matcher) when Prometheus adds
+		// the cluster on the way out, or when no series carries it: then
+		// only cluster-label fails, and the other checks still see the data.
+		if r.external, err = prom.ExternalLabels(ctx); err == nil && cfg.Cluster.Multi() && (r.external[cfg.Cluster.Label] == cfg.Cluster.Name || !r.seriesCarryCluster(ctx)) {
 			r.t = vocab.ForRules(cfg)
 		}
 		r.windowsNodes, err = r.nodes(ctx)
@@ -155,6 +162,13 @@ func Run(ctx context.Context, cfg *config.Config, prom, loki *API) Report {
 		rep.Checks = append(rep.Checks, r.eventsPerNode(ctx), r.podLogs(ctx))
 	}
 	return rep
+}
+
+// seriesCarryCluster reports whether any target's up series carries the
+// configured cluster (an error counts as yes: the checks then say more).
+func (r *run) seriesCarryCluster(ctx context.Context) bool {
+	ss, err := r.query(ctx, "count("+r.t.Cluster().Of("up")+")")
+	return err != nil || len(ss) > 0
 }
 
 func (r *run) reachable(ctx context.Context, api *API, id string) Check {
@@ -233,11 +247,21 @@ func (r *run) nodesScraped(ctx context.Context) Check {
 			missing = append(missing, n)
 		}
 	}
+	r.unscraped = append(r.unscraped, missing...)
+	for _, s := range up {
+		if node := s.Metric[contract.LabelNode]; s.Value != 1 && node != "" {
+			r.unscraped = append(r.unscraped, node)
+		}
+	}
 	c.Evidence = append(c.Evidence, fmt.Sprintf("%d Windows nodes in kube-state-metrics, %d exporter targets (job %q), %d down",
 		len(r.windowsNodes), len(up), r.cfg.WindowsExporter.Job, len(down)))
 	switch {
 	case len(r.windowsNodes) == 0:
 		c.Status, c.Fix = Fail, fmt.Sprintf("kube-state-metrics (job %q) reports no node with a Windows os_image: check that job name (kubeStateMetrics.job) and that Prometheus scrapes it", r.cfg.KubeStateMetrics.Job)
+		if down := r.ksmDown(ctx); down != "" {
+			c.Evidence = append(c.Evidence, "kube-state-metrics targets down: "+down)
+			c.Fix = fmt.Sprintf("kube-state-metrics (job %q) is down: its pod's status and log say why; until it is back, no container has its pod's labels", r.cfg.KubeStateMetrics.Job)
+		}
 	case len(missing) > 0:
 		c.Status = Fail
 		c.Evidence = append(c.Evidence, fmt.Sprintf("%d of %d Windows nodes have no exporter target: %s", len(missing), len(r.windowsNodes), names(missing)))
@@ -250,6 +274,31 @@ func (r *run) nodesScraped(ctx context.Context) Check {
 		c.Status = Pass
 	}
 	return c
+}
+
+// ksmDown names kube-state-metrics' targets that are down, if it has
+// targets and none is up.
+func (r *run) ksmDown(ctx context.Context) string {
+	ss, err := r.query(ctx, r.t.KSM().Of("up"))
+	if err != nil || len(ss) == 0 {
+		return ""
+	}
+	var down []string
+	for _, s := range ss {
+		if s.Value == 1 {
+			return ""
+		}
+		down = append(down, s.Metric["instance"])
+	}
+	return names(down)
+}
+
+// shipperNodes are the nodes kube-state-metrics lists a pod of the
+// shipper's DaemonSet on.
+func (r *run) shipperNodes(ctx context.Context) ([]string, error) {
+	ss, err := r.query(ctx, fmt.Sprintf("count by (%s) (%s)", contract.LabelNode,
+		r.t.KSM(vocab.Eq("created_by_kind", "DaemonSet"), vocab.Eq("created_by_name", contract.ShipperName)).Of("kube_pod_info")))
+	return label(ss, contract.LabelNode), err
 }
 
 func orNode(node string) string {
@@ -429,6 +478,10 @@ func (r *run) records(ctx context.Context) Check {
 			c.Evidence = append(c.Evidence, e+" is empty, as it should be when every Windows container has a memory limit")
 		}
 	}
+	if len(required) > 0 && len(r.windowsNodes) == 0 {
+		c.Evidence = append(c.Evidence, "empty: "+names(required))
+		return skip(c, "the container records read kube-state-metrics, which reports no Windows node (see windows-nodes-scraped)")
+	}
 	if len(required) > 0 {
 		c.Status = Fail
 		c.Evidence = append(c.Evidence, "empty: "+names(required))
@@ -483,12 +536,20 @@ func (r *run) scrapedWithout(ctx context.Context, c Check, metric string, sel vo
 // nodes, as kube-state-metrics reports them.
 func (r *run) windowsContainers() string {
 	by := r.t.By("namespace", "pod", "container")
+	nodes := r.t.KSM(vocab.Re("os_image", "(?i).*windows.*"))
+	if len(r.unscraped) > 0 {
+		quoted := make([]string, len(r.unscraped))
+		for i, n := range r.unscraped {
+			quoted[i] = regexp.QuoteMeta(n)
+		}
+		nodes = r.t.KSM(vocab.Re("os_image", "(?i).*windows.*"), vocab.NotRe(contract.LabelNode, strings.Join(quoted, "|")))
+	}
 	return fmt.Sprintf(`max by (%s) (
   %s == 1
   and on (%s) max by (%s) (%s * on (%s) group_left () max by (%s) (%s))
 )`, by, r.t.KSM().Of("kube_pod_container_status_running"),
 		r.t.By("namespace", "pod"), r.t.By("namespace", "pod"), r.t.KSM().Of("kube_pod_info"),
-		r.t.By(contract.LabelNode), r.t.By(contract.LabelNode), r.t.KSM(vocab.Re("os_image", "(?i).*windows.*")).Of("kube_node_info"))
+		r.t.By(contract.LabelNode), r.t.By(contract.LabelNode), nodes.Of("kube_node_info"))
 }
 
 // containerCoverage: the info record names every running Windows
@@ -520,6 +581,9 @@ func (r *run) containerCoverage(ctx context.Context) Check {
 		return failed(c, fmt.Errorf("the server counted %d missing of %d running containers: not an answer doctor can believe", miss, m))
 	}
 	c.Evidence = []string{fmt.Sprintf("%d of %d running Windows containers covered", m-miss, m)}
+	if len(r.unscraped) > 0 {
+		c.Evidence = append(c.Evidence, "not counted: the containers on "+names(r.unscraped)+", whose exporter is not scraped (windows-nodes-scraped)")
+	}
 	if m == 0 {
 		return skip(c, "kube-state-metrics reports no running container on a Windows node: nothing to check")
 	}
@@ -729,7 +793,15 @@ func (r *run) shipperCounters(ctx context.Context) Check {
 			c.Status, c.Evidence = Fail, []string{"the eventlog-shipper is the log agent of every unlabelled node, but no " + contract.ShipperEventsRead + " reaches Prometheus"}
 			c.Fix = "check that the shipper's pods run on the Windows nodes (kubectl get pods -l app.kubernetes.io/name=" + "winobs-eventlog-shipper) and its log"
 		default:
-			return skip(c, "no node runs the eventlog-shipper (Alloy is the default log agent; no "+contract.ShipperEventsRead+"): nothing to check")
+			on, err := r.shipperNodes(ctx)
+			if err != nil {
+				return failed(c, err)
+			}
+			if len(on) == 0 {
+				return skip(c, "no node runs the eventlog-shipper (kube-state-metrics lists no pod of the "+contract.ShipperName+" DaemonSet, and no "+contract.ShipperEventsRead+"): nothing to check")
+			}
+			c.Status, c.Evidence = Fail, []string{"the eventlog-shipper runs on " + names(on) + " (kube-state-metrics), but no " + contract.ShipperEventsRead + " reaches Prometheus"}
+			c.Fix = "its counters are a textfile that windows-exporter reads (shipper.textfileDir): check that the exporter on those nodes is winobs's, or reads that directory (--collector.textfile.directories), and the shipper's log"
 		}
 		return c
 	}

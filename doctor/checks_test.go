@@ -46,6 +46,8 @@ type cluster struct {
 	uncovered        bool     // a running container the exporter does not report
 	noCommitLimit    bool     // the 0.32 rename: no windows_memory_commit_limit
 	failingCollector bool
+	ksmDown          bool
+	shipperOn        string // a node kube-state-metrics lists a shipper pod on (no textfile counters)
 	clusterName      string
 	// exporterPodLabels: container series labelled with the exporter pod's
 	// own namespace/pod (an exporter before 0.31).
@@ -72,7 +74,7 @@ type target struct {
 
 // targets are kube-state-metrics and one exporter per Windows node.
 func (c cluster) targets() []target {
-	out := []target{{name: "ksm", instance: "10.244.0.9:8080"}}
+	out := []target{{name: "ksm", instance: "10.244.0.9:8080", down: c.ksmDown}}
 	for i, n := range c.nodes {
 		if n != c.noTarget {
 			out = append(out, target{name: n, instance: fmt.Sprintf("10.1.1.%d:9182", i+1), node: n, down: n == c.down})
@@ -93,6 +95,9 @@ func (c cluster) series() []fixtureSeries {
 		add("ksm", "kube_node_spec_unschedulable", `node="`+n+`"`, 0, 0)
 		pod := "app-" + n
 		add("ksm", "kube_pod_info", fmt.Sprintf(`namespace="shop",pod="%s",node="%s"`, pod, n), 1, 0)
+		if n == c.shipperOn {
+			add("ksm", "kube_pod_info", fmt.Sprintf(`namespace="monitoring",pod="winobs-eventlog-shipper-x7k2p",node="%s",created_by_kind="DaemonSet",created_by_name="winobs-eventlog-shipper"`, n), 1, 0)
+		}
 		containers := []string{"app"}
 		if c.uncovered && i == 0 {
 			containers = append(containers, "sidecar") // the exporter does not report it
@@ -502,6 +507,50 @@ func TestBrokenClustersFailTheirCheck(t *testing.T) {
 			}
 			if rep.OK() {
 				t.Error("the report is OK")
+			}
+		})
+	}
+}
+
+// One cause fails one check: the checks that depend on what broke leave
+// it out or skip, naming the check that found it (as the cluster in a box
+// found they did not).
+func TestOneCauseFailsOneCheck(t *testing.T) {
+	named := config.Default()
+	named.Cluster.Name = "eu-1"
+	for _, tc := range []struct {
+		name  string
+		cfg   *config.Config
+		c     func(cluster) cluster
+		check string
+		want  string
+	}{
+		{"one node's exporter down", nil, func(c cluster) cluster { c.down = "win-2"; return c },
+			"windows-nodes-scraped", "targets down: 10.1.1.2:9182 (win-2)"},
+		{"kube-state-metrics down", nil, func(c cluster) cluster { c.ksmDown = true; return c },
+			"windows-nodes-scraped", `kube-state-metrics (job "kube-state-metrics") is down`},
+		{"the cluster label neither external nor on the series", named, nil,
+			"cluster-label", `set the external label cluster: "eu-1"`},
+		{"a shipper pod whose counters do not arrive", nil, func(c cluster) cluster { c.shipperOn = "win-3"; return c },
+			"shipper-counters", "the eventlog-shipper runs on win-3 (kube-state-metrics), but no winobs_shipper_events_read_total"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg, c := tc.cfg, healthy()
+			if cfg == nil {
+				cfg = config.Default()
+			}
+			if tc.c != nil {
+				c = tc.c(c)
+			}
+			rep := runDoctor(t, cfg, c, nil, fakeLoki(c.nodes, true))
+			for _, ch := range rep.Checks {
+				text := strings.Join(append(ch.Evidence, ch.Fix), "\n")
+				switch {
+				case ch.ID == tc.check && (ch.Status != Fail || !strings.Contains(text, tc.want)):
+					t.Errorf("%s: %s\n%s\nwant a failure saying %q", ch.ID, ch.Status, text, tc.want)
+				case ch.ID != tc.check && ch.Status == Fail:
+					t.Errorf("%s fails too: %s", ch.ID, text)
+				}
 			}
 		})
 	}

@@ -22,7 +22,7 @@ import (
 )
 
 // Name of every shipper object.
-const Name = "winobs-eventlog-shipper"
+const Name = contract.ShipperName
 
 const configDir = `C:\etc\eventlog-shipper`
 

@@ -40,6 +40,7 @@ type box struct {
 	bin, dir   string
 	kubeconfig string
 	apiPort    int
+	pki        *pki
 	exited     chan string // a program that stopped while the test ran
 }
 
@@ -48,14 +49,7 @@ type box struct {
 // are) and a Linux node, upgrades it with docs/upgrade.md's prune,
 // uninstalls it, then applies it to a namespace at Pod Security "baseline".
 func TestClusterInABox(t *testing.T) {
-	bin := os.Getenv("WINOBS_CLUSTER_BIN")
-	if bin == "" {
-		if os.Getenv("WINOBS_REQUIRE_CLUSTER") != "" {
-			t.Fatal("WINOBS_CLUSTER_BIN is not set: run make cluster-e2e")
-		}
-		t.Skip("the cluster in a box runs with make cluster-e2e (WINOBS_CLUSTER_BIN)")
-	}
-	b := start(t, bin)
+	b := start(t, clusterBin(t))
 	b.nodes()
 	b.kubectl("apply", "--server-side", "-f", repo(t, "testdata/crds"))
 
@@ -131,12 +125,26 @@ func TestClusterInABox(t *testing.T) {
 	}
 }
 
+// clusterBin is the directory build.sh filled; without it the test is
+// skipped, unless make cluster-e2e runs it.
+func clusterBin(t *testing.T) string {
+	bin := os.Getenv("WINOBS_CLUSTER_BIN")
+	if bin == "" {
+		if os.Getenv("WINOBS_REQUIRE_CLUSTER") != "" {
+			t.Fatal("WINOBS_CLUSTER_BIN is not set: run make cluster-e2e")
+		}
+		t.Skip("the cluster in a box runs with make cluster-e2e (WINOBS_CLUSTER_BIN)")
+	}
+	return bin
+}
+
 // start runs etcd, the API server, the controller manager, the scheduler
 // and kwok; each stops with the test.
 func start(t *testing.T, bin string) *box {
 	dir := t.TempDir()
 	b := &box{t: t, bin: bin, dir: dir, exited: make(chan string, 8)}
 	pki := newPKI(t, dir)
+	b.pki = pki
 	etcdClient, etcdPeer, api := freePort(t), freePort(t), freePort(t)
 	b.apiPort = api
 	b.run("etcd", "--name=box", "--data-dir="+filepath.Join(dir, "etcd"),
@@ -162,22 +170,53 @@ func start(t *testing.T, bin string) *box {
 		"--secure-port=0", "--service-account-private-key-file="+pki.saKey, "--root-ca-file="+pki.caCert,
 		"--use-service-account-credentials=false")
 	b.run("kube-scheduler", "--kubeconfig="+b.kubeconfig, "--leader-elect=false", "--bind-address=127.0.0.1", "--secure-port=0")
-	stages, _ := filepath.Glob(filepath.Join(bin, "stages", "*.yaml"))
-	if len(stages) == 0 {
-		t.Fatalf("no kwok stages in %s/stages: rebuild with make cluster-e2e", bin)
-	}
+	stages := kwokStages(t, bin, dir)
 	b.run("kwok", "--kubeconfig="+b.kubeconfig, "--config="+strings.Join(stages, ","), "--manage-all-nodes=false",
 		"--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake", "--cidr=127.1.0.0/16",
 		"--node-ip=127.0.0.1", "--node-lease-duration-seconds=40", fmt.Sprintf("--server-address=127.0.0.1:%d", freePort(t)))
 	return b
 }
 
+// kwokStages are kwok's stages as build.sh copied them, with one thing a
+// kubelet on containerd reports and kwok's pod stage does not: each running
+// container's containerID ("containerd://" and 64 hex digits, here the
+// SHA-256 of the pod's UID and the container's name), which
+// kube-state-metrics and windows_exporter both label container series with.
+func kwokStages(t *testing.T, bin, dir string) []string {
+	stages, _ := filepath.Glob(filepath.Join(bin, "stages", "*.yaml"))
+	if len(stages) == 0 {
+		t.Fatalf("no kwok stages in %s/stages: rebuild with make cluster-e2e", bin)
+	}
+	for i, path := range stages {
+		if filepath.Base(path) != "pod-ready.yaml" {
+			continue
+		}
+		data, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		const status = "      - image: {{ .image | Quote }}\n        name: {{ .name | Quote }}\n        ready: true\n"
+		id := `{{ printf "containerd://%s" (sha256sum (printf "%s/%s" $.metadata.uid .name)) | Quote }}` // sprig's, as kwok's templates have it
+		if !strings.Contains(string(data), status) {
+			t.Fatalf("%s: kwok's container status changed shape; update kwokStages", path)
+		}
+		patched := strings.Replace(string(data), status, status+"        containerID: "+id+"\n", 1)
+		stages[i] = filepath.Join(dir, "pod-ready.yaml")
+		if err := os.WriteFile(stages[i], []byte(patched), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return stages
+}
+
 // nodes creates the Windows nodes as AKS and EKS label them (EKS's pool
 // with the os=windows:NoSchedule taint many clusters add, and asking for the
 // shipper instead of Alloy) and a Linux node.
 func (b *box) nodes() {
-	// kwok fills each node's status (addresses from --node-ip, conditions,
-	// leases); the spec is ours.
+	// kwok fills each node's conditions and leases and keeps what a kubelet
+	// would have registered: addresses (one loopback address per node, so
+	// each node's host-network pods, the exporter's, have their own) and
+	// the OS image kube-state-metrics reports.
 	node := func(name, os string, labels map[string]string, taints string) string {
 		l := map[string]string{"kubernetes.io/os": os, "kubernetes.io/arch": "amd64", "kubernetes.io/hostname": name, "type": "kwok"}
 		for k, v := range labels {
@@ -185,8 +224,10 @@ func (b *box) nodes() {
 		}
 		lj, _ := json.Marshal(l)
 		return fmt.Sprintf(`{"apiVersion":"v1","kind":"Node","metadata":{"name":%q,"labels":%s,"annotations":{"kwok.x-k8s.io/node":"fake"}},
-"spec":{"taints":[%s]},"status":{"allocatable":{"cpu":"8","memory":"32Gi","pods":"110"},"capacity":{"cpu":"8","memory":"32Gi","pods":"110"}}}`,
-			name, lj, taints)
+"spec":{"taints":[%s]},"status":{"allocatable":{"cpu":"8","memory":"32Gi","pods":"110"},"capacity":{"cpu":"8","memory":"32Gi","pods":"110"},
+"addresses":[{"type":"InternalIP","address":%q},{"type":"Hostname","address":%q}],"nodeInfo":{"operatingSystem":%q,"osImage":%q,"kernelVersion":%q,"architecture":"amd64","machineID":%q,"systemUUID":%q,"bootID":"9f3c1a52-6b7d-4e21-8c0a-5d2e7f4b1a36",
+"containerRuntimeVersion":"containerd://2.1.4","kubeletVersion":"v1.37.2","kubeProxyVersion":""}}}`,
+			name, lj, taints, nodeIPs[name], name, os, osImages[name], kernels[name], name, name)
 	}
 	items := []string{
 		node("win-aks-1", "windows", map[string]string{"kubernetes.azure.com/os-sku": "Windows2022", "node.kubernetes.io/windows-build": "10.0.20348"}, ""),
@@ -197,21 +238,29 @@ func (b *box) nodes() {
 	}
 	list := `{"apiVersion":"v1","kind":"List","items":[` + strings.Join(items, ",") + `]}`
 	b.kubectlIn(list, "apply", "-f", "-")
-	b.waitFor("kwok's nodes Ready", func() error {
-		out := b.kubectl("get", "nodes", "-o", `jsonpath={range .items[*]}{.metadata.name}={.status.conditions[?(@.type=="Ready")].status} {end}`)
-		if strings.Count(out, "=True") != len(items) {
-			return fmt.Errorf("nodes: %s", out)
+	b.waitFor("kwok's nodes Ready, at their own addresses", func() error {
+		out := b.kubectl("get", "nodes", "-o", `jsonpath={range .items[*]}{.metadata.name}={.status.conditions[?(@.type=="Ready")].status}@{.status.addresses[?(@.type=="InternalIP")].address} {end}`)
+		for name, ip := range nodeIPs {
+			if !strings.Contains(out, name+"=True@"+ip+" ") {
+				return fmt.Errorf("nodes: %s", out)
+			}
 		}
 		return nil
 	})
 }
 
+// The box's nodes: their addresses and OS images.
+var (
+	nodeIPs  = map[string]string{"win-aks-1": "127.0.2.1", "win-eks-1": "127.0.2.2", "linux-1": "127.0.2.3"}
+	kernels  = map[string]string{"win-aks-1": "10.0.20348.4052", "win-eks-1": "10.0.26100.4946", "linux-1": "6.12.48"}
+	osImages = map[string]string{"win-aks-1": "Windows Server 2022 Datacenter", "win-eks-1": "Windows Server 2025 Datacenter", "linux-1": "Debian GNU/Linux 13 (trixie)"}
+)
+
 // render runs gen with a config for this cluster, into namespace ns, with
 // or without the exporter, and returns the output directory (one per
 // namespace: a re-render replaces it, as gen does).
 func (b *box) render(ns string, exporter bool) string {
-	cfg := filepath.Join(b.dir, ns+".yaml")
-	os.WriteFile(cfg, []byte(fmt.Sprintf(`namespace: %s
+	return b.renderConfig(ns, fmt.Sprintf(`namespace: %s
 cluster:
   name: box
 windowsExporter:
@@ -223,7 +272,16 @@ apiServer:
   port: %d
 loki:
   url: http://127.0.0.1:3100/loki/api/v1/push
-`, ns, exporter, b.apiPort)), 0o644)
+`, ns, exporter, b.apiPort))
+}
+
+// renderConfig runs gen with this config (kept as <ns>.yaml) into the
+// namespace's output directory.
+func (b *box) renderConfig(ns, config string) string {
+	cfg := filepath.Join(b.dir, ns+".yaml")
+	if err := os.WriteFile(cfg, []byte(config), 0o644); err != nil {
+		b.t.Fatal(err)
+	}
 	out := filepath.Join(b.dir, "out-"+ns)
 	cmd := exec.Command("go", "run", "./cmd/gen", "--config", cfg, "--out", out)
 	cmd.Dir = repo(b.t, ".")
@@ -354,12 +412,15 @@ func (b *box) waitFor(what string, check func() error) {
 
 // run starts one of the box's programs, logging to a file, stopped with the
 // test.
-func (b *box) run(name string, args ...string) {
+func (b *box) run(name string, args ...string) { b.runPath(name, filepath.Join(b.bin, name), args...) }
+
+// runPath is run for a program outside the box's directory.
+func (b *box) runPath(name, path string, args ...string) {
 	logf, err := os.Create(filepath.Join(b.dir, name+".log"))
 	if err != nil {
 		b.t.Fatal(err)
 	}
-	cmd := exec.Command(filepath.Join(b.bin, name), args...)
+	cmd := exec.Command(path, args...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	if err := cmd.Start(); err != nil {
 		b.t.Fatalf("%s: %v", name, err)
@@ -388,7 +449,7 @@ func (b *box) logs() string {
 	if state, err := b.try("get", "nodes,daemonsets,pods,events", "-A", "-o", "wide"); err == nil {
 		fmt.Fprintf(&s, "--- cluster\n%s\n", state)
 	}
-	for _, n := range []string{"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok"} {
+	for _, n := range []string{"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok", "prometheus-operator"} {
 		data, _ := os.ReadFile(filepath.Join(b.dir, n+".log"))
 		if len(data) > 3000 {
 			data = data[len(data)-3000:]

@@ -1,0 +1,665 @@
+package cluster
+
+import (
+	"bytes"
+	"compress/gzip"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// TestClusterMonitoring is the bundle's monitoring half where it meets the
+// real programs: prometheus-operator v0.94.1 selects the rendered
+// PrometheusRules and PodMonitor for a Prometheus configured as
+// kube-prometheus-stack configures its own (selectors on the release label,
+// the cluster as an external label); a real Prometheus runs the operator's
+// configuration, finds the exporters through Kubernetes discovery of the
+// real pods and evaluates the rules the operator selected; stand-ins serve
+// kube-state-metrics and windows_exporter for the objects the API server
+// holds. Then gen doctor: all green, and each breakage fails its own check.
+func TestClusterMonitoring(t *testing.T) {
+	bin := clusterBin(t)
+	op, promBin := os.Getenv("WINOBS_OPERATOR_BIN"), os.Getenv("WINOBS_PROMETHEUS")
+	if op == "" || promBin == "" {
+		t.Fatal("WINOBS_OPERATOR_BIN and WINOBS_PROMETHEUS are not set: run make cluster-e2e")
+	}
+	b := start(t, bin)
+	b.nodes()
+	crds, _ := filepath.Glob(filepath.Join(op, "crds", "*.yaml"))
+	for _, c := range crds {
+		b.kubectl("apply", "--server-side", "-f", c)
+	}
+
+	// The workloads: pods on each Windows node (one with two containers),
+	// and one on Linux.
+	b.kubectl("create", "namespace", "shop")
+	for _, n := range []string{"win-aks-1", "win-eks-1", "linux-1"} {
+		containers := `[{"name":"app","image":"mcr.microsoft.com/dotnet/samples:aspnetapp","resources":{"limits":{"memory":"512Mi"}}}]`
+		if n == "win-aks-1" {
+			containers = `[{"name":"app","image":"mcr.microsoft.com/dotnet/samples:aspnetapp","resources":{"limits":{"memory":"512Mi"}}},{"name":"sidecar","image":"mcr.microsoft.com/windows/nanoserver:ltsc2022"}]`
+		}
+		b.kubectlIn(fmt.Sprintf(`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"web-%s","namespace":"shop"},
+"spec":{"nodeSelector":{"kubernetes.io/hostname":%q},"tolerations":[{"operator":"Exists"}],"containers":%s}}`, n, n, containers), "apply", "-f", "-")
+	}
+
+	// The stand-ins, at each Windows node's address (where its exporter
+	// pod's host network puts the port) and beside the box.
+	api := newAPIReader(t, b)
+	ksm := startKSM(t, api)
+	exporters := map[string]*standIn{}
+	for _, n := range windowsNodes {
+		exporters[n] = startExporter(t, api, n, nodeIPs[n]+":9182")
+	}
+
+	// prometheus-operator, as kube-prometheus-stack deploys it, and a
+	// Prometheus as kube-prometheus-stack's release "kps" configures it.
+	t.Setenv("KUBECONFIG", b.kubeconfig)
+	b.runPath("prometheus-operator", filepath.Join(op, "operator"), fmt.Sprintf("--web.listen-address=127.0.0.1:%d", freePort(t)))
+	b.kubectl("create", "namespace", "monitoring")
+	b.kubectl("label", "namespace", "monitoring", "pod-security.kubernetes.io/enforce=privileged")
+	b.kubectlIn(`apiVersion: v1
+kind: Secret
+metadata: {name: kps-kube-state-metrics, namespace: monitoring}
+stringData:
+  scrape.yaml: |
+    - job_name: kube-state-metrics
+      honor_labels: true
+      scrape_interval: 1s
+      static_configs: [{targets: [`+ksm.addr+`]}]
+`, "apply", "-f", "-")
+	b.kubectlIn(kpsPrometheus, "apply", "-f", "-")
+
+	// The README's commands, with a config for this cluster.
+	out := b.renderConfig("monitoring", monitoringConfig(b, "kps"))
+	b.kubectl("apply", "-k", out)
+	b.waitFor("the exporter on both Windows nodes", func() error {
+		return b.onExactly("monitoring", "winobs-windows-exporter", windowsNodes)
+	})
+
+	p := startPrometheus(t, b, promBin)
+	p.syncUntil("the operator's configuration with winobs's rules and monitor", func(cfg string, rules []string) error {
+		if !strings.Contains(cfg, "podMonitor/monitoring/winobs-windows-exporter/") {
+			return fmt.Errorf("no scrape job of winobs's PodMonitor")
+		}
+		if len(rules) == 0 {
+			return fmt.Errorf("no rule files")
+		}
+		return nil
+	})
+
+	// Our rules are selected and loaded, a PrometheusRule of another
+	// release is not.
+	b.kubectlIn(`apiVersion: monitoring.coreos.com/v1
+kind: PrometheusRule
+metadata: {name: other-release, namespace: monitoring, labels: {release: other}}
+spec:
+  groups: [{name: other-release-group, rules: [{record: "other:up", expr: "up"}]}]
+`, "apply", "-f", "-")
+	p.waitFor("the winobs groups loaded and evaluated", func() error {
+		groups, err := p.groups()
+		if err != nil {
+			return err
+		}
+		for _, g := range []string{"winobs-windows-records", "winobs-windows-alerts"} {
+			if !slices.Contains(groups, g) {
+				return fmt.Errorf("groups %v lack %s", groups, g)
+			}
+		}
+		if slices.Contains(groups, "other-release-group") {
+			return fmt.Errorf("a rule of release \"other\" was selected: %v", groups)
+		}
+		return nil
+	})
+
+	// The exporter targets, found through Kubernetes discovery: up on
+	// every Windows node, none on Linux, with the node label the records
+	// join on.
+	p.waitFor("an exporter target up on each Windows node", func() error {
+		ss, err := p.query(`up{job="windows-exporter"}`)
+		if err != nil {
+			return err
+		}
+		var on []string
+		for _, s := range ss {
+			if s.Value[1] != "1" {
+				return fmt.Errorf("target %v down", s.Metric)
+			}
+			if s.Metric["instance"] != s.Metric["node"] {
+				return fmt.Errorf("target %v: the instance is not its node", s.Metric)
+			}
+			on = append(on, s.Metric["node"])
+		}
+		slices.Sort(on)
+		if !slices.Equal(on, windowsNodes) {
+			return fmt.Errorf("targets on %v, want %v", on, windowsNodes)
+		}
+		return nil
+	})
+
+	// Every record has series for every Windows node, and the container
+	// records for every running container with its pod's real labels.
+	o, err := api.list()
+	if err != nil {
+		t.Fatal(err)
+	}
+	running := containersOn(o, windowsNodes)
+	if len(running) != 3 {
+		t.Fatalf("running Windows containers %v, want the 3 of shop's pods", running)
+	}
+	p.waitFor("every record with series for every node and container", func() error {
+		return p.recordsCover(windowsNodes, running)
+	})
+
+	// The commit-limit alert fires when one node's commit charge nears
+	// its limit, and resolves when it falls.
+	exporters["win-eks-1"].change(func(s string) string {
+		return replaceValue(s, "windows_memory_committed_bytes ", "2.08e+10") // of 2.147483648e+10: 0.97
+	})
+	p.waitFor("WindowsNodeCommitChargeHigh firing on win-eks-1 only", func() error { return p.firing("WindowsNodeCommitChargeHigh", "win-eks-1") })
+	exporters["win-eks-1"].change(nil)
+	p.waitFor("WindowsNodeCommitChargeHigh resolved", func() error { return p.firing("WindowsNodeCommitChargeHigh") })
+
+	// gen doctor: every check passes on the healthy box; each breakage
+	// fails exactly its own check, with its fix.
+	cfgFile := filepath.Join(b.dir, "monitoring.yaml")
+	b.doctor(cfgFile, p.url, nil)
+	for _, br := range []struct {
+		name, check, says string
+		breakIt, mend     func()
+	}{
+		{"the rules' release label wrong", "rules-loaded", "is not loaded",
+			func() {
+				b.kubectl("apply", "-k", b.renderConfig("monitoring", monitoringConfig(b, "kube-prometheus-stack")))
+				p.syncUntil("the rules dropped", func(_ string, rules []string) error { return none(rules, "winobs") })
+			},
+			func() {
+				b.kubectl("apply", "-k", b.renderConfig("monitoring", monitoringConfig(b, "kps")))
+				p.syncUntil("the rules back", func(_ string, rules []string) error { return some(rules, "winobs") })
+			}},
+		// Our PodMonitor drops the target's namespace/pod/container before
+		// the scrape, so honorLabels alone changes nothing (next case);
+		// a monitor with neither, as many hand-written ones are, renames
+		// the container labels to exported_*.
+		{"the PodMonitor without honorLabels", "", "",
+			func() {
+				b.kubectl("patch", "podmonitor", "winobs-windows-exporter", "-n", "monitoring", "--type=json", "-p", `[{"op":"remove","path":"/spec/podMetricsEndpoints/0/honorLabels"}]`)
+				p.syncUntil("honor_labels off", func(cfg string, _ []string) error { return exporterJob(cfg, false, true) })
+			},
+			func() {}},
+		{"the PodMonitor without honorLabels or its labeldrop", "container-labels", "exported_namespace",
+			func() {
+				b.kubectl("patch", "podmonitor", "winobs-windows-exporter", "-n", "monitoring", "--type=json", "-p", `[{"op":"remove","path":"/spec/podMetricsEndpoints/0/relabelings/3"}]`)
+				p.syncUntil("honor_labels and the labeldrop off", func(cfg string, _ []string) error { return exporterJob(cfg, false, false) })
+			},
+			func() {
+				b.kubectl("apply", "-k", out)
+				p.syncUntil("honor_labels and the labeldrop back", func(cfg string, _ []string) error { return exporterJob(cfg, true, true) })
+			}},
+		{"kube-state-metrics down", "windows-nodes", "kube-state-metrics",
+			func() { ksm.setDown(true) }, func() { ksm.setDown(false) }},
+		{"one node's exporter down", "windows-nodes-scraped", "(win-aks-1)",
+			func() { exporters["win-aks-1"].setDown(true) }, func() { exporters["win-aks-1"].setDown(false) }},
+		{"an unsupported exporter version", "exporter-version", "0.29.2",
+			func() {
+				exporters["win-eks-1"].change(func(s string) string { return strings.ReplaceAll(s, `version="0.31.8"`, `version="0.29.2"`) })
+			},
+			func() { exporters["win-eks-1"].change(nil) }},
+		{"the cluster external label missing", "cluster-label", "cluster",
+			func() {
+				b.kubectl("patch", "prometheus", "kps", "-n", "monitoring", "--type=json", "-p", `[{"op":"remove","path":"/spec/externalLabels"}]`)
+				p.syncUntil("no external labels", func(cfg string, _ []string) error {
+					if strings.Contains(cfg, "cluster: box") {
+						return fmt.Errorf("still there")
+					}
+					return nil
+				})
+			},
+			func() {
+				b.kubectlIn(kpsPrometheus, "apply", "-f", "-")
+				p.syncUntil("external labels back", func(cfg string, _ []string) error {
+					if !strings.Contains(cfg, "cluster: box") {
+						return fmt.Errorf("not yet")
+					}
+					return nil
+				})
+			}},
+	} {
+		t.Run(br.name, func(t *testing.T) {
+			br.breakIt()
+			time.Sleep(5 * time.Second) // scrapes and evaluations see it
+			fail := map[string]string{}
+			if br.check != "" {
+				fail[br.check] = br.says
+			}
+			b.doctor(cfgFile, p.url, fail)
+			br.mend()
+			time.Sleep(5 * time.Second)
+		})
+	}
+	b.doctor(cfgFile, p.url, nil)
+}
+
+var windowsNodes = []string{"win-aks-1", "win-eks-1"}
+
+// kpsPrometheus is a Prometheus as kube-prometheus-stack's release "kps"
+// configures it: rules and monitors of any namespace selected by
+// release: kps, the cluster as an external label, kube-state-metrics as
+// an additional job (its stand-in is outside the cluster network).
+const kpsPrometheus = `apiVersion: monitoring.coreos.com/v1
+kind: Prometheus
+metadata: {name: kps, namespace: monitoring}
+spec:
+  replicas: 1
+  scrapeInterval: 1s
+  evaluationInterval: 1s
+  externalLabels: {cluster: box}
+  ruleSelector: {matchLabels: {release: kps}}
+  ruleNamespaceSelector: {}
+  podMonitorSelector: {matchLabels: {release: kps}}
+  podMonitorNamespaceSelector: {}
+  serviceMonitorSelector: {matchLabels: {release: kps}}
+  serviceMonitorNamespaceSelector: {}
+  probeSelector: {matchLabels: {release: kps}}
+  scrapeConfigSelector: {matchLabels: {release: kps}}
+  additionalScrapeConfigs: {name: kps-kube-state-metrics, key: scrape.yaml}
+`
+
+// monitoringConfig is a config for the box whose rules carry release.
+func monitoringConfig(b *box, release string) string {
+	return fmt.Sprintf(`namespace: monitoring
+cluster:
+  name: box
+prometheus:
+  ruleLabels: {release: %s}
+windowsExporter:
+  scrapeInterval: 1s
+  firewall:
+    allowFrom: [127.0.0.1/32]
+alerts:
+  nodeCommit: {for: 5s}
+apiServer:
+  host: 127.0.0.1
+  port: %d
+loki:
+  url: http://127.0.0.1:3100/loki/api/v1/push
+`, release, b.apiPort)
+}
+
+// prom is the real Prometheus, run with the operator's configuration.
+type prom struct {
+	t        *testing.T
+	b        *box
+	url, dir string
+	last     string // the configuration it runs
+}
+
+// startPrometheus runs Prometheus once the operator has written its
+// configuration.
+func startPrometheus(t *testing.T, b *box, bin string) *prom {
+	p := &prom{t: t, b: b, dir: filepath.Join(b.dir, "prometheus")}
+	os.MkdirAll(filepath.Join(p.dir, "rules"), 0o755)
+	b.waitFor("the operator's configuration", func() error {
+		_, _, err := p.fetch()
+		return err
+	})
+	p.sync()
+	port := freePort(t)
+	p.url = fmt.Sprintf("http://127.0.0.1:%d", port)
+	b.runPath("prometheus", bin, "--config.file="+filepath.Join(p.dir, "prometheus.yaml"), "--storage.tsdb.path="+filepath.Join(p.dir, "data"),
+		fmt.Sprintf("--web.listen-address=127.0.0.1:%d", port), "--web.enable-lifecycle")
+	return p
+}
+
+// fetch reads the operator's output: the configuration (from its Secret)
+// and the rule files (from its ConfigMaps), as the config reloader puts
+// them in the Prometheus pod.
+func (p *prom) fetch() (string, map[string]string, error) {
+	out, err := p.b.try("get", "secret", "prometheus-kps", "-n", "monitoring", "-o", `jsonpath={.data.prometheus\.yaml\.gz}`)
+	if err != nil || out == "" {
+		return "", nil, fmt.Errorf("no configuration yet: %v", err)
+	}
+	gz, err := base64.StdEncoding.DecodeString(out)
+	if err != nil {
+		return "", nil, err
+	}
+	zr, err := gzip.NewReader(bytes.NewReader(gz))
+	if err != nil {
+		return "", nil, err
+	}
+	cfg, err := io.ReadAll(zr)
+	if err != nil {
+		return "", nil, err
+	}
+	var cms struct {
+		Items []struct {
+			Metadata struct{ Name string }
+			Data     map[string]string
+		}
+	}
+	list, err := p.b.try("get", "configmaps", "-n", "monitoring", "-o", "json")
+	if err != nil {
+		return "", nil, err
+	}
+	if err := json.Unmarshal([]byte(list), &cms); err != nil {
+		return "", nil, err
+	}
+	rules := map[string]string{}
+	for _, cm := range cms.Items {
+		if strings.HasPrefix(cm.Metadata.Name, "prometheus-kps-rulefiles-") {
+			for k, v := range cm.Data {
+				rules[filepath.Join(cm.Metadata.Name, k)] = v
+			}
+		}
+	}
+	return string(cfg), rules, nil
+}
+
+// sync writes the operator's current output where this Prometheus reads
+// it, pointed at the box: Kubernetes discovery through the box's
+// kubeconfig (the pod would use its service account), rule files from
+// the local copy of the ConfigMaps (the pod mounts them), the replica
+// name the reloader substitutes. It reloads a running Prometheus when
+// anything changed.
+func (p *prom) sync() (string, []string) {
+	p.t.Helper()
+	cfg, rules, err := p.fetch()
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	var doc map[string]any
+	if err := yaml.Unmarshal([]byte(cfg), &doc); err != nil {
+		p.t.Fatalf("the operator's configuration: %v\n%s", err, cfg)
+	}
+	scrapes, _ := doc["scrape_configs"].([]any)
+	for _, sc := range scrapes {
+		for _, sd := range asList(sc.(map[string]any)["kubernetes_sd_configs"]) {
+			sd.(map[string]any)["kubeconfig_file"] = p.b.kubeconfig
+		}
+	}
+	if files := asList(doc["rule_files"]); len(files) > 0 {
+		doc["rule_files"] = []string{filepath.Join(p.dir, "rules", "*", "*.yaml")}
+	}
+	local, err := yaml.Marshal(doc)
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	text := strings.ReplaceAll(string(local), "$(POD_NAME)", "prometheus-kps-0")
+	os.RemoveAll(filepath.Join(p.dir, "rules"))
+	var names []string
+	for name, body := range rules {
+		path := filepath.Join(p.dir, "rules", name)
+		os.MkdirAll(filepath.Dir(path), 0o755)
+		if err := os.WriteFile(path, []byte(body), 0o644); err != nil {
+			p.t.Fatal(err)
+		}
+		names = append(names, filepath.Base(name))
+	}
+	slices.Sort(names)
+	state := text + strings.Join(names, "\n") + fmt.Sprint(len(rules))
+	for _, body := range rules {
+		state += body
+	}
+	if err := os.WriteFile(filepath.Join(p.dir, "prometheus.yaml"), []byte(text), 0o644); err != nil {
+		p.t.Fatal(err)
+	}
+	if state != p.last && p.url != "" {
+		resp, err := http.Post(p.url+"/-/reload", "", nil)
+		if err != nil {
+			p.t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			p.t.Fatalf("reload: %s %s\n%s", resp.Status, body, text)
+		}
+	}
+	p.last = state
+	return cfg, names
+}
+
+func asList(v any) []any {
+	l, _ := v.([]any)
+	return l
+}
+
+// syncUntil syncs until the operator's output passes check.
+func (p *prom) syncUntil(what string, check func(cfg string, rules []string) error) {
+	p.t.Helper()
+	p.b.waitFor(what, func() error {
+		return check(p.sync())
+	})
+}
+
+func (p *prom) waitFor(what string, check func() error) {
+	p.t.Helper()
+	p.b.waitFor(what, func() error {
+		if err := check(); err != nil {
+			log, _ := os.ReadFile(filepath.Join(p.b.dir, "prometheus.log"))
+			if len(log) > 2000 {
+				log = log[len(log)-2000:]
+			}
+			return fmt.Errorf("%w\n--- prometheus\n%s", err, log)
+		}
+		return nil
+	})
+}
+
+type sample struct {
+	Metric map[string]string
+	Value  [2]any
+}
+
+func (p *prom) get(path string, into any) error {
+	resp, err := http.Get(p.url + path)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	var env struct {
+		Status string
+		Data   json.RawMessage
+		Error  string
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&env); err != nil {
+		return err
+	}
+	if env.Status != "success" {
+		return fmt.Errorf("%s: %s", path, env.Error)
+	}
+	return json.Unmarshal(env.Data, into)
+}
+
+func (p *prom) query(q string) ([]sample, error) {
+	var data struct{ Result []sample }
+	err := p.get("/api/v1/query?query="+url.QueryEscape(q), &data)
+	for i := range data.Result {
+		data.Result[i].Value[1] = fmt.Sprint(data.Result[i].Value[1])
+	}
+	return data.Result, err
+}
+
+// groups are the loaded rule groups' names.
+func (p *prom) groups() ([]string, error) {
+	var data struct{ Groups []struct{ Name string } }
+	if err := p.get("/api/v1/rules", &data); err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, g := range data.Groups {
+		out = append(out, g.Name)
+	}
+	return out, nil
+}
+
+// recordsCover checks that every loaded winobs record has series for each
+// node, and each container record for each running container, with its
+// pod's namespace/pod/container.
+func (p *prom) recordsCover(nodes, containers []string) error {
+	var data struct {
+		Groups []struct {
+			Name  string
+			Rules []struct{ Name, Type, Query string }
+		}
+	}
+	if err := p.get("/api/v1/rules", &data); err != nil {
+		return err
+	}
+	n := 0
+	for _, g := range data.Groups {
+		if !strings.HasPrefix(g.Name, "winobs-") {
+			continue
+		}
+		for _, r := range g.Rules {
+			if r.Type != "recording" {
+				continue
+			}
+			n++
+			ss, err := p.query(r.Name)
+			if err != nil {
+				return err
+			}
+			var gotNodes, gotContainers []string
+			for _, s := range ss {
+				if s.Metric["cluster"] != "" {
+					return fmt.Errorf("%s carries cluster=%q: external labels are added on the way out, never on series", r.Name, s.Metric["cluster"])
+				}
+				gotNodes = append(gotNodes, s.Metric["node"])
+				if c := s.Metric["container"]; c != "" {
+					gotContainers = append(gotContainers, s.Metric["namespace"]+"/"+s.Metric["pod"]+"/"+c)
+				}
+			}
+			slices.Sort(gotNodes)
+			gotNodes = slices.Compact(gotNodes)
+			if !slices.Equal(gotNodes, nodes) {
+				return fmt.Errorf("%s has series for nodes %v, want %v", r.Name, gotNodes, nodes)
+			}
+			if strings.Contains(r.Name, "container") {
+				slices.Sort(gotContainers)
+				gotContainers = slices.Compact(gotContainers)
+				if !slices.Equal(gotContainers, containers) {
+					return fmt.Errorf("%s has containers %v, want %v", r.Name, gotContainers, containers)
+				}
+			}
+		}
+	}
+	if n == 0 {
+		return fmt.Errorf("no winobs record loaded")
+	}
+	return nil
+}
+
+// firing checks that alert fires on exactly these nodes.
+func (p *prom) firing(alert string, nodes ...string) error {
+	var data struct {
+		Alerts []struct {
+			Labels map[string]string
+			State  string
+		}
+	}
+	if err := p.get("/api/v1/alerts", &data); err != nil {
+		return err
+	}
+	var on []string
+	for _, a := range data.Alerts {
+		if a.Labels["alertname"] == alert && a.State == "firing" {
+			on = append(on, a.Labels["node"])
+		}
+	}
+	slices.Sort(on)
+	on = slices.Compact(on)
+	if !slices.Equal(on, nodes) && !(len(on) == 0 && len(nodes) == 0) {
+		return fmt.Errorf("%s firing on %v, want %v", alert, on, nodes)
+	}
+	return nil
+}
+
+// doctor runs gen doctor as a user would, and checks that exactly the
+// checks in fail fail, each saying its text.
+func (b *box) doctor(cfgFile, promURL string, fail map[string]string) {
+	b.t.Helper()
+	cmd := exec.Command("go", "run", "./cmd/gen", "doctor", "--config", cfgFile, "--prometheus", promURL, "--output", "json")
+	cmd.Dir = repo(b.t, ".")
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	err := cmd.Run()
+	var rep struct {
+		OK     bool
+		Checks []struct {
+			ID, Title, Status, Fix string
+			Evidence               []string
+		}
+	}
+	if jerr := json.Unmarshal(out.Bytes(), &rep); jerr != nil {
+		b.t.Fatalf("gen doctor: %v (%v)\n%s%s", jerr, err, out.String(), errOut.String())
+	}
+	if (err == nil) != (len(fail) == 0) || rep.OK != (len(fail) == 0) {
+		b.t.Errorf("gen doctor exited %v, ok %v; want ok %v", err, rep.OK, len(fail) == 0)
+	}
+	seen := map[string]bool{}
+	for _, c := range rep.Checks {
+		text := strings.Join(append(c.Evidence, c.Fix), "\n")
+		want, mustFail := fail[c.ID]
+		seen[c.ID] = true
+		switch {
+		case mustFail && (c.Status != "fail" || !strings.Contains(text, want)):
+			b.t.Errorf("%s: %s (%s), want a failure saying %q", c.ID, c.Status, text, want)
+		case !mustFail && c.Status == "fail":
+			b.t.Errorf("%s failed: %s", c.ID, text)
+		case !mustFail && len(fail) == 0 && c.Status != "pass" && !strings.HasPrefix(c.ID, "loki"):
+			b.t.Errorf("%s: %s on the healthy box: %s", c.ID, c.Status, text)
+		}
+	}
+	for id := range fail {
+		if !seen[id] {
+			b.t.Errorf("no check %s in the report", id)
+		}
+	}
+	if b.t.Failed() {
+		b.t.Logf("gen doctor:\n%s", out.String())
+	}
+}
+
+func none(rules []string, part string) error {
+	for _, r := range rules {
+		if strings.Contains(r, part) {
+			return fmt.Errorf("still loaded: %s", r)
+		}
+	}
+	return nil
+}
+
+func some(rules []string, part string) error {
+	if none(rules, part) == nil {
+		return fmt.Errorf("no rule file with %q in %v", part, rules)
+	}
+	return nil
+}
+
+// exporterJob checks the PodMonitor's job: honor_labels, and the labeldrop
+// of the target's namespace/pod/container.
+func exporterJob(cfg string, honors, drops bool) error {
+	_, job, ok := strings.Cut(cfg, "job_name: podMonitor/monitoring/winobs-windows-exporter/")
+	if !ok {
+		return fmt.Errorf("no job of the PodMonitor")
+	}
+	job, _, _ = strings.Cut(job, "- job_name:")
+	if got := strings.Contains(job, "honor_labels: true"); got != honors {
+		return fmt.Errorf("honor_labels %v, want %v", got, honors)
+	}
+	if got := strings.Contains(job, "regex: namespace|pod|container"); got != drops {
+		return fmt.Errorf("labeldrop %v, want %v", got, drops)
+	}
+	return nil
+}
