@@ -449,7 +449,7 @@ func (b *box) logs() string {
 	if state, err := b.try("get", "nodes,daemonsets,pods,events", "-A", "-o", "wide"); err == nil {
 		fmt.Fprintf(&s, "--- cluster\n%s\n", state)
 	}
-	for _, n := range []string{"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok", "prometheus-operator"} {
+	for _, n := range []string{"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok", "prometheus-operator", "prometheus"} {
 		data, _ := os.ReadFile(filepath.Join(b.dir, n+".log"))
 		if len(data) > 3000 {
 			data = data[len(data)-3000:]

@@ -18,6 +18,8 @@ import (
 	"time"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/winobs/winobs/vocab"
 )
 
 // TestClusterMonitoring is the bundle's monitoring half where it meets the
@@ -154,12 +156,24 @@ spec:
 	if err != nil {
 		t.Fatal(err)
 	}
-	running := containersOn(o, windowsNodes)
-	if len(running) != 3 {
-		t.Fatalf("running Windows containers %v, want the 3 of shop's pods", running)
+	// What each container record holds, from the pods: the info record
+	// every container the exporter reports (HostProcess ones as available
+	// only), commit the workload containers, limits those with one.
+	cs := runningOn(o, windowsNodes)
+	all := named(cs, func(container) bool { return true })
+	workload := func(c container) bool { return !c.hostProcess }
+	want := map[string][]string{
+		vocab.Records.ContainerInfo:             all,
+		vocab.Records.ContainerCommitBytes:      named(cs, workload),
+		vocab.Records.ContainerMemoryLimitBytes: named(cs, func(c container) bool { return c.limited }),
+		vocab.Records.ContainerCommitToLimit:    named(cs, func(c container) bool { return workload(c) && c.limited }),
+		vocab.Records.ContainerNoMemoryLimit:    named(cs, func(c container) bool { return workload(c) && !c.limited }),
+	}
+	if len(all) != 7 || len(want[vocab.Records.ContainerNoMemoryLimit]) != 1 {
+		t.Fatalf("running Windows containers %v, want shop's 3 (one without a limit) and the 4 of winobs's HostProcess pods", all)
 	}
 	p.waitFor("every record with series for every node and container", func() error {
-		return p.recordsCover(windowsNodes, running)
+		return p.recordsCover(windowsNodes, want)
 	})
 
 	// The commit-limit alert fires when one node's commit charge nears
@@ -174,7 +188,7 @@ spec:
 	// gen doctor: every check passes on the healthy box; each breakage
 	// fails exactly its own check, with its fix.
 	cfgFile := filepath.Join(b.dir, "monitoring.yaml")
-	b.doctor(cfgFile, p.url, nil)
+	b.doctor(t, cfgFile, p.url, nil)
 	for _, br := range []struct {
 		name, check, says string
 		breakIt, mend     func()
@@ -207,16 +221,16 @@ spec:
 				b.kubectl("apply", "-k", out)
 				p.syncUntil("honor_labels and the labeldrop back", func(cfg string, _ []string) error { return exporterJob(cfg, true, true) })
 			}},
-		{"kube-state-metrics down", "windows-nodes", "kube-state-metrics",
+		{"kube-state-metrics down", "windows-nodes-scraped", "kube-state-metrics (job \"kube-state-metrics\") is down",
 			func() { ksm.setDown(true) }, func() { ksm.setDown(false) }},
-		{"one node's exporter down", "windows-nodes-scraped", "(win-aks-1)",
+		{"one node's exporter down", "windows-nodes-scraped", "targets down: win-aks-1 (win-aks-1)",
 			func() { exporters["win-aks-1"].setDown(true) }, func() { exporters["win-aks-1"].setDown(false) }},
-		{"an unsupported exporter version", "exporter-version", "0.29.2",
+		{"an unsupported exporter version", "exporter-version", "untested versions 0.32.1",
 			func() {
-				exporters["win-eks-1"].change(func(s string) string { return strings.ReplaceAll(s, `version="0.31.8"`, `version="0.29.2"`) })
+				exporters["win-eks-1"].change(func(s string) string { return strings.ReplaceAll(s, `version="0.31.8"`, `version="0.32.1"`) })
 			},
 			func() { exporters["win-eks-1"].change(nil) }},
-		{"the cluster external label missing", "cluster-label", "cluster",
+		{"the cluster external label missing", "cluster-label", "set the external label cluster: \"box\"",
 			func() {
 				b.kubectl("patch", "prometheus", "kps", "-n", "monitoring", "--type=json", "-p", `[{"op":"remove","path":"/spec/externalLabels"}]`)
 				p.syncUntil("no external labels", func(cfg string, _ []string) error {
@@ -243,12 +257,12 @@ spec:
 			if br.check != "" {
 				fail[br.check] = br.says
 			}
-			b.doctor(cfgFile, p.url, fail)
+			b.doctor(t, cfgFile, p.url, fail)
 			br.mend()
 			time.Sleep(5 * time.Second)
 		})
 	}
-	b.doctor(cfgFile, p.url, nil)
+	b.doctor(t, cfgFile, p.url, nil)
 }
 
 var windowsNodes = []string{"win-aks-1", "win-eks-1"}
@@ -359,7 +373,7 @@ func (p *prom) fetch() (string, map[string]string, error) {
 	for _, cm := range cms.Items {
 		if strings.HasPrefix(cm.Metadata.Name, "prometheus-kps-rulefiles-") {
 			for k, v := range cm.Data {
-				rules[filepath.Join(cm.Metadata.Name, k)] = v
+				rules[cm.Metadata.Name+"_"+k] = v
 			}
 		}
 	}
@@ -369,8 +383,8 @@ func (p *prom) fetch() (string, map[string]string, error) {
 // sync writes the operator's current output where this Prometheus reads
 // it, pointed at the box: Kubernetes discovery through the box's
 // kubeconfig (the pod would use its service account), rule files from
-// the local copy of the ConfigMaps (the pod mounts them), the replica
-// name the reloader substitutes. It reloads a running Prometheus when
+// the local copy of the ConfigMaps (the pod mounts them), the pod's
+// variables the reloader substitutes. It reloads a running Prometheus when
 // anything changed.
 func (p *prom) sync() (string, []string) {
 	p.t.Helper()
@@ -389,22 +403,23 @@ func (p *prom) sync() (string, []string) {
 		}
 	}
 	if files := asList(doc["rule_files"]); len(files) > 0 {
-		doc["rule_files"] = []string{filepath.Join(p.dir, "rules", "*", "*.yaml")}
+		doc["rule_files"] = []string{filepath.Join(p.dir, "rules", "*.yaml")}
 	}
 	local, err := yaml.Marshal(doc)
 	if err != nil {
 		p.t.Fatal(err)
 	}
-	text := strings.ReplaceAll(string(local), "$(POD_NAME)", "prometheus-kps-0")
+	// The config reloader expands the pod's environment: its name, and the
+	// shard the StatefulSet's pod serves.
+	text := strings.NewReplacer("$(POD_NAME)", "prometheus-kps-0", "$(SHARD)", "0").Replace(string(local))
 	os.RemoveAll(filepath.Join(p.dir, "rules"))
+	os.MkdirAll(filepath.Join(p.dir, "rules"), 0o755)
 	var names []string
 	for name, body := range rules {
-		path := filepath.Join(p.dir, "rules", name)
-		os.MkdirAll(filepath.Dir(path), 0o755)
-		if err := os.WriteFile(path, []byte(body), 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join(p.dir, "rules", name), []byte(body), 0o644); err != nil {
 			p.t.Fatal(err)
 		}
-		names = append(names, filepath.Base(name))
+		names = append(names, name)
 	}
 	slices.Sort(names)
 	state := text + strings.Join(names, "\n") + fmt.Sprint(len(rules))
@@ -446,14 +461,31 @@ func (p *prom) waitFor(what string, check func() error) {
 	p.t.Helper()
 	p.b.waitFor(what, func() error {
 		if err := check(); err != nil {
-			log, _ := os.ReadFile(filepath.Join(p.b.dir, "prometheus.log"))
-			if len(log) > 2000 {
-				log = log[len(log)-2000:]
-			}
-			return fmt.Errorf("%w\n--- prometheus\n%s", err, log)
+			return fmt.Errorf("%w\n--- targets\n%s", err, p.targets())
 		}
 		return nil
 	})
+}
+
+// targets sums up Prometheus' targets, for a failure: each active one's
+// job, labels, health and error, and how many were dropped.
+func (p *prom) targets() string {
+	var data struct {
+		ActiveTargets []struct {
+			ScrapePool, Health, LastError string
+			Labels                        map[string]string
+		}
+		DroppedTargetCounts map[string]int
+	}
+	if err := p.get("/api/v1/targets", &data); err != nil {
+		return err.Error()
+	}
+	var b strings.Builder
+	for _, t := range data.ActiveTargets {
+		fmt.Fprintf(&b, "%s %v %s %s\n", t.ScrapePool, t.Labels, t.Health, t.LastError)
+	}
+	fmt.Fprintf(&b, "dropped: %v\n", data.DroppedTargetCounts)
+	return b.String()
 }
 
 type sample struct {
@@ -503,20 +535,20 @@ func (p *prom) groups() ([]string, error) {
 	return out, nil
 }
 
-// recordsCover checks that every loaded winobs record has series for each
-// node, and each container record for each running container, with its
-// pod's namespace/pod/container.
-func (p *prom) recordsCover(nodes, containers []string) error {
+// recordsCover checks that every loaded winobs record has series: each
+// node record for every Windows node, each container record for exactly
+// the containers want names, with the pods' namespace/pod/container.
+func (p *prom) recordsCover(nodes []string, want map[string][]string) error {
 	var data struct {
 		Groups []struct {
 			Name  string
-			Rules []struct{ Name, Type, Query string }
+			Rules []struct{ Name, Type string }
 		}
 	}
 	if err := p.get("/api/v1/rules", &data); err != nil {
 		return err
 	}
-	n := 0
+	seen := map[string]bool{}
 	for _, g := range data.Groups {
 		if !strings.HasPrefix(g.Name, "winobs-") {
 			continue
@@ -525,7 +557,7 @@ func (p *prom) recordsCover(nodes, containers []string) error {
 			if r.Type != "recording" {
 				continue
 			}
-			n++
+			seen[r.Name] = true
 			ss, err := p.query(r.Name)
 			if err != nil {
 				return err
@@ -535,27 +567,32 @@ func (p *prom) recordsCover(nodes, containers []string) error {
 				if s.Metric["cluster"] != "" {
 					return fmt.Errorf("%s carries cluster=%q: external labels are added on the way out, never on series", r.Name, s.Metric["cluster"])
 				}
-				gotNodes = append(gotNodes, s.Metric["node"])
+				if n := s.Metric["node"]; n != "" {
+					gotNodes = append(gotNodes, n)
+				}
 				if c := s.Metric["container"]; c != "" {
 					gotContainers = append(gotContainers, s.Metric["namespace"]+"/"+s.Metric["pod"]+"/"+c)
 				}
 			}
 			slices.Sort(gotNodes)
-			gotNodes = slices.Compact(gotNodes)
-			if !slices.Equal(gotNodes, nodes) {
-				return fmt.Errorf("%s has series for nodes %v, want %v", r.Name, gotNodes, nodes)
-			}
-			if strings.Contains(r.Name, "container") {
-				slices.Sort(gotContainers)
-				gotContainers = slices.Compact(gotContainers)
+			slices.Sort(gotContainers)
+			gotNodes, gotContainers = slices.Compact(gotNodes), slices.Compact(gotContainers)
+			if containers, ok := want[r.Name]; ok {
 				if !slices.Equal(gotContainers, containers) {
 					return fmt.Errorf("%s has containers %v, want %v", r.Name, gotContainers, containers)
 				}
+			} else if !slices.Equal(gotNodes, nodes) {
+				return fmt.Errorf("%s has series for nodes %v, want %v", r.Name, gotNodes, nodes)
 			}
 		}
 	}
-	if n == 0 {
-		return fmt.Errorf("no winobs record loaded")
+	for name := range want {
+		if !seen[name] {
+			return fmt.Errorf("record %s is not loaded", name)
+		}
+	}
+	if len(seen) <= len(want) {
+		return fmt.Errorf("node records loaded: none")
 	}
 	return nil
 }
@@ -587,10 +624,10 @@ func (p *prom) firing(alert string, nodes ...string) error {
 
 // doctor runs gen doctor as a user would, and checks that exactly the
 // checks in fail fail, each saying its text.
-func (b *box) doctor(cfgFile, promURL string, fail map[string]string) {
-	b.t.Helper()
+func (b *box) doctor(t *testing.T, cfgFile, promURL string, fail map[string]string) {
+	t.Helper()
 	cmd := exec.Command("go", "run", "./cmd/gen", "doctor", "--config", cfgFile, "--prometheus", promURL, "--output", "json")
-	cmd.Dir = repo(b.t, ".")
+	cmd.Dir = repo(t, ".")
 	var out, errOut bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errOut
 	err := cmd.Run()
@@ -602,10 +639,10 @@ func (b *box) doctor(cfgFile, promURL string, fail map[string]string) {
 		}
 	}
 	if jerr := json.Unmarshal(out.Bytes(), &rep); jerr != nil {
-		b.t.Fatalf("gen doctor: %v (%v)\n%s%s", jerr, err, out.String(), errOut.String())
+		t.Fatalf("gen doctor: %v (%v)\n%s%s", jerr, err, out.String(), errOut.String())
 	}
 	if (err == nil) != (len(fail) == 0) || rep.OK != (len(fail) == 0) {
-		b.t.Errorf("gen doctor exited %v, ok %v; want ok %v", err, rep.OK, len(fail) == 0)
+		t.Errorf("gen doctor exited %v, ok %v; want ok %v", err, rep.OK, len(fail) == 0)
 	}
 	seen := map[string]bool{}
 	for _, c := range rep.Checks {
@@ -614,20 +651,20 @@ func (b *box) doctor(cfgFile, promURL string, fail map[string]string) {
 		seen[c.ID] = true
 		switch {
 		case mustFail && (c.Status != "fail" || !strings.Contains(text, want)):
-			b.t.Errorf("%s: %s (%s), want a failure saying %q", c.ID, c.Status, text, want)
+			t.Errorf("%s: %s (%s), want a failure saying %q", c.ID, c.Status, text, want)
 		case !mustFail && c.Status == "fail":
-			b.t.Errorf("%s failed: %s", c.ID, text)
+			t.Errorf("%s failed: %s", c.ID, text)
 		case !mustFail && len(fail) == 0 && c.Status != "pass" && !strings.HasPrefix(c.ID, "loki"):
-			b.t.Errorf("%s: %s on the healthy box: %s", c.ID, c.Status, text)
+			t.Errorf("%s: %s on the healthy box: %s", c.ID, c.Status, text)
 		}
 	}
 	for id := range fail {
 		if !seen[id] {
-			b.t.Errorf("no check %s in the report", id)
+			t.Errorf("no check %s in the report", id)
 		}
 	}
-	if b.t.Failed() {
-		b.t.Logf("gen doctor:\n%s", out.String())
+	if t.Failed() {
+		t.Logf("gen doctor:\n%s", out.String())
 	}
 }
 

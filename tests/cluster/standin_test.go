@@ -14,6 +14,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/winobs/winobs/contract"
 )
 
 // The stand-ins for what the box cannot run: kube-state-metrics and one
@@ -273,21 +275,62 @@ var (
 	sampleHostProc  = regexp.MustCompile(`container="windows-exporter",container_id="containerd://[0-9a-f]{64}",hostprocess="true",namespace="monitoring",pod="windows-exporter-[^"]*"`)
 )
 
+// supplement is what the abridged sample leaves out of the collectors
+// winobs's exporter runs (time, pagefile, logical_disk, net): names from
+// the 0.31.8 name list, labels as those collectors set them, counters that
+// grow so rates move.
+var supplement = []struct {
+	name, typ, labels string
+	value, perSecond  float64
+}{
+	{"windows_time_computed_time_offset_seconds", "gauge", "", 0.0012, 0},
+	{"windows_time_ntp_client_time_sources", "gauge", "", 1, 0},
+	{"windows_pagefile_free_bytes", "gauge", `{file="C:\\pagefile.sys"}`, 4294967296, 0},
+	{"windows_pagefile_limit_bytes", "gauge", `{file="C:\\pagefile.sys"}`, 8589934592, 0},
+	{"windows_logical_disk_free_bytes", "gauge", `{volume="C:"}`, 68719476736, 0},
+	{"windows_logical_disk_size_bytes", "gauge", `{volume="C:"}`, 137438953472, 0},
+	{"windows_logical_disk_read_latency_seconds_total", "counter", `{volume="C:"}`, 120, 0.02},
+	{"windows_logical_disk_write_latency_seconds_total", "counter", `{volume="C:"}`, 240, 0.04},
+	{"windows_logical_disk_reads_total", "counter", `{volume="C:"}`, 50000, 10},
+	{"windows_logical_disk_writes_total", "counter", `{volume="C:"}`, 90000, 20},
+	{"windows_net_packets_total", "counter", `{nic="Ethernet"}`, 1e6, 300},
+	{"windows_net_packets_received_errors_total", "counter", `{nic="Ethernet"}`, 0, 0},
+	{"windows_net_packets_outbound_errors_total", "counter", `{nic="Ethernet"}`, 0, 0},
+	{"windows_net_packets_received_discarded_total", "counter", `{nic="Ethernet"}`, 2, 0},
+	{"windows_net_packets_outbound_discarded_total", "counter", `{nic="Ethernet"}`, 0, 0},
+}
+
 // startExporter serves windows_exporter 0.31.8 for one Windows node at its
 // address and port 9182: the testdata sample's node series, and the
 // sample's container series once per container the API server runs on
-// the node (HostProcess ones as the exporter reports them: available only).
+// the node (HostProcess ones as the exporter reports them: available
+// only), and where the API server runs the eventlog-shipper, the counters
+// its textfile holds.
 func startExporter(t *testing.T, api *apiReader, nodeName, addr string) *standIn {
 	sample, err := os.ReadFile(repo(t, "testdata/windows-exporter/metrics-0.31.8.prom"))
 	if err != nil {
 		t.Fatal(err)
 	}
+	names, err := os.ReadFile(repo(t, "testdata/windows-exporter/metric-names-0.31.8.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range supplement {
+		if !slices.Contains(strings.Fields(string(names)), s.name) {
+			t.Fatalf("the stand-in's %s is not a windows_exporter 0.31.8 name", s.name)
+		}
+	}
+	started := time.Now()
 	return serve(t, api, addr, func(o objects) string {
 		type ctr struct{ ns, pod, name, id string }
 		var work, host []ctr
+		shipper := false
 		for _, p := range o.Pods {
 			if p.Spec.NodeName != nodeName || p.Status.Phase != "Running" {
 				continue
+			}
+			for _, ref := range p.Metadata.OwnerReferences {
+				shipper = shipper || ref.Name == contract.ShipperName
 			}
 			for _, st := range p.Status.ContainerStatuses {
 				c := ctr{p.Metadata.Namespace, p.Metadata.Name, st.Name, st.ContainerID}
@@ -318,6 +361,23 @@ func startExporter(t *testing.T, api *apiReader, nodeName, addr string) *standIn
 				b.WriteString(l + "\n")
 			}
 		}
+		for _, s := range supplement {
+			fmt.Fprintf(&b, "# TYPE %s %s\n%s%s %g\n", s.name, s.typ, s.name, s.labels, s.value+s.perSecond*time.Since(started).Seconds())
+		}
+		if shipper { // the shipper's textfile, which the exporter's textfile collector serves
+			read := 1000 + 5*time.Since(started).Seconds()
+			for _, m := range []string{contract.ShipperEventsRead, contract.ShipperEventsSent} {
+				fmt.Fprintf(&b, "# TYPE %s counter\n", m)
+				for _, ch := range []string{"Application", "System"} {
+					fmt.Fprintf(&b, "%s{channel=%q} %g\n", m, ch, read)
+				}
+			}
+			fmt.Fprintf(&b, "# TYPE %s counter\n", contract.ShipperEventsDropped)
+			for _, reason := range contract.ShipperDropReasons {
+				fmt.Fprintf(&b, "%s{channel=\"System\",reason=%q} 0\n", contract.ShipperEventsDropped, reason)
+			}
+			fmt.Fprintf(&b, "# TYPE %s counter\n%s{status=\"429\"} 0\n", contract.ShipperPushErrors, contract.ShipperPushErrors)
+		}
 		b.WriteString("# HELP windows_exporter_build_info A metric with a constant '1' value labeled by version, revision, branch, goversion from which windows_exporter was built, and the goos and goarch for the build.\n")
 		b.WriteString("# TYPE windows_exporter_build_info gauge\n")
 		b.WriteString(`windows_exporter_build_info{branch="HEAD",goarch="amd64",goos="windows",goversion="go1.25.1",revision="0c5b2a5",tags="unknown",version="0.31.8"} 1` + "\n")
@@ -325,18 +385,41 @@ func startExporter(t *testing.T, api *apiReader, nodeName, addr string) *standIn
 	})
 }
 
-// containersOn is every running container of a workload pod (not
-// HostProcess) on the given nodes, as namespace/pod/container.
-func containersOn(o objects, nodes []string) []string {
-	var out []string
+// container is a running container: namespace/pod/container, whether it
+// is a HostProcess container and whether it has a memory limit.
+type container struct {
+	name                 string
+	hostProcess, limited bool
+}
+
+// runningOn is every running container on the given nodes.
+func runningOn(o objects, nodes []string) []container {
+	var out []container
 	for _, p := range o.Pods {
-		if !slices.Contains(nodes, p.Spec.NodeName) || p.Status.Phase != "Running" || p.Spec.SecurityContext.WindowsOptions.HostProcess {
+		if !slices.Contains(nodes, p.Spec.NodeName) || p.Status.Phase != "Running" {
 			continue
 		}
 		for _, st := range p.Status.ContainerStatuses {
-			if st.State.Running != nil {
-				out = append(out, p.Metadata.Namespace+"/"+p.Metadata.Name+"/"+st.Name)
+			if st.State.Running == nil {
+				continue
 			}
+			limited := false
+			for _, c := range p.Spec.Containers {
+				_, has := c.Resources.Limits["memory"]
+				limited = limited || (c.Name == st.Name && has)
+			}
+			out = append(out, container{p.Metadata.Namespace + "/" + p.Metadata.Name + "/" + st.Name, p.Spec.SecurityContext.WindowsOptions.HostProcess, limited})
+		}
+	}
+	return out
+}
+
+// named is the sorted names of the containers keep keeps.
+func named(cs []container, keep func(container) bool) []string {
+	var out []string
+	for _, c := range cs {
+		if keep(c) {
+			out = append(out, c.name)
 		}
 	}
 	slices.Sort(out)
