@@ -45,16 +45,22 @@ func TestClusterMonitoring(t *testing.T) {
 		b.kubectl("apply", "--server-side", "-f", c)
 	}
 
-	// The workloads: pods on each Windows node (one with two containers),
-	// and one on Linux.
+	// The workloads: two pods on each Windows node (one with two
+	// containers, one of them without a memory limit), and one on Linux.
 	b.kubectl("create", "namespace", "shop")
 	for _, n := range []string{"win-aks-1", "win-eks-1", "linux-1"} {
 		containers := `[{"name":"app","image":"mcr.microsoft.com/dotnet/samples:aspnetapp","resources":{"limits":{"memory":"512Mi"}}}]`
 		if n == "win-aks-1" {
 			containers = `[{"name":"app","image":"mcr.microsoft.com/dotnet/samples:aspnetapp","resources":{"limits":{"memory":"512Mi"}}},{"name":"sidecar","image":"mcr.microsoft.com/windows/nanoserver:ltsc2022"}]`
 		}
-		b.kubectlIn(fmt.Sprintf(`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"web-%s","namespace":"shop"},
-"spec":{"nodeSelector":{"kubernetes.io/hostname":%q},"tolerations":[{"operator":"Exists"}],"containers":%s}}`, n, n, containers), "apply", "-f", "-")
+		pods := map[string]string{"web-" + n: containers}
+		if n != "linux-1" {
+			pods["api-"+n] = `[{"name":"api","image":"mcr.microsoft.com/dotnet/samples:aspnetapp","resources":{"limits":{"memory":"1Gi"}}}]`
+		}
+		for name, cs := range pods {
+			b.kubectlIn(fmt.Sprintf(`{"apiVersion":"v1","kind":"Pod","metadata":{"name":%q,"namespace":"shop"},
+"spec":{"nodeSelector":{"kubernetes.io/hostname":%q},"tolerations":[{"operator":"Exists"}],"containers":%s}}`, name, n, cs), "apply", "-f", "-")
+		}
 	}
 
 	// The stand-ins, at each Windows node's address (where its exporter
@@ -170,8 +176,8 @@ spec:
 		vocab.Records.ContainerCommitToLimit:    named(cs, func(c container) bool { return workload(c) && c.limited }),
 		vocab.Records.ContainerNoMemoryLimit:    named(cs, func(c container) bool { return workload(c) && !c.limited }),
 	}
-	if len(all) != 7 || len(want[vocab.Records.ContainerNoMemoryLimit]) != 1 {
-		t.Fatalf("running Windows containers %v, want shop's 3 (one without a limit) and the 4 of winobs's HostProcess pods", all)
+	if len(all) != 9 || len(want[vocab.Records.ContainerNoMemoryLimit]) != 1 {
+		t.Fatalf("running Windows containers %v, want shop's 5 (one without a limit) and the 4 of winobs's HostProcess pods", all)
 	}
 	p.waitFor("every record with series for every node and container", func() error {
 		return p.recordsCover(windowsNodes, want)

@@ -185,65 +185,68 @@ func replaceValue(text, prefix, v string) string {
 // names and labels them: the ones winobs's rules and doctor read, and a
 // few others beside them.
 func startKSM(t *testing.T, api *apiReader) *standIn {
-	return serve(t, api, "127.0.0.1:0", func(o objects) string {
-		var b strings.Builder
-		metric := func(name, typ string) { fmt.Fprintf(&b, "# HELP %s %s\n# TYPE %s %s\n", name, name, name, typ) }
-		metric("kube_node_info", "gauge")
-		for _, n := range o.Nodes {
-			ip := ""
-			for _, a := range n.Status.Addresses {
-				if a.Type == "InternalIP" {
-					ip = a.Address
-				}
-			}
-			i := n.Status.NodeInfo
-			fmt.Fprintf(&b, "kube_node_info{container_runtime_version=%q,internal_ip=%q,kernel_version=%q,kubelet_version=%q,kubeproxy_version=\"deprecated\",node=%q,os_image=%q,pod_cidr=\"\",provider_id=\"\",system_uuid=%q} 1\n",
-				i.ContainerRuntimeVersion, ip, i.KernelVersion, i.KubeletVersion, n.Metadata.Name, i.OSImage, n.Metadata.Name)
-		}
-		metric("kube_node_spec_unschedulable", "gauge")
-		for _, n := range o.Nodes {
-			fmt.Fprintf(&b, "kube_node_spec_unschedulable{node=%q} %d\n", n.Metadata.Name, btoi(n.Spec.Unschedulable))
-		}
-		metric("kube_pod_info", "gauge")
-		for _, p := range o.Pods {
-			kind, owner := "<none>", "<none>"
-			if len(p.Metadata.OwnerReferences) > 0 {
-				kind, owner = p.Metadata.OwnerReferences[0].Kind, p.Metadata.OwnerReferences[0].Name
-			}
-			fmt.Fprintf(&b, "kube_pod_info{created_by_kind=%q,created_by_name=%q,host_ip=%q,host_network=\"%t\",namespace=%q,node=%q,pod=%q,pod_ip=%q,priority_class=\"\",uid=%q} 1\n",
-				kind, owner, p.Status.HostIP, p.Spec.HostNetwork, p.Metadata.Namespace, p.Spec.NodeName, p.Metadata.Name, p.Status.PodIP, p.Metadata.UID)
-		}
-		metric("kube_pod_container_info", "gauge")
-		for _, p := range o.Pods {
-			for _, c := range p.Spec.Containers {
-				id := ""
-				for _, st := range p.Status.ContainerStatuses {
-					if st.Name == c.Name {
-						id = st.ContainerID
-					}
-				}
-				fmt.Fprintf(&b, "kube_pod_container_info{container=%q,container_id=%q,image=%q,image_id=\"\",image_spec=%q,namespace=%q,pod=%q,uid=%q} 1\n",
-					c.Name, id, c.Image, c.Image, p.Metadata.Namespace, p.Metadata.Name, p.Metadata.UID)
+	return serve(t, api, "127.0.0.1:0", func(o objects) string { return ksmExposition(t, o) })
+}
+
+// ksmExposition is kube-state-metrics' answer for the objects.
+func ksmExposition(t *testing.T, o objects) string {
+	var b strings.Builder
+	metric := func(name, typ string) { fmt.Fprintf(&b, "# HELP %s %s\n# TYPE %s %s\n", name, name, name, typ) }
+	metric("kube_node_info", "gauge")
+	for _, n := range o.Nodes {
+		ip := ""
+		for _, a := range n.Status.Addresses {
+			if a.Type == "InternalIP" {
+				ip = a.Address
 			}
 		}
-		metric("kube_pod_container_status_running", "gauge")
-		for _, p := range o.Pods {
+		i := n.Status.NodeInfo
+		fmt.Fprintf(&b, "kube_node_info{container_runtime_version=%q,internal_ip=%q,kernel_version=%q,kubelet_version=%q,kubeproxy_version=\"deprecated\",node=%q,os_image=%q,pod_cidr=\"\",provider_id=\"\",system_uuid=%q} 1\n",
+			i.ContainerRuntimeVersion, ip, i.KernelVersion, i.KubeletVersion, n.Metadata.Name, i.OSImage, n.Metadata.Name)
+	}
+	metric("kube_node_spec_unschedulable", "gauge")
+	for _, n := range o.Nodes {
+		fmt.Fprintf(&b, "kube_node_spec_unschedulable{node=%q} %d\n", n.Metadata.Name, btoi(n.Spec.Unschedulable))
+	}
+	metric("kube_pod_info", "gauge")
+	for _, p := range o.Pods {
+		kind, owner := "<none>", "<none>"
+		if len(p.Metadata.OwnerReferences) > 0 {
+			kind, owner = p.Metadata.OwnerReferences[0].Kind, p.Metadata.OwnerReferences[0].Name
+		}
+		fmt.Fprintf(&b, "kube_pod_info{created_by_kind=%q,created_by_name=%q,host_ip=%q,host_network=\"%t\",namespace=%q,node=%q,pod=%q,pod_ip=%q,priority_class=\"\",uid=%q} 1\n",
+			kind, owner, p.Status.HostIP, p.Spec.HostNetwork, p.Metadata.Namespace, p.Spec.NodeName, p.Metadata.Name, p.Status.PodIP, p.Metadata.UID)
+	}
+	metric("kube_pod_container_info", "gauge")
+	for _, p := range o.Pods {
+		for _, c := range p.Spec.Containers {
+			id := ""
 			for _, st := range p.Status.ContainerStatuses {
-				fmt.Fprintf(&b, "kube_pod_container_status_running{container=%q,namespace=%q,pod=%q,uid=%q} %d\n",
-					st.Name, p.Metadata.Namespace, p.Metadata.Name, p.Metadata.UID, btoi(st.State.Running != nil))
-			}
-		}
-		metric("kube_pod_container_resource_limits", "gauge")
-		for _, p := range o.Pods {
-			for _, c := range p.Spec.Containers {
-				if mem, ok := c.Resources.Limits["memory"]; ok {
-					fmt.Fprintf(&b, "kube_pod_container_resource_limits{container=%q,namespace=%q,node=%q,pod=%q,resource=\"memory\",uid=%q,unit=\"byte\"} %d\n",
-						c.Name, p.Metadata.Namespace, p.Spec.NodeName, p.Metadata.Name, p.Metadata.UID, bytesOf(t, mem))
+				if st.Name == c.Name {
+					id = st.ContainerID
 				}
 			}
+			fmt.Fprintf(&b, "kube_pod_container_info{container=%q,container_id=%q,image=%q,image_id=\"\",image_spec=%q,namespace=%q,pod=%q,uid=%q} 1\n",
+				c.Name, id, c.Image, c.Image, p.Metadata.Namespace, p.Metadata.Name, p.Metadata.UID)
 		}
-		return b.String()
-	})
+	}
+	metric("kube_pod_container_status_running", "gauge")
+	for _, p := range o.Pods {
+		for _, st := range p.Status.ContainerStatuses {
+			fmt.Fprintf(&b, "kube_pod_container_status_running{container=%q,namespace=%q,pod=%q,uid=%q} %d\n",
+				st.Name, p.Metadata.Namespace, p.Metadata.Name, p.Metadata.UID, btoi(st.State.Running != nil))
+		}
+	}
+	metric("kube_pod_container_resource_limits", "gauge")
+	for _, p := range o.Pods {
+		for _, c := range p.Spec.Containers {
+			if mem, ok := c.Resources.Limits["memory"]; ok {
+				fmt.Fprintf(&b, "kube_pod_container_resource_limits{container=%q,namespace=%q,node=%q,pod=%q,resource=\"memory\",uid=%q,unit=\"byte\"} %d\n",
+					c.Name, p.Metadata.Namespace, p.Spec.NodeName, p.Metadata.Name, p.Metadata.UID, bytesOf(t, mem))
+			}
+		}
+	}
+	return b.String()
 }
 
 func btoi(b bool) int {
@@ -321,68 +324,72 @@ func startExporter(t *testing.T, api *apiReader, nodeName, addr string) *standIn
 		}
 	}
 	started := time.Now()
-	return serve(t, api, addr, func(o objects) string {
-		type ctr struct{ ns, pod, name, id string }
-		var work, host []ctr
-		shipper := false
-		for _, p := range o.Pods {
-			if p.Spec.NodeName != nodeName || p.Status.Phase != "Running" {
+	return serve(t, api, addr, func(o objects) string { return exporterExposition(string(sample), nodeName, o, time.Since(started)) })
+}
+
+// exporterExposition is windows_exporter's answer on nodeName for the
+// objects, elapsed after it started.
+func exporterExposition(sample, nodeName string, o objects, elapsed time.Duration) string {
+	type ctr struct{ ns, pod, name, id string }
+	var work, host []ctr
+	shipper := false
+	for _, p := range o.Pods {
+		if p.Spec.NodeName != nodeName || p.Status.Phase != "Running" {
+			continue
+		}
+		for _, ref := range p.Metadata.OwnerReferences {
+			shipper = shipper || ref.Name == contract.ShipperName
+		}
+		for _, st := range p.Status.ContainerStatuses {
+			c := ctr{p.Metadata.Namespace, p.Metadata.Name, st.Name, st.ContainerID}
+			if st.ContainerID == "" || st.State.Running == nil {
 				continue
 			}
-			for _, ref := range p.Metadata.OwnerReferences {
-				shipper = shipper || ref.Name == contract.ShipperName
-			}
-			for _, st := range p.Status.ContainerStatuses {
-				c := ctr{p.Metadata.Namespace, p.Metadata.Name, st.Name, st.ContainerID}
-				if st.ContainerID == "" || st.State.Running == nil {
-					continue
-				}
-				if p.Spec.SecurityContext.WindowsOptions.HostProcess {
-					host = append(host, c)
-				} else {
-					work = append(work, c)
-				}
+			if p.Spec.SecurityContext.WindowsOptions.HostProcess {
+				host = append(host, c)
+			} else {
+				work = append(work, c)
 			}
 		}
-		var b strings.Builder
-		for _, l := range strings.Split(strings.TrimSuffix(string(sample), "\n"), "\n") {
-			switch {
-			case strings.HasPrefix(l, "windows_container_count "):
-				fmt.Fprintf(&b, "windows_container_count %d\n", len(work)+len(host))
-			case sampleContainer.MatchString(l):
-				for _, c := range work {
-					b.WriteString(sampleContainer.ReplaceAllString(l, fmt.Sprintf(`container=%q,container_id=%q$1,namespace=%q,pod=%q`, c.name, c.id, c.ns, c.pod)) + "\n")
-				}
-			case sampleHostProc.MatchString(l):
-				for _, c := range host {
-					b.WriteString(sampleHostProc.ReplaceAllString(l, fmt.Sprintf(`container=%q,container_id=%q,hostprocess="true",namespace=%q,pod=%q`, c.name, c.id, c.ns, c.pod)) + "\n")
-				}
-			default:
-				b.WriteString(l + "\n")
+	}
+	var b strings.Builder
+	for _, l := range strings.Split(strings.TrimSuffix(sample, "\n"), "\n") {
+		switch {
+		case strings.HasPrefix(l, "windows_container_count "):
+			fmt.Fprintf(&b, "windows_container_count %d\n", len(work)+len(host))
+		case sampleContainer.MatchString(l):
+			for _, c := range work {
+				b.WriteString(sampleContainer.ReplaceAllString(l, fmt.Sprintf(`container=%q,container_id=%q$1,namespace=%q,pod=%q`, c.name, c.id, c.ns, c.pod)) + "\n")
+			}
+		case sampleHostProc.MatchString(l):
+			for _, c := range host {
+				b.WriteString(sampleHostProc.ReplaceAllString(l, fmt.Sprintf(`container=%q,container_id=%q,hostprocess="true",namespace=%q,pod=%q`, c.name, c.id, c.ns, c.pod)) + "\n")
+			}
+		default:
+			b.WriteString(l + "\n")
+		}
+	}
+	for _, s := range supplement {
+		fmt.Fprintf(&b, "# TYPE %s %s\n%s%s %g\n", s.name, s.typ, s.name, s.labels, s.value+s.perSecond*elapsed.Seconds())
+	}
+	if shipper { // the shipper's textfile, which the exporter's textfile collector serves
+		read := 1000 + 5*elapsed.Seconds()
+		for _, m := range []string{contract.ShipperEventsRead, contract.ShipperEventsSent} {
+			fmt.Fprintf(&b, "# TYPE %s counter\n", m)
+			for _, ch := range []string{"Application", "System"} {
+				fmt.Fprintf(&b, "%s{channel=%q} %g\n", m, ch, read)
 			}
 		}
-		for _, s := range supplement {
-			fmt.Fprintf(&b, "# TYPE %s %s\n%s%s %g\n", s.name, s.typ, s.name, s.labels, s.value+s.perSecond*time.Since(started).Seconds())
+		fmt.Fprintf(&b, "# TYPE %s counter\n", contract.ShipperEventsDropped)
+		for _, reason := range contract.ShipperDropReasons {
+			fmt.Fprintf(&b, "%s{channel=\"System\",reason=%q} 0\n", contract.ShipperEventsDropped, reason)
 		}
-		if shipper { // the shipper's textfile, which the exporter's textfile collector serves
-			read := 1000 + 5*time.Since(started).Seconds()
-			for _, m := range []string{contract.ShipperEventsRead, contract.ShipperEventsSent} {
-				fmt.Fprintf(&b, "# TYPE %s counter\n", m)
-				for _, ch := range []string{"Application", "System"} {
-					fmt.Fprintf(&b, "%s{channel=%q} %g\n", m, ch, read)
-				}
-			}
-			fmt.Fprintf(&b, "# TYPE %s counter\n", contract.ShipperEventsDropped)
-			for _, reason := range contract.ShipperDropReasons {
-				fmt.Fprintf(&b, "%s{channel=\"System\",reason=%q} 0\n", contract.ShipperEventsDropped, reason)
-			}
-			fmt.Fprintf(&b, "# TYPE %s counter\n%s{status=\"429\"} 0\n", contract.ShipperPushErrors, contract.ShipperPushErrors)
-		}
-		b.WriteString("# HELP windows_exporter_build_info A metric with a constant '1' value labeled by version, revision, branch, goversion from which windows_exporter was built, and the goos and goarch for the build.\n")
-		b.WriteString("# TYPE windows_exporter_build_info gauge\n")
-		b.WriteString(`windows_exporter_build_info{branch="HEAD",goarch="amd64",goos="windows",goversion="go1.25.1",revision="0c5b2a5",tags="unknown",version="0.31.8"} 1` + "\n")
-		return b.String()
-	})
+		fmt.Fprintf(&b, "# TYPE %s counter\n%s{status=\"429\"} 0\n", contract.ShipperPushErrors, contract.ShipperPushErrors)
+	}
+	b.WriteString("# HELP windows_exporter_build_info A metric with a constant '1' value labeled by version, revision, branch, goversion from which windows_exporter was built, and the goos and goarch for the build.\n")
+	b.WriteString("# TYPE windows_exporter_build_info gauge\n")
+	b.WriteString(`windows_exporter_build_info{branch="HEAD",goarch="amd64",goos="windows",goversion="go1.25.1",revision="0c5b2a5",tags="unknown",version="0.31.8"} 1` + "\n")
+	return b.String()
 }
 
 // container is a running container: namespace/pod/container, whether it
