@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/winobs/winobs/contract"
+	"github.com/winobs/winobs/internal/fixture"
 )
 
 // The stand-ins for what the box cannot run: kube-state-metrics and one
@@ -310,19 +311,7 @@ var supplement = []struct {
 // only), and where the API server runs the eventlog-shipper, the counters
 // its textfile holds.
 func startExporter(t *testing.T, api *apiReader, nodeName, addr string) *standIn {
-	sample, err := os.ReadFile(repo(t, "testdata/windows-exporter/metrics-0.31.8.prom"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	names, err := os.ReadFile(repo(t, "testdata/windows-exporter/metric-names-0.31.8.txt"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, s := range supplement {
-		if !slices.Contains(strings.Fields(string(names)), s.name) {
-			t.Fatalf("the stand-in's %s is not a windows_exporter 0.31.8 name", s.name)
-		}
-	}
+	sample := fixture.Read(t, "windows-exporter", "metrics-0.31.8.prom")
 	started := time.Now()
 	return serve(t, api, addr, func(o objects) string { return exporterExposition(string(sample), nodeName, o, time.Since(started)) })
 }

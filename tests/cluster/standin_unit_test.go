@@ -2,7 +2,6 @@ package cluster
 
 import (
 	"encoding/json"
-	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -11,6 +10,8 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
+
+	"github.com/winobs/winobs/internal/fixture"
 )
 
 // The stand-ins speak what they stand in for, checked without the box (so
@@ -38,14 +39,8 @@ func TestStandInsSpeakTheRealNames(t *testing.T) {
   "status": {"phase": "Running", "containerStatuses": [{"name": "app", "containerID": "containerd://dddd", "state": {"running": {}}}]}}]}`), &o); err != nil {
 		t.Fatal(err)
 	}
-	sample, err := os.ReadFile(repo(t, "testdata/windows-exporter/metrics-0.31.8.prom"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	names, err := os.ReadFile(repo(t, "testdata/windows-exporter/metric-names-0.31.8.txt"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	sample := fixture.Read(t, "windows-exporter", "metrics-0.31.8.prom")
+	names := fixture.Read(t, "windows-exporter", "metric-names-0.31.8.txt")
 	exporter := parse(t, exporterExposition(string(sample), "win-1", o, 30*time.Second))
 	for name := range exporter {
 		if !strings.HasPrefix(name, "winobs_shipper_") && !slices.Contains(strings.Fields(string(names)), name) {
@@ -84,10 +79,7 @@ func TestStandInsSpeakTheRealNames(t *testing.T) {
 	}
 
 	// kube-state-metrics: names and labels from its v2.20.0 docs.
-	list, err := os.ReadFile(repo(t, "testdata/windows-exporter/kube-state-metrics-names.txt"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	list := fixture.Read(t, "windows-exporter", "kube-state-metrics-names.txt")
 	ksmLabels := map[string][]string{}
 	for _, l := range strings.Split(string(list), "\n") {
 		if f := strings.Fields(l); len(f) == 3 && !strings.HasPrefix(l, "#") {
