@@ -11,6 +11,7 @@ import (
 	"github.com/winobs/winobs/contract"
 	"github.com/winobs/winobs/shipper/checkpoint"
 	"github.com/winobs/winobs/shipper/loki"
+	"github.com/winobs/winobs/shipper/ratelog"
 	"github.com/winobs/winobs/shipper/shipconfig"
 )
 
@@ -39,6 +40,9 @@ type acker struct {
 	// would take what an earlier run pushed for new events (and change
 	// lanes inside it). Only the push loop uses it.
 	reach map[string]checkpoint.Checkpoint
+	// sentLog says a failing sent mark once a minute, not every batch: a
+	// full disk may be where the log goes too.
+	sentLog *ratelog.Limiter
 
 	// unsaved is the first checkpoint save that failed since the last one
 	// that succeeded (a full or read-only state disk).
@@ -121,7 +125,10 @@ func (a *acker) sending(b *batch) {
 			continue
 		}
 		if err := a.store.SaveSent(cp); err != nil {
-			a.log.Warn("cannot save the sent mark; after a crash, replayed events may show twice", "channel", ch, "error", err)
+			if a.sentLog == nil {
+				a.sentLog = ratelog.New(a.log, time.Minute)
+			}
+			a.sentLog.Warn("sent:"+ch, "cannot save the sent mark; after a crash, replayed events may show twice", "channel", ch, "error", err)
 			continue
 		}
 		if a.reach != nil {

@@ -1,8 +1,11 @@
 package shipper
 
 import (
+	"bytes"
 	"log/slog"
 	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -138,5 +141,29 @@ func TestSentMarkNeverMovesBack(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// A sent mark the disk refuses is said once a minute, with the count of
+// the times left out, not once per batch: the full disk may hold the log.
+func TestSentMarkFailureIsRateLimited(t *testing.T) {
+	dir := t.TempDir()
+	a := testAcker(t, dir, shipconfig.Oldest)
+	var logs bytes.Buffer
+	a.log = slog.New(slog.NewTextHandler(&logs, nil))
+	// Nothing can be made where the sent mark goes: its first creation fails.
+	if err := os.MkdirAll(filepath.Join(strings.TrimSuffix(a.store.Path("System"), ".checkpoint")+".sent.tmp", "full"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 100 {
+		b := newBatch()
+		b.positions["System"] = checkpoint.Checkpoint{Channel: "System", RecordID: uint64(i + 1)}
+		a.sending(b)
+	}
+	if n := strings.Count(logs.String(), "cannot save the sent mark"); n != 1 {
+		t.Errorf("%d warnings for 100 batches, want 1:\n%s", n, logs.String())
+	}
+	if _, ok := a.store.Sent("System"); ok {
+		t.Error("a sent mark was saved on the full disk")
 	}
 }
