@@ -237,6 +237,9 @@ func (r *run) nodesScraped(ctx context.Context) Check {
 		}
 		if s.Value != 1 {
 			down = append(down, s.Metric["instance"]+orNode(node))
+			if node != "" {
+				r.unscraped = append(r.unscraped, node)
+			}
 		} else {
 			r.exportersUp++
 		}
@@ -248,11 +251,6 @@ func (r *run) nodesScraped(ctx context.Context) Check {
 		}
 	}
 	r.unscraped = append(r.unscraped, missing...)
-	for _, s := range up {
-		if node := s.Metric[contract.LabelNode]; s.Value != 1 && node != "" {
-			r.unscraped = append(r.unscraped, node)
-		}
-	}
 	c.Evidence = append(c.Evidence, fmt.Sprintf("%d Windows nodes in kube-state-metrics, %d exporter targets (job %q), %d down",
 		len(r.windowsNodes), len(up), r.cfg.WindowsExporter.Job, len(down)))
 	switch {
@@ -294,10 +292,10 @@ func (r *run) ksmDown(ctx context.Context) string {
 }
 
 // shipperNodes are the nodes kube-state-metrics lists a pod of the
-// shipper's DaemonSet on.
+// shipper's DaemonSet (in the config's namespace) on.
 func (r *run) shipperNodes(ctx context.Context) ([]string, error) {
 	ss, err := r.query(ctx, fmt.Sprintf("count by (%s) (%s)", contract.LabelNode,
-		r.t.KSM(vocab.Eq("created_by_kind", "DaemonSet"), vocab.Eq("created_by_name", contract.ShipperName)).Of("kube_pod_info")))
+		r.t.KSM(vocab.Eq("namespace", r.cfg.Namespace), vocab.Eq("created_by_kind", "DaemonSet"), vocab.Eq("created_by_name", contract.ShipperName)).Of("kube_pod_info")))
 	return label(ss, contract.LabelNode), err
 }
 
@@ -536,20 +534,20 @@ func (r *run) scrapedWithout(ctx context.Context, c Check, metric string, sel vo
 // nodes, as kube-state-metrics reports them.
 func (r *run) windowsContainers() string {
 	by := r.t.By("namespace", "pod", "container")
-	nodes := r.t.KSM(vocab.Re("os_image", "(?i).*windows.*"))
+	windows := []vocab.Matcher{vocab.Re("os_image", "(?i).*windows.*")}
 	if len(r.unscraped) > 0 {
 		quoted := make([]string, len(r.unscraped))
 		for i, n := range r.unscraped {
 			quoted[i] = regexp.QuoteMeta(n)
 		}
-		nodes = r.t.KSM(vocab.Re("os_image", "(?i).*windows.*"), vocab.NotRe(contract.LabelNode, strings.Join(quoted, "|")))
+		windows = append(windows, vocab.NotRe(contract.LabelNode, strings.Join(quoted, "|")))
 	}
 	return fmt.Sprintf(`max by (%s) (
   %s == 1
   and on (%s) max by (%s) (%s * on (%s) group_left () max by (%s) (%s))
 )`, by, r.t.KSM().Of("kube_pod_container_status_running"),
 		r.t.By("namespace", "pod"), r.t.By("namespace", "pod"), r.t.KSM().Of("kube_pod_info"),
-		r.t.By(contract.LabelNode), r.t.By(contract.LabelNode), nodes.Of("kube_node_info"))
+		r.t.By(contract.LabelNode), r.t.By(contract.LabelNode), r.t.KSM(windows...).Of("kube_node_info"))
 }
 
 // containerCoverage: the info record names every running Windows
@@ -791,7 +789,7 @@ func (r *run) shipperCounters(ctx context.Context) Check {
 			return skip(c, noExporter)
 		case shipperDefault:
 			c.Status, c.Evidence = Fail, []string{"the eventlog-shipper is the log agent of every unlabelled node, but no " + contract.ShipperEventsRead + " reaches Prometheus"}
-			c.Fix = "check that the shipper's pods run on the Windows nodes (kubectl get pods -l app.kubernetes.io/name=" + "winobs-eventlog-shipper) and its log"
+			c.Fix = "check that the shipper's pods run on the Windows nodes (kubectl get pods -l app.kubernetes.io/name=" + contract.ShipperName + ") and its log"
 		default:
 			on, err := r.shipperNodes(ctx)
 			if err != nil {
