@@ -163,7 +163,12 @@ func readLanes(path, channel string) (Checkpoint, error) {
 // encode is cp as a file holds it: JSON and its checksum.
 func (s *Store) encode(cp Checkpoint) ([]byte, error) {
 	cp.Saved = s.now().UTC()
-	payload, err := json.Marshal(cp)
+	return seal(cp)
+}
+
+// seal is v as JSON followed by its checksum, which verify checks.
+func seal(v any) ([]byte, error) {
+	payload, err := json.Marshal(v)
 	if err != nil {
 		return nil, err
 	}
@@ -263,11 +268,10 @@ type sentRecord struct {
 // encodeSlot is r as its slot holds it, padded with zeros.
 func (s *Store) encodeSlot(r sentRecord) ([]byte, error) {
 	r.Saved = s.now().UTC()
-	payload, err := json.Marshal(r)
+	data, err := seal(r)
 	if err != nil {
 		return nil, err
 	}
-	data := fmt.Appendf(payload, "\ncrc32c:%08x\n", crc32.Checksum(payload, crcTable))
 	if len(data) > sentSlot {
 		return nil, fmt.Errorf("the sent mark of %s takes %d bytes, more than its slot's %d (a dump path that long?)", r.Channel, len(data), sentSlot)
 	}
