@@ -260,19 +260,31 @@ var (
 // or without the exporter, and returns the output directory (one per
 // namespace: a re-render replaces it, as gen does).
 func (b *box) render(ns string, exporter bool) string {
-	return b.renderConfig(ns, fmt.Sprintf(`namespace: %s
+	return b.renderConfig(ns, b.config(ns, exporter, "kps"))
+}
+
+// config is a config for the box: the bundle in namespace ns, the
+// exporter deployed or not, the rules labelled for the Prometheus of
+// release, scrapes and the commit alert's hold short enough for a test.
+func (b *box) config(ns string, exporter bool, release string) string {
+	return fmt.Sprintf(`namespace: %s
 cluster:
   name: box
+prometheus:
+  ruleLabels: {release: %s}
 windowsExporter:
   deploy: %t
+  scrapeInterval: 1s
   firewall:
     allowFrom: [127.0.0.1/32]
+alerts:
+  nodeCommit: {for: 5s}
 apiServer:
   host: 127.0.0.1
   port: %d
 loki:
   url: http://127.0.0.1:3100/loki/api/v1/push
-`, ns, exporter, b.apiPort))
+`, ns, release, exporter, b.apiPort)
 }
 
 // renderConfig runs gen with this config (kept as <ns>.yaml) into the

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/url"
 	"os"
@@ -20,6 +21,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/winobs/winobs/doctor"
 	"github.com/winobs/winobs/vocab"
 )
 
@@ -91,7 +93,7 @@ stringData:
 	b.kubectlIn(kpsPrometheus, "apply", "-f", "-")
 
 	// The README's commands, with a config for this cluster.
-	out := b.renderConfig("monitoring", monitoringConfig(b, "kps"))
+	out := b.renderConfig("monitoring", b.config("monitoring", true, "kps"))
 	b.kubectl("apply", "-k", out)
 	b.waitFor("the exporter on both Windows nodes", func() error {
 		return b.onExactly("monitoring", "winobs-windows-exporter", windowsNodes)
@@ -202,11 +204,11 @@ spec:
 	}{
 		{"the rules' release label wrong", "rules-loaded", "is not loaded",
 			func() {
-				b.kubectl("apply", "-k", b.renderConfig("monitoring", monitoringConfig(b, "kube-prometheus-stack")))
+				b.kubectl("apply", "-k", b.renderConfig("monitoring", b.config("monitoring", true, "kube-prometheus-stack")))
 				p.syncUntil("the rules dropped", func(_ string, rules []string) error { return none(rules, "winobs") })
 			},
 			func() {
-				b.kubectl("apply", "-k", b.renderConfig("monitoring", monitoringConfig(b, "kps")))
+				b.kubectl("apply", "-k", b.renderConfig("monitoring", b.config("monitoring", true, "kps")))
 				p.syncUntil("the rules back", func(_ string, rules []string) error { return some(rules, "winobs") })
 			}},
 		// Our PodMonitor drops the target's namespace/pod/container before
@@ -295,33 +297,14 @@ spec:
   additionalScrapeConfigs: {name: kps-kube-state-metrics, key: scrape.yaml}
 `
 
-// monitoringConfig is a config for the box whose rules carry release.
-func monitoringConfig(b *box, release string) string {
-	return fmt.Sprintf(`namespace: monitoring
-cluster:
-  name: box
-prometheus:
-  ruleLabels: {release: %s}
-windowsExporter:
-  scrapeInterval: 1s
-  firewall:
-    allowFrom: [127.0.0.1/32]
-alerts:
-  nodeCommit: {for: 5s}
-apiServer:
-  host: 127.0.0.1
-  port: %d
-loki:
-  url: http://127.0.0.1:3100/loki/api/v1/push
-`, release, b.apiPort)
-}
-
 // prom is the real Prometheus, run with the operator's configuration.
 type prom struct {
 	t        *testing.T
 	b        *box
 	url, dir string
-	last     string // the configuration it runs
+	// text and rules are the configuration and rule files it runs.
+	text  string
+	rules map[string]string
 }
 
 // startPrometheus runs Prometheus once the operator has written its
@@ -389,8 +372,8 @@ func (p *prom) fetch() (string, map[string]string, error) {
 // it, pointed at the box: Kubernetes discovery through the box's
 // kubeconfig (the pod would use its service account), rule files from
 // the local copy of the ConfigMaps (the pod mounts them), the pod's
-// variables the reloader substitutes. It reloads a running Prometheus when
-// anything changed.
+// variables the reloader substitutes. It rewrites them, and reloads a
+// running Prometheus, only when something changed.
 func (p *prom) sync() (string, []string) {
 	p.t.Helper()
 	cfg, rules, err := p.fetch()
@@ -417,24 +400,21 @@ func (p *prom) sync() (string, []string) {
 	// The config reloader expands the pod's environment: its name, and the
 	// shard the StatefulSet's pod serves.
 	text := strings.NewReplacer("$(POD_NAME)", "prometheus-kps-0", "$(SHARD)", "0").Replace(string(local))
+	names := slices.Sorted(maps.Keys(rules))
+	if text == p.text && maps.Equal(rules, p.rules) {
+		return cfg, names
+	}
 	os.RemoveAll(filepath.Join(p.dir, "rules"))
 	os.MkdirAll(filepath.Join(p.dir, "rules"), 0o755)
-	var names []string
 	for name, body := range rules {
 		if err := os.WriteFile(filepath.Join(p.dir, "rules", name), []byte(body), 0o644); err != nil {
 			p.t.Fatal(err)
 		}
-		names = append(names, name)
-	}
-	slices.Sort(names)
-	state := text + strings.Join(names, "\n") + fmt.Sprint(len(rules))
-	for _, body := range rules {
-		state += body
 	}
 	if err := os.WriteFile(filepath.Join(p.dir, "prometheus.yaml"), []byte(text), 0o644); err != nil {
 		p.t.Fatal(err)
 	}
-	if state != p.last && p.url != "" {
+	if p.url != "" {
 		resp, err := http.Post(p.url+"/-/reload", "", nil)
 		if err != nil {
 			p.t.Fatal(err)
@@ -445,7 +425,7 @@ func (p *prom) sync() (string, []string) {
 			p.t.Fatalf("reload: %s %s\n%s", resp.Status, body, text)
 		}
 	}
-	p.last = state
+	p.text, p.rules = text, rules
 	return cfg, names
 }
 
@@ -670,11 +650,8 @@ func (b *box) doctorSays(t *testing.T, cfgFile, promURL string, fail map[string]
 		cmd.Stdout, cmd.Stderr = &out, &errOut
 		err := cmd.Run()
 		var rep struct {
-			OK     bool
-			Checks []struct {
-				ID, Title, Status, Fix string
-				Evidence               []string
-			}
+			doctor.Report
+			OK bool `json:"ok"`
 		}
 		if jerr := json.Unmarshal(out.Bytes(), &rep); jerr != nil {
 			return fmt.Errorf("gen doctor: %v (%v)\n%s%s", jerr, err, out.String(), errOut.String())
@@ -689,11 +666,11 @@ func (b *box) doctorSays(t *testing.T, cfgFile, promURL string, fail map[string]
 			want, mustFail := fail[c.ID]
 			seen[c.ID] = true
 			switch {
-			case mustFail && (c.Status != "fail" || !strings.Contains(text, want)):
+			case mustFail && (c.Status != doctor.Fail || !strings.Contains(text, want)):
 				problems = append(problems, fmt.Sprintf("%s: %s (%s), want a failure saying %q", c.ID, c.Status, text, want))
-			case !mustFail && c.Status == "fail":
+			case !mustFail && c.Status == doctor.Fail:
 				problems = append(problems, fmt.Sprintf("%s failed: %s", c.ID, text))
-			case !mustFail && len(fail) == 0 && c.Status != "pass" && !strings.HasPrefix(c.ID, "loki"):
+			case !mustFail && len(fail) == 0 && c.Status != doctor.Pass && !strings.HasPrefix(c.ID, "loki"):
 				problems = append(problems, fmt.Sprintf("%s: %s on the healthy box: %s", c.ID, c.Status, text))
 			}
 		}

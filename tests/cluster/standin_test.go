@@ -113,7 +113,6 @@ func (a *apiReader) list() (objects, error) {
 // standIn is one scrape target: it answers with expose(objects) and can be
 // taken down or changed while the test runs.
 type standIn struct {
-	t      *testing.T
 	api    *apiReader
 	addr   string
 	expose func(objects) string
@@ -124,7 +123,7 @@ type standIn struct {
 }
 
 func serve(t *testing.T, api *apiReader, addr string, expose func(objects) string) *standIn {
-	s := &standIn{t: t, api: api, addr: addr, expose: expose}
+	s := &standIn{api: api, addr: addr, expose: expose}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		t.Fatalf("stand-in at %s: %v", addr, err)
