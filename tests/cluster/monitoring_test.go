@@ -3,6 +3,7 @@ package cluster
 import (
 	"bytes"
 	"compress/gzip"
+	"context"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -10,7 +11,6 @@ import (
 	"io"
 	"maps"
 	"net/http"
-	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -22,6 +22,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/winobs/winobs/doctor"
+	"github.com/winobs/winobs/rules"
 	"github.com/winobs/winobs/vocab"
 )
 
@@ -119,11 +120,15 @@ spec:
   groups: [{name: other-release-group, rules: [{record: "other:up", expr: "up"}]}]
 `, "apply", "-f", "-")
 	p.waitFor("the winobs groups loaded and evaluated", func() error {
-		groups, err := p.groups()
+		loaded, err := p.ruleGroups()
 		if err != nil {
 			return err
 		}
-		for _, g := range []string{"winobs-windows-records", "winobs-windows-alerts"} {
+		var groups []string
+		for _, g := range loaded {
+			groups = append(groups, g.Name)
+		}
+		for _, g := range []string{rules.RecordsGroup, rules.AlertsGroup} {
 			if !slices.Contains(groups, g) {
 				return fmt.Errorf("groups %v lack %s", groups, g)
 			}
@@ -144,7 +149,7 @@ spec:
 		}
 		var on []string
 		for _, s := range ss {
-			if s.Value[1] != "1" {
+			if s.Value != 1 {
 				return fmt.Errorf("target %v down", s.Metric)
 			}
 			if s.Metric["instance"] != s.Metric["node"] {
@@ -302,6 +307,7 @@ type prom struct {
 	t        *testing.T
 	b        *box
 	url, dir string
+	api      *doctor.API
 	// text and rules are the configuration and rule files it runs.
 	text  string
 	rules map[string]string
@@ -319,6 +325,11 @@ func startPrometheus(t *testing.T, b *box, bin string) *prom {
 	p.sync()
 	port := freePort(t)
 	p.url = fmt.Sprintf("http://127.0.0.1:%d", port)
+	api, err := doctor.NewAPI("Prometheus", p.url, doctor.Auth{}, 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.api = api
 	b.runPath("prometheus", bin, "--config.file="+filepath.Join(p.dir, "prometheus.yaml"), "--storage.tsdb.path="+filepath.Join(p.dir, "data"),
 		fmt.Sprintf("--web.listen-address=127.0.0.1:%d", port), "--web.enable-lifecycle")
 	return p
@@ -495,11 +506,6 @@ func (p *prom) targets() string {
 	return b.String()
 }
 
-type sample struct {
-	Metric map[string]string
-	Value  [2]any
-}
-
 func (p *prom) get(path string, into any) error {
 	resp, err := http.Get(p.url + path)
 	if err != nil {
@@ -520,43 +526,22 @@ func (p *prom) get(path string, into any) error {
 	return json.Unmarshal(env.Data, into)
 }
 
-func (p *prom) query(q string) ([]sample, error) {
-	var data struct{ Result []sample }
-	err := p.get("/api/v1/query?query="+url.QueryEscape(q), &data)
-	for i := range data.Result {
-		data.Result[i].Value[1] = fmt.Sprint(data.Result[i].Value[1])
-	}
-	return data.Result, err
-}
+// query and ruleGroups go through doctor's Prometheus client (the one gen
+// doctor uses); get is for what it does not ask (targets).
+func (p *prom) query(q string) ([]doctor.Sample, error) { return p.api.Query(context.Background(), q) }
 
-// groups are the loaded rule groups' names.
-func (p *prom) groups() ([]string, error) {
-	var data struct{ Groups []struct{ Name string } }
-	if err := p.get("/api/v1/rules", &data); err != nil {
-		return nil, err
-	}
-	var out []string
-	for _, g := range data.Groups {
-		out = append(out, g.Name)
-	}
-	return out, nil
-}
+func (p *prom) ruleGroups() ([]doctor.RuleGroup, error) { return p.api.Rules(context.Background()) }
 
 // recordsCover checks that every loaded winobs record has series: each
 // node record for every Windows node, each container record for exactly
 // the containers want names, with the pods' namespace/pod/container.
 func (p *prom) recordsCover(nodes []string, want map[string][]string) error {
-	var data struct {
-		Groups []struct {
-			Name  string
-			Rules []struct{ Name, Type string }
-		}
-	}
-	if err := p.get("/api/v1/rules", &data); err != nil {
+	groups, err := p.ruleGroups()
+	if err != nil {
 		return err
 	}
 	seen := map[string]bool{}
-	for _, g := range data.Groups {
+	for _, g := range groups {
 		if !strings.HasPrefix(g.Name, "winobs-") {
 			continue
 		}
@@ -606,17 +591,12 @@ func (p *prom) recordsCover(nodes []string, want map[string][]string) error {
 
 // firing checks that alert fires on exactly these nodes.
 func (p *prom) firing(alert string, nodes ...string) error {
-	var data struct {
-		Alerts []struct {
-			Labels map[string]string
-			State  string
-		}
-	}
-	if err := p.get("/api/v1/alerts", &data); err != nil {
+	alerts, err := p.api.Alerts(context.Background())
+	if err != nil {
 		return err
 	}
 	var on []string
-	for _, a := range data.Alerts {
+	for _, a := range alerts {
 		if a.Labels["alertname"] == alert && a.State == "firing" {
 			on = append(on, a.Labels["node"])
 		}
