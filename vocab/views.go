@@ -46,14 +46,19 @@ $[info]`, Args{"resource": ksm.With(Eq("resource", resource)).Of(metric), "info"
 // (recorded as ContainerNoMemoryLimit). limits is the memory limits of the
 // containers in info (ContainerMemoryLimitBytes): the record, one series a
 // Windows container, rather than every pod's limits in kube-state-metrics.
+// A container counts only while kube-state-metrics reports it: when it is
+// down or does not watch the namespace, no container is "without a limit";
+// nor is an init or ephemeral container, whose limits (if any) are in other
+// series. The few without a limit are found first, so the aggregation and
+// that check run over those, not over every container.
 func (t Terms) NoMemoryLimitView(info, limits string) string {
 	return t.fill(`max by ($[cluster], namespace, pod, container) (
   $[info]
-  and on ($[cluster], namespace, pod, container)
-  $[containers]
+  unless on ($[cluster], namespace, pod, container)
+  $[limits]
 )
-unless on ($[cluster], namespace, pod, container)
-$[limits]`, Args{
+and on ($[cluster], namespace, pod, container)
+$[containers]`, Args{
 		"info":       info,
 		"containers": t.KSM().Of("kube_pod_container_info"),
 		"limits":     limits,
