@@ -93,7 +93,11 @@ func ms(unit string) func(result) string {
 
 // ratio shows a ratio with the two times it divides.
 func ratio(r result) string {
-	return fmt.Sprintf("%.2f (winobs %.0f ms, kube-prometheus-stack %.0f ms)", r["ratio"], r["winobs_ms"], r["kps_ms"])
+	v := fmt.Sprintf("%.2f (winobs %.0f ms, kube-prometheus-stack %.0f ms)", r["ratio"], r["winobs_ms"], r["kps_ms"])
+	if c, ok := r["cpu_ratio"]; ok {
+		v += fmt.Sprintf("; CPU time %.2f", c)
+	}
+	return v
 }
 
 // perChannel and perNode show a shipper rate with its bytes and what Loki

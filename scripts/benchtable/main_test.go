@@ -13,7 +13,7 @@ func TestTable(t *testing.T) {
 goarch: amd64
 pkg: github.com/winobs/winobs/tests
 cpu: Oxide Virtual Turin-like Processor             
-BenchmarkRecordsVsKubePrometheusStack/nodes=50-2         	       5	 508110922 ns/op	         6.000 kps_empty_records	       287.0 kps_ms	         0.4424 ratio	       127.0 winobs_ms
+BenchmarkRecordsVsKubePrometheusStack/nodes=50-2         	      20	 580112405 ns/op	         0.3064 cpu_ratio	         6.000 kps_empty_records	       392.8 kps_ms	         0.3600 ratio	       141.4 winobs_ms
 BenchmarkRecordsVsKubePrometheusStack/nodes=200-2        	       5	2618523012 ns/op	         6.000 kps_empty_records	      1531 kps_ms	         0.3837 ratio	       587.3 winobs_ms
 BenchmarkShipperBinary-2 	       5	 1186233561 ns/op	    112000 events/s	        21.50 peak_RSS_MiB	         9.800 windows_binary_MB
 BenchmarkShipperIntoLoki/loki-model/channels=1-2         	       1	20715191574 ns/op	       511.7 KiB/s/channel	       501.2 bytes/line	      1045 events/s/channel	      1045 events/s/node	         0 sharded_entries	         7.000 streams
@@ -26,7 +26,7 @@ PASS
 	got := table(res, machine)
 	for _, want := range []string{
 		"Measured on: Oxide Virtual Turin-like Processor, GOMAXPROCS 2 (linux/amd64).",
-		"| 0.44 (winobs 127 ms, kube-prometheus-stack 287 ms) |",
+		"| 0.36 (winobs 141 ms, kube-prometheus-stack 393 ms); CPU time 0.31 |",
 		"| 0.38 (winobs 587 ms, kube-prometheus-stack 1531 ms) |",
 		"| 112000 events/s |", "| 21.5 MiB |", "| 9.8 MB |",
 		"| 1045 events/s (512 KiB/s of 501-byte lines), 0 entries sharded, 7 streams (lanes) |",
