@@ -143,8 +143,8 @@ ci: fmt-check test race-loaded vet lint windows winapi-check check-generated ## 
 
 # A benchmark that fails must fail the target, though its output goes through tee.
 # The records benchmark runs three times per size, each in a process of its own: its ratio moves between
-# processes (0.32-0.37 at 50 nodes on one machine), and a later run in the same process inherits the earlier
-# runs' heap. The table shows the median run and the range.
+# processes (0.32-0.37 at 50 nodes on one machine), and runs after the first in one process measured otherwise
+# (-count 3: 0.33, then 0.36 and 0.37, kube-prometheus-stack's records faster). The table shows the median and the range.
 bench: SHELL := /bin/bash
 bench: .SHELLFLAGS := -o pipefail -c
 bench: $(BIN)/victoria-logs ## benchmarks, ending with one table (also docs/performance.md): records vs kube-prometheus-stack's at 50 and 200 nodes, dashboards, shipper events/s, allocs, RSS, binary size, gen's build CPU and render time
