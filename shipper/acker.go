@@ -65,6 +65,13 @@ func (a *acker) saveFailure() *unsavedCheckpoints {
 	return a.unsaved
 }
 
+// newAcker is the acker of a run: its checkpoints in store, the failing
+// sent mark said at most once a minute.
+func newAcker(store *checkpoint.Store, onCorrupt string, bud *budget, m *metrics, log *slog.Logger) *acker {
+	return &acker{store: store, onCorrupt: onCorrupt, budget: bud, m: m, log: log, now: time.Now,
+		sentLog: ratelog.New(log, time.Minute)}
+}
+
 var _ positions = (*acker)(nil)
 
 // resume is where a source starts: its checkpoint, if one was found, or for
@@ -125,9 +132,6 @@ func (a *acker) sending(b *batch) {
 			continue
 		}
 		if err := a.store.SaveSent(cp); err != nil {
-			if a.sentLog == nil {
-				a.sentLog = ratelog.New(a.log, time.Minute)
-			}
 			a.sentLog.Warn("sent:"+ch, "cannot save the sent mark; after a crash, replayed events may show twice", "channel", ch, "error", err)
 			continue
 		}

@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
@@ -24,8 +23,7 @@ func testAcker(t *testing.T, dir, onCorrupt string) *acker {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &acker{store: store, onCorrupt: onCorrupt, budget: newBudget(1 << 20), m: newMetrics([]string{"System"}),
-		log: slog.New(slog.DiscardHandler), now: time.Now}
+	return newAcker(store, onCorrupt, newBudget(1<<20), newMetrics([]string{"System"}), slog.New(slog.DiscardHandler))
 }
 
 func TestAckerSavesOnlyDeliveredPositions(t *testing.T) {
@@ -148,9 +146,12 @@ func TestSentMarkNeverMovesBack(t *testing.T) {
 // the times left out, not once per batch: the full disk may hold the log.
 func TestSentMarkFailureIsRateLimited(t *testing.T) {
 	dir := t.TempDir()
-	a := testAcker(t, dir, shipconfig.Oldest)
+	store, err := checkpoint.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
 	var logs bytes.Buffer
-	a.log = slog.New(slog.NewTextHandler(&logs, nil))
+	a := newAcker(store, shipconfig.Oldest, newBudget(1<<20), newMetrics([]string{"System"}), slog.New(slog.NewTextHandler(&logs, nil)))
 	// Nothing can be made where the sent mark goes: its first creation fails.
 	if err := os.MkdirAll(filepath.Join(strings.TrimSuffix(a.store.Path("System"), ".checkpoint")+".sent.tmp", "full"), 0o700); err != nil {
 		t.Fatal(err)

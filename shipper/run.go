@@ -91,7 +91,7 @@ func New(cfg *shipconfig.Config, log *slog.Logger) (*Shipper, error) {
 	}
 	m := newMetrics(channels)
 	bud := newBudget(int64(cfg.MaxInFlightBytes))
-	ack := &acker{store: store, onCorrupt: cfg.OnCorruptCheckpoint, budget: bud, m: m, log: log, now: time.Now}
+	ack := newAcker(store, cfg.OnCorruptCheckpoint, bud, m, log)
 	s := &Shipper{cfg: cfg, log: log, client: client, m: m, budget: bud, sources: sources, now: time.Now, acker: ack,
 		format: newFormatter(cfg, m, log, newLanes(cfg, ack, m, log)),
 		pacer:  pace.New(cfg.Limits.StreamBytesPerSecond, cfg.Limits.BytesPerSecond)}
