@@ -378,26 +378,26 @@ func benchRecordsVsKPS(b *testing.B, spec clusterSpec) {
 	}
 	kpsEmpty := rb.emptyRecords(b, theirs)
 
-	var oursT, theirsT, oursCPU, theirsCPU []time.Duration
+	// The times of one set's evaluations.
+	type timed struct {
+		groups    []*rules.Group
+		wall, cpu []time.Duration
+	}
+	oursT, theirsT := &timed{groups: ours}, &timed{groups: theirs}
+	order := [2]*timed{oursT, theirsT}
 	perRule := map[string][]time.Duration{}
 	b.ResetTimer()
-	first := true
 	for b.Loop() {
 		// Each set starts from a collected heap, and the order swaps every
 		// time (ours, theirs, theirs, ours, ...): a set that follows the
 		// collection of the other's garbage (the runtime returning its pages
 		// meanwhile) does so as often as the other.
-		for _, set := range [2]bool{first, !first} {
+		for _, set := range order {
 			runtime.GC()
-			if set {
-				wall, cpu := rb.evalCPU(b, ours, benchEvalTime)
-				oursT, oursCPU = append(oursT, wall), append(oursCPU, cpu)
-			} else {
-				wall, cpu := rb.evalCPU(b, theirs, benchEvalTime)
-				theirsT, theirsCPU = append(theirsT, wall), append(theirsCPU, cpu)
-			}
+			wall, cpu := rb.evalCPU(b, set.groups, benchEvalTime)
+			set.wall, set.cpu = append(set.wall, wall), append(set.cpu, cpu)
 		}
-		first = !first
+		order[0], order[1] = order[1], order[0]
 		for set, groups := range map[string][]*rules.Group{"winobs": ours, "kps": theirs} {
 			for _, g := range groups {
 				for _, r := range g.Rules() {
@@ -424,11 +424,11 @@ func benchRecordsVsKPS(b *testing.B, spec clusterSpec) {
 	b.Logf("median evaluation per rule, slowest first:%s", table.String())
 	b.Logf("kube-prometheus-stack records with no series on exporter 0.31: %d %v", len(kpsEmpty), kpsEmpty)
 
-	om, tm := median(oursT), median(theirsT)
+	om, tm := median(oursT.wall), median(theirsT.wall)
 	b.ReportMetric(float64(om.Microseconds())/1000, "winobs_ms")
 	b.ReportMetric(float64(tm.Microseconds())/1000, "kps_ms")
 	b.ReportMetric(float64(om)/float64(tm), "ratio")
-	if oc, tc := median(oursCPU), median(theirsCPU); tc > 0 {
+	if oc, tc := median(oursT.cpu), median(theirsT.cpu); tc > 0 {
 		b.ReportMetric(float64(oc)/float64(tc), "cpu_ratio")
 	}
 	b.ReportMetric(float64(len(kpsEmpty)), "kps_empty_records")
