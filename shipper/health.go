@@ -5,11 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"time"
 
 	"github.com/winobs/winobs/conffile"
+	"github.com/winobs/winobs/shipper/checkpoint"
 	"github.com/winobs/winobs/shipper/ratelog"
 	"github.com/winobs/winobs/shipper/shipconfig"
 )
@@ -31,9 +33,10 @@ const (
 
 // Health is the health file's content.
 type Health struct {
-	Time   time.Time `json:"time"`
-	Ready  bool      `json:"ready"`
-	Reason string    `json:"reason,omitempty"` // why not ready
+	Time    time.Time `json:"time"`
+	Ready   bool      `json:"ready"`
+	Reason  string    `json:"reason,omitempty"`  // why not ready
+	Stopped bool      `json:"stopped,omitempty"` // written as the shipper stops
 }
 
 // health is what /readyz and the health file say now.
@@ -55,21 +58,30 @@ func (s *Shipper) health() Health {
 // races a probe that holds the file open (Windows refuses that).
 const healthSize = 256
 
-// writeHealth keeps the health file current until the returned stop, which
-// removes it: a stopped shipper is neither live nor ready.
+// writeHealth keeps the health file current until the returned stop.
 func (s *Shipper) writeHealth() (stop func()) {
-	path := filepath.Join(s.cfg.StateDir, shipconfig.HealthFile)
-	logs := ratelog.New(s.log, time.Minute)
+	return keepHealth(filepath.Join(s.cfg.StateDir, shipconfig.HealthFile), s.health, s.log)
+}
+
+// createNew makes a new file; a variable so a test can have the disk
+// refuse it, as a full one does.
+var createNew = checkpoint.CreateNew
+
+// keepHealth writes health() to path every healthInterval until the
+// returned stop, which writes that the shipper stopped: a stopped shipper is
+// neither live nor ready, and the file stays, to be reused in place by the
+// next start even when the disk is full by then.
+func keepHealth(path string, health func() Health, log *slog.Logger) (stop func()) {
+	logs := ratelog.New(log, time.Minute)
 	var f *os.File
-	write := func() {
+	write := func(h Health) {
 		if f == nil {
 			var err error
-			if f, err = os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o600); err != nil {
+			if f, err = openHealth(path); err != nil {
 				logs.Error("health_file", "cannot write the health file the kubelet's probe reads", "path", path, "error", err)
 				return
 			}
 		}
-		h := s.health()
 		h.Reason = conffile.Excerpt(h.Reason)
 		b, _ := json.Marshal(h)
 		b = append(b, bytes.Repeat([]byte(" "), max(healthSize-len(b), 0))...)
@@ -77,14 +89,40 @@ func (s *Shipper) writeHealth() (stop func()) {
 			logs.Error("health_file", "cannot write the health file the kubelet's probe reads", "path", path, "error", err)
 		}
 	}
-	stopWriting := every(healthInterval, write)
+	stopWriting := every(healthInterval, func() { write(health()) })
 	return func() {
 		stopWriting()
+		write(Health{Time: time.Now().UTC(), Reason: "stopped", Stopped: true})
 		if f != nil {
 			f.Close()
 		}
-		os.Remove(path)
 	}
+}
+
+// openHealth opens the health file to be rewritten in place. The one an
+// earlier run left is reused, so a restart on a full state disk can still
+// say it is alive. Whatever else is at the path (a link, a hard link, a
+// directory, a file of another size) is never written through: it is
+// removed, or moved aside when it cannot be (a directory with files in it),
+// and a new file is made.
+func openHealth(path string) (*os.File, error) {
+	if f, _ := checkpoint.OpenInPlace(path, healthSize); f != nil {
+		return f, nil // an error here is what is replaced below
+	}
+	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
+		aside := fmt.Sprintf("%s.aside-%d", path, time.Now().UnixNano())
+		if rerr := os.Rename(path, aside); rerr != nil {
+			return nil, fmt.Errorf("%w; cannot move it aside either: %v", err, rerr)
+		}
+	}
+	if err := createNew(path, bytes.Repeat([]byte(" "), healthSize)); err != nil {
+		return nil, err
+	}
+	f, err := checkpoint.OpenInPlace(path, healthSize)
+	if f == nil && err == nil {
+		err = fmt.Errorf("%s was replaced while it was made", path)
+	}
+	return f, err
 }
 
 // CheckHealth reads a health file as the probe does: live when it was
@@ -100,6 +138,9 @@ func CheckHealth(path string, ready bool, now time.Time) error {
 	}
 	if age := now.Sub(h.Time); age > HealthStale || age < -HealthStale {
 		return fmt.Errorf("health file %s written %s ago: the shipper is stuck", path, age.Round(time.Second))
+	}
+	if h.Stopped {
+		return fmt.Errorf("health file %s: the shipper stopped at %s", path, h.Time.Format(time.RFC3339))
 	}
 	if ready && !h.Ready {
 		return errors.New("not ready: " + h.Reason)

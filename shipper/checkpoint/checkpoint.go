@@ -100,7 +100,7 @@ func (s *Store) saveAt(path, what string, cp Checkpoint) error {
 		return err
 	}
 	tmp := path + ".tmp"
-	if err := writeSync(tmp, data); err != nil {
+	if err := CreateNew(tmp, data); err != nil {
 		return fmt.Errorf("writing %s: %w", what, err)
 	}
 	if err := os.Rename(path, path+".bak"); err != nil && !errors.Is(err, os.ErrNotExist) {
@@ -206,7 +206,7 @@ func (s *Store) SaveSent(cp Checkpoint) error {
 			return err
 		}
 		data = append(data, make([]byte, sentSlot)...)
-		if err := writeSync(path+".tmp", data); err != nil {
+		if err := CreateNew(path+".tmp", data); err != nil {
 			return fmt.Errorf("creating the sent mark: %w", err)
 		}
 		return os.Rename(path+".tmp", path)
@@ -292,28 +292,11 @@ func parseSlots(data []byte) []sentRecord {
 
 // openSent opens the sent mark's file for writing in place, and reads its
 // slots. It returns a nil file when there is none to write in place (none
-// yet, or one from before the slots). Like writeSync, it writes through no
-// link: a link, or a file swapped in while opening, is refused.
+// yet, or one from before the slots).
 func openSent(path string) (*os.File, []sentRecord, error) {
-	st, err := os.Lstat(path)
-	switch {
-	case errors.Is(err, os.ErrNotExist):
-		return nil, nil, nil
-	case err != nil:
+	f, err := OpenInPlace(path, sentSlot*sentSlots)
+	if f == nil || err != nil {
 		return nil, nil, err
-	case !st.Mode().IsRegular():
-		return nil, nil, fmt.Errorf("%s is not a regular file (%s)", path, st.Mode().Type())
-	case st.Size() != sentSlot*sentSlots:
-		return nil, nil, nil
-	}
-	f, err := os.OpenFile(path, os.O_RDWR, 0)
-	if err != nil {
-		return nil, nil, err
-	}
-	fst, err := f.Stat()
-	if err != nil || !os.SameFile(st, fst) {
-		f.Close()
-		return nil, nil, fmt.Errorf("%s was replaced while opened", path)
 	}
 	data := make([]byte, sentSlot*sentSlots)
 	if _, err := f.ReadAt(data, 0); err != nil {
@@ -323,12 +306,45 @@ func openSent(path string) (*os.File, []sentRecord, error) {
 	return f, parseSlots(data), nil
 }
 
+// OpenInPlace opens a file of exactly size bytes to be overwritten in
+// place, which needs no new block, so a full disk still takes the write. It
+// returns a nil file when there is none of that size to reuse. It writes
+// through nothing: a link, a file with other names (a hard link), anything
+// but a regular file, or a file swapped in while opening is refused.
+func OpenInPlace(path string, size int64) (*os.File, error) {
+	st, err := os.Lstat(path)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return nil, nil
+	case err != nil:
+		return nil, err
+	case !st.Mode().IsRegular():
+		return nil, fmt.Errorf("%s is not a regular file (%s)", path, st.Mode().Type())
+	case st.Size() != size:
+		return nil, nil
+	}
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		return nil, err
+	}
+	fst, err := f.Stat()
+	if err != nil || !os.SameFile(st, fst) {
+		f.Close()
+		return nil, fmt.Errorf("%s was replaced while opened", path)
+	}
+	if n, err := links(f); err != nil || n > 1 {
+		f.Close()
+		return nil, fmt.Errorf("%s has %d names (a hard link to a file elsewhere?): not written through (%v)", path, n, err)
+	}
+	return f, nil
+}
+
 var crcTable = crc32.MakeTable(crc32.Castagnoli)
 
-// writeSync writes a new file: whatever is at path (a link planted there
-// included) is removed first, and the file is created exclusively, so
-// nothing is written through a link.
-func writeSync(path string, data []byte) error {
+// CreateNew writes data to a new file at path and syncs it: whatever is at
+// path (a link planted there included) is removed first, and the file is
+// created exclusively, so nothing is written through a link.
+func CreateNew(path string, data []byte) error {
 	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return err
 	}

@@ -338,6 +338,20 @@ func TestSentMarkInPlace(t *testing.T) {
 				return err
 			}, 0},
 		}, []bool{true}},
+		{"a hard link is not written through", []step{
+			{"hard link", func(t *testing.T, s *Store, path string) error {
+				target := filepath.Join(t.TempDir(), "elsewhere")
+				os.WriteFile(target, make([]byte, sentSlot*sentSlots), 0o600)
+				if err := os.Link(target, path); err != nil {
+					t.Skip(err)
+				}
+				err := save(3)(t, s, path)
+				if data, _ := os.ReadFile(target); !bytes.Equal(data, make([]byte, sentSlot*sentSlots)) {
+					t.Error("written through the hard link")
+				}
+				return err
+			}, 0},
+		}, []bool{true}},
 		{"another channel's slot is not this one's", []step{
 			{"foreign", func(t *testing.T, s *Store, path string) error {
 				data, _ := s.encodeSlot(sentRecord{Seq: 1, Checkpoint: Checkpoint{Channel: "Security", RecordID: 99}})
