@@ -29,7 +29,7 @@ RACE_PKGS := ./shipper/... ./internal/lokitest/...
 # Packages with Windows-only files, linted for Windows too.
 WINDOWS_PKGS := ./shipper/... ./cmd/eventlog-shipper/...
 
-.PHONY: gen cluster-e2e grafana-harness alloy-harness release-gen test-loaded doctor-e2e images help generate test race lint tidy-check vet fmt-check windows winapi-check check-generated ci bench promtool-test \
+.PHONY: gen cluster-e2e grafana-harness alloy-harness loki release-gen test-loaded doctor-e2e images help generate test race lint tidy-check vet fmt-check windows winapi-check check-generated ci bench promtool-test \
 	reliability update-crds print-versions
 
 help: ## list targets
@@ -49,6 +49,13 @@ ALLOY_HARNESS := $(BIN)/alloyharness-$(call version,alloyHarness)
 $(ALLOY_HARNESS): tests/alloy/build.sh tests/alloy/harness/main.go versions.json
 	tests/alloy/build.sh $@ $(call version,alloyHarness)
 alloy-harness: $(ALLOY_HARNESS) ## build the Alloy harness from Alloy's module (tests/alloy; make test does it)
+
+# A real Loki, built from the Go module proxy in a scratch copy of its own
+# module and run by tests as a separate process (AGPL: never a dependency).
+LOKI := $(BIN)/loki-$(call version,loki)
+$(LOKI): tests/loki/build.sh versions.json
+	tests/loki/build.sh $@ $(call version,loki)
+loki: $(LOKI) ## build the real Loki the Loki rule tests and the shipper's stream-limit test run (tests/loki; make test does it)
 
 # The cluster in a box (tests/cluster): a real control plane from Go modules,
 # kwok for the nodes, prometheus-operator and Prometheus. Not in make test:
@@ -73,8 +80,8 @@ $(GRAFANA_HARNESS): tests/grafana/package-lock.json tests/grafana/package.json
 grafana-harness: $(GRAFANA_HARNESS) ## install the Grafana harness (npm ci in tests/grafana; make test does it)
 
 # With the harness installed, its tests must run: a missing module fails them.
-test: $(BIN)/victoria-logs $(GRAFANA_HARNESS) $(ALLOY_HARNESS) ## run every test (rule unit tests, schema checks, dashboards through Grafana's code and shipper end-to-end tests included)
-	@start=$$(date +%s); WINOBS_REQUIRE_GRAFANA=1 WINOBS_REQUIRE_ALLOY=1 $(GO) test -timeout $(TEST_TIMEOUT) ./... && echo "make test: passed in $$(( $$(date +%s) - start )) s"
+test: $(BIN)/victoria-logs $(GRAFANA_HARNESS) $(ALLOY_HARNESS) $(LOKI) ## run every test (rule unit tests on Prometheus' engine and on a real Loki, schema checks, dashboards through Grafana's code and shipper end-to-end tests included)
+	@start=$$(date +%s); WINOBS_REQUIRE_GRAFANA=1 WINOBS_REQUIRE_ALLOY=1 WINOBS_REQUIRE_LOKI=1 $(GO) test -timeout $(TEST_TIMEOUT) ./... && echo "make test: passed in $$(( $$(date +%s) - start )) s"
 
 race: $(BIN)/victoria-logs ## the packages with goroutines under the race detector
 	$(GO) test -race -timeout $(TEST_TIMEOUT) $(RACE_PKGS)
@@ -84,8 +91,8 @@ race: $(BIN)/victoria-logs ## the packages with goroutines under the race detect
 LOAD_PER_CORE ?= 2
 busy = sh scripts/busy.sh $$(( $$(nproc) * $(LOAD_PER_CORE) ))
 
-test-loaded: $(BIN)/victoria-logs $(GRAFANA_HARNESS) $(ALLOY_HARNESS) ## make test while other processes keep every core busy: no verdict may depend on the machine's speed
-	WINOBS_REQUIRE_GRAFANA=1 WINOBS_REQUIRE_ALLOY=1 $(busy) $(GO) test -count=1 -timeout $(TEST_TIMEOUT) ./...
+test-loaded: $(BIN)/victoria-logs $(GRAFANA_HARNESS) $(ALLOY_HARNESS) $(LOKI) ## make test while other processes keep every core busy: no verdict may depend on the machine's speed
+	WINOBS_REQUIRE_GRAFANA=1 WINOBS_REQUIRE_ALLOY=1 WINOBS_REQUIRE_LOKI=1 $(busy) $(GO) test -count=1 -timeout $(TEST_TIMEOUT) ./...
 
 race-loaded: $(BIN)/victoria-logs ## make race under the same load (CI runs this: the shipper and the Loki model, raced and starved)
 	$(busy) $(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) $(RACE_PKGS)

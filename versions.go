@@ -74,6 +74,11 @@ type Versions struct {
 	// serves, since it serves none of the operator's own release.
 	PrometheusOperator       string `json:"prometheusOperator"`
 	PrometheusOperatorClient string `json:"prometheusOperatorClient"`
+	// Loki is the real Loki make test builds from the Go module proxy
+	// (tests/loki/build.sh) and runs as a test process: the Loki rule tests
+	// and the shipper's stream-limit test. Loki is AGPL: it is never a
+	// dependency of winobs, nor linked into what winobs ships.
+	Loki string `json:"loki"`
 }
 
 // Pinned returns versions.json. It panics only if the embedded file is

@@ -16,13 +16,19 @@ const (
 	// LabelStream is stdout or stderr: Alloy's stage.cri sets it from the
 	// CRI line.
 	LabelStream = "stream"
-	// LabelLane numbers the extra streams of an event log channel the
-	// eventlog-shipper splits over Loki streams when it is busy ("1",
-	// "2", ...); lane 0, a channel's only stream when it is quiet, has no
-	// such label. Queries select a channel by job, node and channel, and
-	// sum over lanes.
+	// LabelLane numbers the extra streams of one computer's events of a
+	// channel, which the eventlog-shipper splits over Loki streams when
+	// that stream is busy ("1", "2", ...); lane 0, a stream's only lane
+	// when it is quiet, has no such label. Queries select a channel by job,
+	// node and channel, and sum over lanes.
 	LabelLane = "lane"
 )
+
+// MaxLanes is the most lanes the eventlog-shipper splits one stream over
+// (its limits.maxLanes allows no more, and a saved lane plan with more is
+// damaged): every lane is a Loki stream, and a tenant may have 5,000
+// (max_global_streams_per_user).
+const MaxLanes = 32
 
 // EventStreamLabels are the labels of an event log stream.
 var EventStreamLabels = []string{LabelJob, LabelNode, LabelChannel, LabelComputer}

@@ -176,11 +176,17 @@ func query(t *testing.T, base, q string) []map[string]string {
 	return rows
 }
 
+// writeConfig is the shipper's config for a dump into VictoriaLogs at base.
 func writeConfig(t testing.TB, dir, base, dumpPath string, extra string) string {
+	return writeConfigURL(t, dir, base+"/insert/loki/api/v1/push?disable_message_parsing=1", dumpPath, extra)
+}
+
+// writeConfigURL is the shipper's config for a dump pushed to push.
+func writeConfigURL(t testing.TB, dir, push, dumpPath string, extra string) string {
 	cfg := fmt.Sprintf(`loki:
   minBackoff: 50ms
   maxBackoff: 1s
-  url: %s/insert/loki/api/v1/push?disable_message_parsing=1
+  url: %s
 labels:
   job: windows-events
 labelsFromEnv:
@@ -190,7 +196,7 @@ dumps:
 stateDir: %q
 listen: %s
 batch: {maxBytes: 262144, maxWait: 200ms}
-%s`, base, dumpPath, filepath.Join(dir, "state"), freeAddr(t), extra)
+%s`, push, dumpPath, filepath.Join(dir, "state"), freeAddr(t), extra)
 	p := filepath.Join(dir, "shipper.yaml")
 	if err := os.WriteFile(p, []byte(cfg), 0o644); err != nil {
 		t.Fatal(err)

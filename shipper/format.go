@@ -37,7 +37,7 @@ type formatter struct {
 	log     *ratelog.Limiter
 	now     func() time.Time
 	labels  map[streamKey]string
-	// lanes picks each event's stream among its channel's lanes.
+	// lanes picks each event's lane among its stream's.
 	lanes *lanes.Controller
 	// last is the last event formatted per channel, so a checkpoint after
 	// a skipped record still names the last real event.
@@ -200,7 +200,8 @@ func (f *formatter) prepare(r record) entry {
 		line = loki.Truncate(line, max)
 		f.m.truncated.WithLabelValues(r.channel).Inc()
 	}
-	labels := f.streamLabels(streamKey{r.channel, e.Computer(), f.lanes.Assign(r.channel, e.RecordID(), len(line))})
+	computer := e.Computer()
+	labels := f.streamLabels(streamKey{r.channel, computer, f.lanes.Assign(r.channel, cutLabel(computer), e.RecordID(), len(line))})
 	ts, ok := f.withinLokiWindow(r.channel, labels, ts, now)
 	if !ok {
 		f.m.dropped.WithLabelValues(r.channel, contract.DropTooOld).Inc()

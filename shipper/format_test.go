@@ -31,7 +31,7 @@ func testFormatter(t testing.TB, edit func(*shipconfig.Config)) *formatter {
 		edit(cfg)
 	}
 	lc := &lanes.Controller{PerLane: float64(cfg.Limits.StreamBytesPerSecond), Max: cfg.Limits.Lanes(), Now: time.Now,
-		Save: func(string, lanes.Plan) error { return nil }, Acked: func(string) uint64 { return 0 }}
+		Save: func(string, lanes.Plans) error { return nil }, Acked: func(string) uint64 { return 0 }}
 	return newFormatter(cfg, newMetrics([]string{"System"}), slog.New(slog.DiscardHandler), lc)
 }
 

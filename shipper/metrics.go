@@ -66,7 +66,7 @@ func newMetrics(channels []string) *metrics {
 		presumed: prometheus.NewCounterVec(prometheus.CounterOpts{Name: contract.ShipperPresumed,
 			Help: "Events counted sent that Loki refused as too far behind or too old while an earlier push (before a restart, or without an answer) may have stored them: not re-stamped, which would store them twice."}, ch),
 		lanes: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: contract.ShipperLanes,
-			Help: "Loki streams the channel's events are split over (1 unless it keeps a stream at limits.streamBytesPerSecond)."}, ch),
+			Help: "The most Loki streams one computer's events of the channel are split over (1 unless one keeps its stream at limits.streamBytesPerSecond)."}, ch),
 	}
 	m.reg.MustRegister(m.collectors()...)
 	for _, c := range channels {

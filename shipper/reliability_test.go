@@ -982,14 +982,15 @@ func splitBacklog(t *testing.T, events, kills int, between func(h *harness, run 
 	return h
 }
 
-// lanePlan is the channel's saved lane plan (none while there is none).
+// lanePlan is the saved lane plan of the backlog's one stream (none while
+// there is none).
 func (h *harness) lanePlan() lanes.Plan {
 	store, err := checkpoint.Open(filepath.Join(h.dir, "state"))
 	if err != nil {
 		h.t.Fatal(err)
 	}
 	p, _, _ := store.Lanes("System")
-	return p
+	return p.For("WINNODE01")
 }
 
 // lastLanes is the lane count of the plan's newest change (1 without one).

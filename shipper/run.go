@@ -108,7 +108,7 @@ func New(cfg *shipconfig.Config, log *slog.Logger) (*Shipper, error) {
 	return s, nil
 }
 
-// newLanes is the controller that splits a busy channel over streams, its
+// newLanes is the controller that splits a busy stream over lanes, its
 // plans saved in the state directory beside the checkpoints.
 func newLanes(cfg *shipconfig.Config, ack *acker, m *metrics, log *slog.Logger) *lanes.Controller {
 	logs := ratelog.New(log, time.Minute)
@@ -118,9 +118,9 @@ func newLanes(cfg *shipconfig.Config, ack *acker, m *metrics, log *slog.Logger) 
 			cp, _ := ack.acked(ch)
 			return cp.RecordID
 		},
-		Changed: func(ch string, k int) {
-			m.lanes.WithLabelValues(ch).Set(float64(k))
-			log.Info("lanes changed", "channel", ch, "lanes", k)
+		Changed: func(ch, stream string, k, most int) {
+			m.lanes.WithLabelValues(ch).Set(float64(most))
+			log.Info("lanes changed", "channel", ch, "computer", stream, "lanes", k)
 		},
 		Failed: func(ch string, err error) {
 			logs.Warn("lanes_not_saved", "cannot save the channel's lane plan; its lanes stay as they are", "channel", ch, "error", err)

@@ -36,8 +36,6 @@ type Checkpoint struct {
 	// RecordID and TimeCreated describe the last delivered event.
 	RecordID    uint64 `json:"recordID,omitempty"`
 	TimeCreated string `json:"timeCreated,omitempty"`
-	// Lanes is the channel's lane plan (only in its lanes file).
-	Lanes lanes.Plan `json:"lanes,omitempty"`
 	Saved time.Time  `json:"saved"`
 }
 
@@ -99,6 +97,12 @@ func (s *Store) saveAt(path, what string, cp Checkpoint) error {
 	if err != nil {
 		return err
 	}
+	return s.replace(path, what, data)
+}
+
+// replace writes data to path through a new file, keeping the previous
+// file as path.bak.
+func (s *Store) replace(path, what string, data []byte) error {
 	tmp := path + ".tmp"
 	if err := CreateNew(tmp, data); err != nil {
 		return fmt.Errorf("writing %s: %w", what, err)
@@ -112,52 +116,74 @@ func (s *Store) saveAt(path, what string, cp Checkpoint) error {
 	return syncDir(s.dir)
 }
 
-// lanesPath is where a channel's lane plan is kept, beside its checkpoint.
+// lanesPath is where a channel's lane plans are kept, beside its checkpoint.
 func (s *Store) lanesPath(channel string) string {
 	return strings.TrimSuffix(s.Path(channel), ".checkpoint") + ".lanes"
 }
 
-// SaveLanes stores a channel's lane plan before any event is pushed under
-// it, with the previous plan kept as a backup: a replay needs the plan its
-// events were first pushed under, or it lands them in other streams, where
-// Loki's dedupe does not see them.
-func (s *Store) SaveLanes(channel string, p lanes.Plan) error {
-	return s.saveAt(s.lanesPath(channel), "lane plan", Checkpoint{Channel: channel, Lanes: p})
+// planFile is a lanes file: a channel's lane plans, sealed as checkpoints
+// are.
+type planFile struct {
+	Channel string `json:"channel"`
+	lanes.Plans
+	// Whole is the plan of a version that split whole channels, not
+	// streams; read as Plans.All.
+	Whole lanes.Plan `json:"lanes,omitempty"`
+	Saved time.Time  `json:"saved"`
 }
 
-// Lanes returns a channel's lane plan: none on a first start, the previous
+// SaveLanes stores a channel's lane plans before any event is pushed under
+// them, with the previous plans kept as a backup: a replay needs the plan
+// its events were first pushed under, or it lands them in other streams,
+// where Loki's dedupe does not see them.
+func (s *Store) SaveLanes(channel string, p lanes.Plans) error {
+	data, err := seal(planFile{Channel: channel, Plans: p, Saved: s.now().UTC()})
+	if err != nil {
+		return err
+	}
+	return s.replace(s.lanesPath(channel), "lane plan", data)
+}
+
+// Lanes returns a channel's lane plans: none on a first start, the previous
 // copy (with a note to report) when the current file is unreadable, and an
 // error (wrapping ErrCorrupt for a damaged file) when no copy can be read.
-func (s *Store) Lanes(channel string) (p lanes.Plan, note string, err error) {
+func (s *Store) Lanes(channel string) (p lanes.Plans, note string, err error) {
 	path := s.lanesPath(channel)
-	cp, err := readLanes(path, channel)
+	cur, err := readLanes(path, channel)
 	if err == nil {
-		return cp.Lanes, "", nil
+		return cur, "", nil
 	}
 	bak, berr := readLanes(path+".bak", channel)
 	missing := errors.Is(err, os.ErrNotExist)
 	switch {
 	case berr == nil && missing:
-		return bak.Lanes, "", nil // a crash between saveAt's renames: the new plan was never used
+		return bak, "", nil // a crash between replace's renames: the new plan was never used
 	case berr == nil:
-		return bak.Lanes, fmt.Sprintf("%v; using the previous lane plan: events replayed from its last change on may land in another stream and show twice", err), nil
+		return bak, fmt.Sprintf("%v; using the previous lane plan: events replayed from its last change on may land in another stream and show twice", err), nil
 	case missing && errors.Is(berr, os.ErrNotExist):
-		return nil, "", nil
+		return lanes.Plans{}, "", nil
 	case missing:
-		return nil, "", fmt.Errorf("lane plan missing; previous copy: %w", berr)
+		return lanes.Plans{}, "", fmt.Errorf("lane plan missing; previous copy: %w", berr)
 	}
-	return nil, "", fmt.Errorf("lane plan: %w; previous copy: %v", err, berr)
+	return lanes.Plans{}, "", fmt.Errorf("lane plan: %w; previous copy: %v", err, berr)
 }
 
-// readLanes reads a lanes file and checks the plan it holds.
-func readLanes(path, channel string) (Checkpoint, error) {
-	cp, err := read(path, channel)
-	if err == nil {
-		if perr := cp.Lanes.Check(); perr != nil {
-			return Checkpoint{}, fmt.Errorf("%w %s: %v", ErrCorrupt, path, perr)
-		}
+// readLanes reads a lanes file and checks the plans it holds.
+func readLanes(path, channel string) (lanes.Plans, error) {
+	var f planFile
+	if err := readSealed(path, &f); err != nil {
+		return lanes.Plans{}, err
 	}
-	return cp, err
+	if f.Channel != channel {
+		return lanes.Plans{}, fmt.Errorf("%w %s: belongs to channel %q", ErrCorrupt, path, f.Channel)
+	}
+	if f.Whole != nil {
+		f.All = f.Whole
+	}
+	if err := f.Check(); err != nil {
+		return lanes.Plans{}, fmt.Errorf("%w %s: %v", ErrCorrupt, path, err)
+	}
+	return f.Plans, nil
 }
 
 // encode is cp as a file holds it: JSON and its checksum.
@@ -410,19 +436,36 @@ func (s *Store) Peek(channel string) (Checkpoint, bool) {
 	return Checkpoint{}, false
 }
 
-// read reads a checkpoint file: a regular file, never through a link, of at
-// most MaxFileBytes; anything else is corrupt (and so set aside by Load).
+// read reads a checkpoint file (see readSealed) and checks it is
+// channel's.
 func read(path, channel string) (Checkpoint, error) {
-	data, err := conffile.ReadFileNoFollow(path, MaxFileBytes)
-	switch {
-	case errors.Is(err, os.ErrNotExist):
-		return Checkpoint{}, err
-	case errors.Is(err, conffile.ErrNotRegular) || errors.Is(err, conffile.ErrTooLarge):
-		return Checkpoint{}, fmt.Errorf("%w %s: %v", ErrCorrupt, path, err)
-	case err != nil:
+	data, err := readRaw(path)
+	if err != nil {
 		return Checkpoint{}, err
 	}
 	return decode(data, path, channel)
+}
+
+// readSealed reads a sealed file (see readRaw) and decodes it into v.
+func readSealed(path string, v any) error {
+	data, err := readRaw(path)
+	if err != nil {
+		return err
+	}
+	return verify(data, path, v)
+}
+
+// readRaw reads a state file: a regular file, never through a link, of at
+// most MaxFileBytes; anything else is corrupt (and so set aside by Load).
+func readRaw(path string) ([]byte, error) {
+	data, err := conffile.ReadFileNoFollow(path, MaxFileBytes)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return nil, err
+	case errors.Is(err, conffile.ErrNotRegular) || errors.Is(err, conffile.ErrTooLarge):
+		return nil, fmt.Errorf("%w %s: %v", ErrCorrupt, path, err)
+	}
+	return data, err
 }
 
 // decode checks a checkpoint file's checksum and that it is channel's.

@@ -380,45 +380,56 @@ func TestSentMarkInPlace(t *testing.T) {
 	}
 }
 
-// A lane plan survives as a checkpoint does: saved with its previous copy,
+// Lane plans survive as a checkpoint does: saved with their previous copy,
 // read back after a crash between the renames, the previous copy used (and
 // said) when the current one is damaged, an error when neither can be
-// trusted, a plan out of order taken as damage.
+// trusted, a plan out of order or over lanes.MaxLanes taken as damage; a
+// whole-channel plan of an earlier version is read as the channel's plan.
 func TestLanePlans(t *testing.T) {
 	s := store(t)
-	if p, note, err := s.Lanes("Security"); p != nil || note != "" || err != nil {
+	if p, note, err := s.Lanes("Security"); !reflect.DeepEqual(p, lanes.Plans{}) || note != "" || err != nil {
 		t.Fatalf("first start: %v %q %v", p, note, err)
 	}
-	first := lanes.Plan{{From: 100, K: 2}}
-	second := lanes.Plan{{From: 100, K: 2}, {From: 900, K: 4}}
-	for _, p := range []lanes.Plan{first, second} {
+	first := lanes.Plans{Streams: map[string]lanes.Plan{"WINNODE01": {{From: 100, K: 2}}}}
+	second := lanes.Plans{Streams: map[string]lanes.Plan{"WINNODE01": {{From: 100, K: 2}, {From: 900, K: 4}}, "WINNODE02": {{From: 950, K: 2}}}}
+	for _, p := range []lanes.Plans{first, second} {
 		if err := s.SaveLanes("Security", p); err != nil {
 			t.Fatal(err)
 		}
 	}
 	path := s.lanesPath("Security")
+	write := func(f planFile) {
+		data, _ := seal(f)
+		s.replace(path, "lane plan", data)
+	}
 	for _, tc := range []struct {
 		name   string
 		damage func()
-		want   lanes.Plan
+		want   lanes.Plans
 		note   bool
 		err    bool
 	}{
 		{"saved", func() {}, second, false, false},
 		{"crash between the renames", func() { os.Rename(path, path+".gone") }, first, false, false},
-		{"current file torn", func() { os.WriteFile(path, []byte(`{"channel":"Security","lanes":[{"from":1`), 0o600) }, first, true, false},
+		{"current file torn", func() { os.WriteFile(path, []byte(`{"channel":"Security","streams":{"WINNODE01":[{"from":1`), 0o600) }, first, true, false},
 		{"a plan out of order", func() {
-			s.saveAt(path, "lane plan", Checkpoint{Channel: "Security", Lanes: lanes.Plan{{From: 9, K: 2}, {From: 3, K: 2}}})
-		}, second, true, false}, // the save made the good plan the previous copy
-		{"another channel's plan", func() { s.saveAt(path, "lane plan", Checkpoint{Channel: "System", Lanes: first}) }, second, true, false},
+			write(planFile{Channel: "Security", Plans: lanes.Plans{Streams: map[string]lanes.Plan{"A": {{From: 9, K: 2}, {From: 3, K: 2}}}}})
+		}, second, true, false}, // the write made the good plan the previous copy
+		{"more lanes than any config allows", func() {
+			write(planFile{Channel: "Security", Plans: lanes.Plans{Streams: map[string]lanes.Plan{"A": {{From: 9, K: 1000}}}}})
+		}, second, true, false},
+		{"another channel's plan", func() { write(planFile{Channel: "System", Plans: first}) }, second, true, false},
+		{"a whole-channel plan of an earlier version", func() {
+			write(planFile{Channel: "Security", Whole: lanes.Plan{{From: 5, K: 7}}})
+		}, lanes.Plans{All: lanes.Plan{{From: 5, K: 7}}}, false, false},
 		{"missing, its previous copy damaged", func() {
 			os.Remove(path)
 			os.WriteFile(path+".bak", []byte("filled"), 0o600)
-		}, nil, false, true},
+		}, lanes.Plans{}, false, true},
 		{"both copies damaged", func() {
 			os.WriteFile(path, []byte("zero"), 0o600)
 			os.WriteFile(path+".bak", []byte("filled"), 0o600)
-		}, nil, false, true},
+		}, lanes.Plans{}, false, true},
 	} {
 		os.Remove(path + ".gone")
 		tc.damage()

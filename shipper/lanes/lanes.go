@@ -1,20 +1,26 @@
-// Package lanes splits a busy channel over several Loki streams ("lanes")
+// Package lanes splits a busy stream over several Loki streams ("lanes")
 // so that it can go faster than one stream may without being sharded, and
 // still have every replayed event land in the stream its first copy did.
 //
 // Loki shards a stream pushed above its shard rate, and its dedupe does not
 // reach across shards: a replay after a crash would stay visible twice. So
 // each stream is paced under that rate (limits.streamBytesPerSecond), and a
-// channel that keeps its streams at that pace is given more of them: event
-// RecordID r goes to lane r mod K. K is decided per channel by a Plan, a list
-// of changes ("from RecordID From on, K lanes") that is saved before any
-// event is pushed under it. A replay reads the same plan and makes the same
-// choice. Lane 0 is the channel's stream as it always was, so a quiet
-// channel stays one stream and an upgrade changes no stream.
+// stream kept at that pace is given more lanes: event RecordID r goes to
+// lane r mod K. A channel's events form one stream per computer (ForwardedEvents
+// on an event collector holds hundreds), and Loki limits a tenant's streams
+// (max_global_streams_per_user, 5,000), so K is decided per stream, from
+// that stream's own rate: a channel of many quiet computers adds no stream.
+// Each stream's K follows a Plan, a list of changes ("from RecordID From on,
+// K lanes"), and a channel's Plans are saved before any event is pushed
+// under them. A replay reads the same plans and makes the same choice. Lane
+// 0 is the stream as it always was, so a quiet stream stays one stream and
+// an upgrade changes no stream.
 package lanes
 
 import (
 	"fmt"
+
+	"github.com/winobs/winobs/contract"
 	"math"
 	"time"
 )
@@ -62,12 +68,15 @@ func (p Plan) last() (k int, from uint64) {
 	return c.K, c.From
 }
 
+// MaxLanes is the most lanes a stream may have (contract.MaxLanes).
+const MaxLanes = contract.MaxLanes
+
 // Check reports a plan that could not have been written by this package:
-// changes out of order or a lane count below one.
+// changes out of order or a lane count out of 1..MaxLanes.
 func (p Plan) Check() error {
 	for i, c := range p {
-		if c.K < 1 {
-			return fmt.Errorf("change %d: %d lanes", i, c.K)
+		if c.K < 1 || c.K > MaxLanes {
+			return fmt.Errorf("change %d: %d lanes (1 to %d)", i, c.K, MaxLanes)
 		}
 		if i > 0 && c.From <= p[i-1].From {
 			return fmt.Errorf("change %d: from %d after %d", i, c.From, p[i-1].From)
@@ -86,6 +95,71 @@ func (p Plan) since(next uint64) Plan {
 	return append(Plan(nil), p[i:]...)
 }
 
+// none: from RecordID next on, the plan sends every event to lane 0.
+func (p Plan) none(next uint64) bool {
+	p = p.since(next)
+	return len(p) == 0 || len(p) == 1 && p[0].K == 1
+}
+
+// Plans are one channel's lane plans: one for each stream that was split,
+// named by its computer label ("" for events without one), and All, the
+// plan of a version that split whole channels, which the streams without a
+// plan of their own follow (until the first new event ends it).
+type Plans struct {
+	All     Plan            `json:"all,omitempty"`
+	Streams map[string]Plan `json:"streams,omitempty"`
+}
+
+// For is the plan a stream follows.
+func (ps Plans) For(stream string) Plan {
+	if p, ok := ps.Streams[stream]; ok {
+		return p
+	}
+	return ps.All
+}
+
+// Lane is the lane of a stream's event with this RecordID.
+func (ps Plans) Lane(stream string, id uint64) int { return ps.For(stream).Lane(id) }
+
+// Most is the most lanes any stream has now.
+func (ps Plans) Most() int {
+	k, _ := ps.All.last()
+	for _, p := range ps.Streams {
+		k = max(k, p.at(math.MaxUint64))
+	}
+	return k
+}
+
+// Check reports plans this package could not have written.
+func (ps Plans) Check() error {
+	if err := ps.All.Check(); err != nil {
+		return fmt.Errorf("the channel's plan: %w", err)
+	}
+	for stream, p := range ps.Streams {
+		if err := p.Check(); err != nil {
+			return fmt.Errorf("stream %q: %w", stream, err)
+		}
+	}
+	return nil
+}
+
+// since is a copy of the plans without what a replay from RecordID next on
+// no longer needs: a stream whose plan sends all to lane 0 from there on
+// keeps none (while no channel plan would take it over).
+func (ps Plans) since(next uint64) Plans {
+	out := Plans{Streams: map[string]Plan{}}
+	if !ps.All.none(next) {
+		out.All = ps.All.since(next)
+	}
+	for stream, p := range ps.Streams {
+		if out.All == nil && p.none(next) {
+			continue
+		}
+		out.Streams[stream] = p.since(next)
+	}
+	return out
+}
+
 // Window is how often a channel's rate is measured and its lane count
 // reconsidered.
 const Window = time.Second
@@ -99,25 +173,26 @@ const (
 	downAfter = 5
 )
 
-// Controller decides each channel's lane count from the rate at which its
-// events are formatted (with a full in-flight budget, the rate its lanes are
-// paced at): a channel that fills its lanes gets twice as many, up to Max; a
-// channel well under them for a while gets fewer. A change is saved before
-// it is used; a change that cannot be saved is not made. One goroutine uses
-// a Controller.
+// Controller decides each stream's lane count from the rate at which its
+// events are formatted (with a full in-flight budget, the rate its lanes
+// are paced at): a stream that fills its lanes gets twice as many, up to
+// Max; a stream well under them for a while gets fewer. A change is saved
+// before it is used; a change that cannot be saved is not made. One
+// goroutine uses a Controller.
 type Controller struct {
 	// PerLane is the bytes per second one lane is paced at.
 	PerLane float64
-	// Max is the most lanes a channel gets.
+	// Max is the most lanes a stream gets.
 	Max int
-	// Save stores a channel's plan durably; Acked is the RecordID of the
+	// Save stores a channel's plans durably; Acked is the RecordID of the
 	// channel's last delivered event, so saved plans drop what no replay
 	// needs.
-	Save  func(channel string, p Plan) error
+	Save  func(channel string, p Plans) error
 	Acked func(channel string) uint64
-	// Changed is told of every change made, Failed of one that could not
-	// be saved (either may be nil).
-	Changed func(channel string, k int)
+	// Changed is told of every change made (the channel's most lanes of a
+	// stream after it), Failed of one that could not be saved (either may
+	// be nil).
+	Changed func(channel, stream string, k, most int)
 	Failed  func(channel string, err error)
 	Now     func() time.Time
 
@@ -125,15 +200,25 @@ type Controller struct {
 }
 
 type channel struct {
-	plan Plan
+	plans Plans
 	// floor: no change may start at or below it. A replay after a restart
 	// covers events up to the last run's sent mark, which the last run
-	// pushed under its own plan.
+	// pushed under its own plans.
 	floor uint64
+	rates map[string]*window // by stream
+}
+
+// window is a stream's rate being measured.
+type window struct {
 	start time.Time
 	bytes int
 	low   int
 }
+
+// maxWindows bounds the streams a channel measures at once: events with
+// ever new computers must not grow the shipper without end. Forgetting an
+// unsplit stream's window only restarts its measurement.
+const maxWindows = 1024
 
 func (c *Controller) state(name string) *channel {
 	if c.ch == nil {
@@ -141,66 +226,100 @@ func (c *Controller) state(name string) *channel {
 	}
 	st := c.ch[name]
 	if st == nil {
-		st = &channel{}
+		st = &channel{rates: map[string]*window{}}
 		c.ch[name] = st
 	}
 	return st
 }
 
-// Resume gives a channel the plan it was saved with and the newest RecordID
-// an earlier run may have pushed.
-func (c *Controller) Resume(name string, p Plan, floor uint64) {
-	st := c.state(name)
-	st.plan, st.floor = p, floor
+// window is the stream's window, made if new; unsplit streams' windows are
+// forgotten when there are too many.
+func (st *channel) window(stream string) *window {
+	if w, ok := st.rates[stream]; ok {
+		return w
+	}
+	if len(st.rates) >= maxWindows {
+		for s := range st.rates {
+			if st.plans.For(s).at(math.MaxUint64) == 1 && len(st.rates) >= maxWindows {
+				delete(st.rates, s)
+			}
+		}
+	}
+	w := &window{}
+	st.rates[stream] = w
+	return w
 }
 
-// Lanes is the channel's current lane count.
-func (c *Controller) Lanes(name string) int {
-	k, _ := c.state(name).plan.last()
-	return k
+// Resume gives a channel the plans it was saved with and the newest
+// RecordID an earlier run may have pushed.
+func (c *Controller) Resume(name string, p Plans, floor uint64) {
+	st := c.state(name)
+	st.plans, st.floor = p, floor
 }
 
-// Assign returns the lane of a channel's event with this RecordID and n
-// bytes of line, first reconsidering the channel's lane count once a window
-// has passed.
-func (c *Controller) Assign(name string, id uint64, n int) int {
+// Lanes is the most lanes a stream of the channel has now.
+func (c *Controller) Lanes(name string) int { return c.state(name).plans.Most() }
+
+// Assign returns the lane of a stream's event with this RecordID and n
+// bytes of line, first reconsidering the stream's lane count once a window
+// has passed (and ending a whole-channel plan of an earlier version at the
+// first new event).
+func (c *Controller) Assign(name, stream string, id uint64, n int) int {
 	st := c.state(name)
+	w := st.window(stream)
 	now := c.Now()
-	if st.start.IsZero() {
-		st.start = now
+	if w.start.IsZero() {
+		w.start = now
 	}
-	if elapsed := now.Sub(st.start); elapsed >= Window && id != 0 {
-		c.reconsider(name, st, id, elapsed)
-		st.start, st.bytes = now, 0
+	if elapsed := now.Sub(w.start); elapsed >= Window && id != 0 {
+		if k, from := st.plans.All.last(); k > 1 && id > st.floor && id > from {
+			next := st.plans.since(c.Acked(name) + 1)
+			next.All = append(next.All, Change{From: id, K: 1})
+			c.adopt(name, "", st, next)
+		}
+		c.reconsider(name, stream, st, w, id, elapsed)
+		w.start, w.bytes = now, 0
 	}
-	st.bytes += n
-	return st.plan.Lane(id)
+	w.bytes += n
+	return st.plans.Lane(stream, id)
 }
 
-// reconsider changes the channel's lane count from event id on if its rate
+// reconsider changes the stream's lane count from event id on if its rate
 // over the window calls for it and the change can be saved.
-func (c *Controller) reconsider(name string, st *channel, id uint64, elapsed time.Duration) {
-	k, from := st.plan.last()
-	want := c.want(st, k, float64(st.bytes)/elapsed.Seconds(), int(elapsed/Window))
+func (c *Controller) reconsider(name, stream string, st *channel, w *window, id uint64, elapsed time.Duration) {
+	p := st.plans.For(stream)
+	k, from := p.last()
+	want := c.want(w, k, float64(w.bytes)/elapsed.Seconds(), int(elapsed/Window))
 	if want == k || id <= st.floor || id <= from {
 		return
 	}
-	p := append(st.plan.since(c.Acked(name)+1), Change{From: id, K: want})
-	if err := c.Save(name, p); err != nil {
-		if c.Failed != nil {
-			c.Failed(name, err)
-		}
-		return
-	}
-	st.plan, st.low = p, 0
-	if c.Changed != nil {
-		c.Changed(name, want)
+	acked := c.Acked(name)
+	next := st.plans.since(acked + 1)
+	next.Streams[stream] = append(p.since(acked+1), Change{From: id, K: want})
+	if c.adopt(name, stream, st, next) {
+		w.low = 0
 	}
 }
 
-// want is the lane count a rate calls for, given k lanes now and the
-// windows the rate was measured over.
-func (c *Controller) want(st *channel, k int, rate float64, windows int) int {
+// adopt saves the channel's next plans and uses them, or reports why not.
+func (c *Controller) adopt(name, stream string, st *channel, next Plans) bool {
+	if err := c.Save(name, next); err != nil {
+		if c.Failed != nil {
+			c.Failed(name, err)
+		}
+		return false
+	}
+	st.plans = next
+	if c.Changed != nil {
+		c.Changed(name, stream, next.For(stream).at(math.MaxUint64), next.Most())
+	}
+	return true
+}
+
+// want is the lane count a stream's rate calls for, given k lanes now and
+// the windows the rate was measured over. It changes only the window's
+// count of low windows.
+func (c *Controller) want(w *window, k int, rate float64, windows int) int {
 	maxK := max(1, c.Max)
 	if c.PerLane <= 0 {
 		return min(k, maxK)
@@ -210,14 +329,14 @@ func (c *Controller) want(st *channel, k int, rate float64, windows int) int {
 	case k > maxK:
 		return maxK // a restart with fewer lanes allowed
 	case rate >= up*joint && k < maxK:
-		st.low = 0
+		w.low = 0
 		return min(maxK, 2*k)
 	case k > 1 && rate < down*joint:
-		if st.low += windows; st.low < downAfter {
+		if w.low += windows; w.low < downAfter {
 			return k
 		}
 		return max(1, min(k-1, int(math.Ceil(rate/(up*c.PerLane)))))
 	}
-	st.low = 0
+	w.low = 0
 	return k
 }

@@ -92,12 +92,13 @@ type Limits struct {
 	// tenant's ingestion rate (4 MB/s). 0 means no cap.
 	StreamBytesPerSecond int `yaml:"streamBytesPerSecond"`
 	BytesPerSecond       int `yaml:"bytesPerSecond"`
-	// MaxLanes bounds the streams one channel is split over when it keeps
-	// its stream at StreamBytesPerSecond (see Lanes).
+	// MaxLanes bounds the lanes one stream (one computer's events of a
+	// channel) is split over when it keeps its stream at
+	// StreamBytesPerSecond (see Lanes).
 	MaxLanes int `yaml:"maxLanes"`
 }
 
-// Lanes is the most streams a channel is split over: MaxLanes, and one
+// Lanes is the most lanes a stream is split over: MaxLanes, and one
 // more than the node's cap fills at the stream cap (each push waits for its
 // slowest stream, so with lanes that exactly fill the node's cap, the
 // lanes' uneven shares, not the node's cap, would bind: 84% of it,
@@ -112,9 +113,8 @@ func (l Limits) Lanes() int {
 	return max(1, min(l.MaxLanes, (l.BytesPerSecond+l.StreamBytesPerSecond-1)/l.StreamBytesPerSecond+1))
 }
 
-// maxLanes bounds limits.maxLanes: every lane is a Loki stream, and a
-// tenant may have 5,000 (max_global_streams_per_user).
-const maxLanes = 32
+// maxLanes bounds limits.maxLanes (contract.MaxLanes).
+const maxLanes = contract.MaxLanes
 
 // Values of Limits.TooOld.
 const (

@@ -1,0 +1,143 @@
+// Package lokiproc runs a real Loki for tests: the binary make test builds
+// from the Go module proxy (tests/loki/build.sh, bin/loki-VERSION), as a
+// separate process on 127.0.0.1 ports with a temporary data directory and
+// Loki's default limits. Loki is AGPL: it is run, never linked.
+package lokiproc
+
+import (
+	"bytes"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"testing"
+	"text/template"
+	"time"
+
+	winobs "github.com/winobs/winobs"
+	"github.com/winobs/winobs/internal/fixture"
+)
+
+// Binary is the path of the pinned Loki under the repository's bin/. A
+// test without it skips, unless WINOBS_REQUIRE_LOKI is set (make test sets
+// it, after building it).
+func Binary(t testing.TB) string {
+	t.Helper()
+	_, here, _, _ := runtime.Caller(0)
+	bin := filepath.Join(filepath.Dir(here), "..", "..", "bin", "loki-"+winobs.Pinned().Loki)
+	if _, err := os.Stat(bin); err != nil {
+		if os.Getenv("WINOBS_REQUIRE_LOKI") != "" {
+			t.Fatalf("the real Loki is not built (%v): make test builds it (tests/loki/build.sh)", err)
+		}
+		t.Skip("bin/loki-* missing: make test builds it (tests/loki/build.sh)")
+	}
+	return bin
+}
+
+// Loki is a running Loki.
+type Loki struct {
+	// URL is its HTTP base, http://127.0.0.1:PORT.
+	URL string
+}
+
+// config is a single-process Loki on loopback ports, storing to dir, with
+// the default limits but those a test sets. The ruler is off: rules are
+// evaluated by queries at chosen times (tests/loki).
+var config = template.Must(template.New("loki").Parse(`auth_enabled: false
+server:
+  http_listen_address: 127.0.0.1
+  http_listen_port: {{.HTTP}}
+  grpc_listen_address: 127.0.0.1
+  grpc_listen_port: {{.GRPC}}
+  log_level: warn
+common:
+  instance_addr: 127.0.0.1
+  path_prefix: {{.Dir}}
+  storage:
+    filesystem:
+      chunks_directory: {{.Dir}}/chunks
+      rules_directory: {{.Dir}}/rules
+  replication_factor: 1
+  ring:
+    kvstore:
+      store: inmemory
+schema_config:
+  configs:
+    - from: 2020-10-24
+      store: tsdb
+      object_store: filesystem
+      schema: v13
+      index:
+        prefix: index_
+        period: 24h
+analytics:
+  reporting_enabled: false
+{{- if .Limits}}
+limits_config:
+{{- range $k, $v := .Limits}}
+  {{$k}}: {{$v}}
+{{- end}}
+{{- end}}
+`))
+
+// Start runs a Loki until the test ends and waits until it is ready.
+// limits overrides entries of limits_config (Loki's names and YAML values).
+func Start(t testing.TB, limits map[string]string) *Loki {
+	t.Helper()
+	bin := Binary(t)
+	dir := t.TempDir()
+	ports := freePorts(t, 2)
+	var cfg bytes.Buffer
+	if err := config.Execute(&cfg, map[string]any{"HTTP": ports[0], "GRPC": ports[1], "Dir": dir, "Limits": limits}); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "loki.yaml")
+	if err := os.WriteFile(path, cfg.Bytes(), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var logs bytes.Buffer
+	cmd := exec.Command(bin, "-config.file="+path)
+	cmd.Dir, cmd.Stdout, cmd.Stderr = dir, &logs, &logs
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	t.Cleanup(func() { cmd.Process.Kill(); <-exited })
+	l := &Loki{URL: "http://127.0.0.1:" + strconv.Itoa(ports[0])}
+	for deadline := time.Now().Add(fixture.Patience); ; time.Sleep(200 * time.Millisecond) {
+		select {
+		case err := <-exited:
+			exited <- err
+			t.Fatalf("Loki exited before it was ready: %v\n%s", err, logs.Bytes())
+		default:
+		}
+		if resp, err := http.Get(l.URL + "/ready"); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return l
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("Loki not ready within %v\n%s", fixture.Patience, logs.Bytes())
+		}
+	}
+}
+
+// freePorts are n loopback ports free now.
+func freePorts(t testing.TB, n int) []int {
+	var ports []int
+	for range n {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ln.Close()
+		ports = append(ports, ln.Addr().(*net.TCPAddr).Port)
+	}
+	return ports
+}
+

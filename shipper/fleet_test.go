@@ -1,0 +1,106 @@
+package shipper_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/winobs/winobs/contract"
+	"github.com/winobs/winobs/internal/fixture"
+	"github.com/winobs/winobs/internal/lokiproc"
+)
+
+// One channel holding 800 computers' events (a Windows Event Collector's
+// ForwardedEvents, a dump of many hosts), shipped at the node's rate into a
+// real Loki with its default limits: every event arrives, in the 800
+// streams the computers make and not one more, and the tenant can still
+// open a new stream for another application. (Was: the channel's rate was
+// measured, every computer's stream split up to seven ways, and with 800
+// computers the tenant hit max_global_streams_per_user (5,000): pushes
+// stalled on 429 at 14,828 of 40,000, and another application's new stream
+// was refused too.)
+func TestFleetChannelIntoRealLoki(t *testing.T) {
+	loki := lokiproc.Start(t, map[string]string{"max_query_series": "5000"})
+	bin := buildShipper(t)
+	dir := t.TempDir()
+	dump := filepath.Join(dir, "ForwardedEvents.xml")
+	const events, computers = 40000, 800
+	base := time.Now().UTC().Add(-2 * time.Hour).Truncate(time.Second)
+	editedDump(t, dump, events, base, func(i int, ev string) string {
+		return replaceBetween(ev, "<Computer>", "</Computer>", fmt.Sprintf("WEC-SOURCE-%04d", i%computers))
+	})
+	cmd := exec.Command(bin, "--config", writeConfigURL(t, dir, loki.URL+"/loki/api/v1/push", dump, ""))
+	cmd.Env = append(cmd.Environ(), "NODE_NAME=wec-1")
+	done := make(chan error, 1)
+	var out strings.Builder
+	cmd.Stderr = &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("shipper: %v\n%s", err, out.String())
+		}
+	case <-time.After(fixture.Patience):
+		cmd.Process.Kill()
+		t.Fatalf("the shipper did not deliver the dump within %v\n%s", fixture.Patience, out.String())
+	}
+	if strings.Contains(out.String(), "429") {
+		t.Errorf("Loki refused pushes:\n%s", out.String())
+	}
+	sel := `{job="windows-events"}`
+	if got := lokiScalar(t, loki.URL, `sum(count_over_time(`+sel+`[3h]))`); got != events {
+		t.Errorf("Loki holds %d events, want %d", got, events)
+	}
+	streams := fmt.Sprintf(`count(count by (%s, %s) (count_over_time(%s[3h])))`, contract.LabelComputer, contract.LabelLane, sel)
+	if got := lokiScalar(t, loki.URL, streams); got != computers {
+		t.Errorf("%d streams, want %d: one per computer, none split", got, computers)
+	}
+	// Another application's new stream is still taken.
+	body := fmt.Sprintf(`{"streams":[{"stream":{"job":"another-app"},"values":[["%d","hello"]]}]}`, time.Now().UnixNano())
+	resp, err := http.Post(loki.URL+"/loki/api/v1/push", "application/json", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusNoContent {
+		t.Errorf("another application's new stream: %d %s", resp.StatusCode, b)
+	}
+}
+
+// lokiScalar is the one sample of an instant LogQL metric query, now.
+func lokiScalar(t *testing.T, base, query string) int {
+	t.Helper()
+	resp, err := http.Get(base + "/loki/api/v1/query?" + url.Values{"query": {query}}.Encode())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var r struct {
+		Data struct {
+			Result []struct {
+				Value [2]any `json:"value"`
+			} `json:"result"`
+		} `json:"data"`
+	}
+	b, _ := io.ReadAll(resp.Body)
+	if err := json.Unmarshal(b, &r); err != nil || resp.StatusCode != 200 {
+		t.Fatalf("%s: %d %s", query, resp.StatusCode, b)
+	}
+	if len(r.Data.Result) != 1 {
+		t.Fatalf("%s: %d samples: %s", query, len(r.Data.Result), b)
+	}
+	v, _ := strconv.ParseFloat(fmt.Sprint(r.Data.Result[0].Value[1]), 64)
+	return int(v)
+}
