@@ -45,12 +45,14 @@ func TestFleetChannelIntoRealLoki(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
+	start := time.Now()
 	go func() { done <- cmd.Wait() }()
 	select {
 	case err := <-done:
 		if err != nil {
 			t.Fatalf("shipper: %v\n%s", err, out.String())
 		}
+		t.Logf("%d events of %d computers delivered in %v", events, computers, time.Since(start).Round(100*time.Millisecond))
 	case <-time.After(fixture.Patience):
 		cmd.Process.Kill()
 		t.Fatalf("the shipper did not deliver the dump within %v\n%s", fixture.Patience, out.String())
