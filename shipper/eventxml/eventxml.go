@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/winobs/winobs/eventfilter"
 )
 
 // Event is the parsed XML of one event.
@@ -208,3 +210,10 @@ func (e *Event) Computer() string { return e.System.Computer }
 
 // RecordID is the event's record number in its channel.
 func (e *Event) RecordID() uint64 { return e.System.EventRecordID }
+
+// FilterFields are the event's fields an event query tests.
+func (e *Event) FilterFields() eventfilter.Fields {
+	id, _ := strconv.Atoi(strings.TrimSpace(e.System.EventID))
+	kw, _ := strconv.ParseUint(strings.TrimPrefix(strings.TrimSpace(e.System.Keywords), "0x"), 16, 64)
+	return eventfilter.Fields{Channel: e.System.Channel, Provider: e.System.Provider.Name, EventID: id, Level: int(e.System.Level), Keywords: kw}
+}
