@@ -140,4 +140,3 @@ func freePorts(t testing.TB, n int) []int {
 	}
 	return ports
 }
-

@@ -34,9 +34,9 @@ type Checkpoint struct {
 	// onto another file at the same path starts it from the beginning.
 	Fingerprint string `json:"fingerprint,omitempty"`
 	// RecordID and TimeCreated describe the last delivered event.
-	RecordID    uint64 `json:"recordID,omitempty"`
-	TimeCreated string `json:"timeCreated,omitempty"`
-	Saved time.Time  `json:"saved"`
+	RecordID    uint64    `json:"recordID,omitempty"`
+	TimeCreated string    `json:"timeCreated,omitempty"`
+	Saved       time.Time `json:"saved"`
 }
 
 // ErrCorrupt reports a checkpoint file that exists but cannot be trusted.
