@@ -18,6 +18,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/winobs/winobs/config"
+	"github.com/winobs/winobs/eventfilter"
 	"github.com/winobs/winobs/render"
 	"github.com/winobs/winobs/view"
 )
@@ -108,27 +109,39 @@ func TestConfigPodLogs(t *testing.T) {
 	}
 }
 
+// One component per subscription: the config's channels and its sets'
+// (System and Security named by both, once each), each with the channel's
+// one compiled query.
 func TestConfigEventChannels(t *testing.T) {
-	p := parse(t, mustConfig(t, load(t, nil)))
-	for _, c := range []struct{ label, channel, xpath string }{
-		{"system", "System", "*[System[(Level=1 or Level=2 or Level=3)]]"},
-		{"application", "Application", "*[System[(Level=1 or Level=2)]]"},
-	} {
-		b := p["loki.source.windowsevent."+c.label]
+	cfg := load(t, nil)
+	p := parse(t, mustConfig(t, cfg))
+	subs, err := cfg.EventLog.Subscriptions()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var labels []string
+	for _, sub := range subs {
+		labels = append(labels, sub.ComponentLabel())
+	}
+	if want := []string{"system", "application", "microsoft_windows_host_network_service_admin", "microsoft_windows_hyper_v_compute_admin", "security"}; !slices.Equal(labels, want) {
+		t.Errorf("components %v, want %v", labels, want)
+	}
+	for _, c := range subs {
+		b := p["loki.source.windowsevent."+c.ComponentLabel()]
 		want := map[string]string{
-			"eventlog_name": `"` + c.channel + `"`,
-			"xpath_query":   `"` + c.xpath + `"`,
+			"eventlog_name": strconv.Quote(c.Name),
+			"xpath_query":   strconv.Quote(c.Query),
 			"locale":        "1033",
-			"bookmark_path": `"C:\\var\\lib\\alloy\\bookmarks\\` + c.label + `.xml"`,
+			"bookmark_path": `"C:\\var\\lib\\alloy\\bookmarks\\` + c.ComponentLabel() + `.xml"`,
 			"forward_to":    "[loki.write.default.receiver]",
 		}
 		for k, v := range want {
 			if b[k] != v {
-				t.Errorf("%s %s = %s, want %s", c.label, k, b[k], v)
+				t.Errorf("%s %s = %s, want %s", c.ComponentLabel(), k, b[k], v)
 			}
 		}
 		if !strings.Contains(b["labels"], `job  = "windows-events"`) || !strings.Contains(b["labels"], `node = sys.env("NODE_NAME")`) {
-			t.Errorf("%s labels = %s", c.label, b["labels"])
+			t.Errorf("%s labels = %s", c.ComponentLabel(), b["labels"])
 		}
 	}
 }
@@ -179,7 +192,7 @@ func TestComponentLabel(t *testing.T) {
 		}
 	}
 	p := parse(t, mustConfig(t, load(t, func(c *config.Config) {
-		c.EventLog.Channels = []config.Channel{{Name: "123", Levels: []int{1}}, {Name: "Setup", Levels: []int{2}}}
+		c.EventLog.Channels = []config.Channel{{Name: "123", Filter: eventfilter.Filter{Levels: []int{1}}}, {Name: "Setup", Filter: eventfilter.Filter{Levels: []int{2}}}}
 	})))
 	for _, label := range []string{"_123", "setup"} {
 		if p["loki.source.windowsevent."+label] == nil {
@@ -219,7 +232,7 @@ func TestConfigMapHoldsTheSameConfigReadably(t *testing.T) {
 		cfg := config.Default()
 		cfg.EventLog.Channels = nil
 		for _, ch := range channels {
-			cfg.EventLog.Channels = append(cfg.EventLog.Channels, config.Channel{Name: ch, Levels: []int{1, 2}})
+			cfg.EventLog.Channels = append(cfg.EventLog.Channels, config.Channel{Name: ch, Filter: eventfilter.Filter{Levels: []int{1, 2}}})
 		}
 		files, err := Files(view.Of(cfg).Alloy)
 		if err != nil {
@@ -262,8 +275,8 @@ func TestConfigMapHoldsTheSameConfigReadably(t *testing.T) {
 // replay of the whole channel on every container start.
 func TestLogMonitorConfigMatchesThePipeline(t *testing.T) {
 	raw, err := LogMonitorConfig([]config.Channel{
-		{Name: "System", Levels: []int{1, 2, 3}}, {Name: "Application", Levels: []int{2}},
-		{Name: "Security", Levels: []int{0}}, {Name: "Microsoft-Windows-DSC/Operational", Levels: []int{0, 4}},
+		{Name: "System", Filter: eventfilter.Filter{Levels: []int{1, 2, 3}}}, {Name: "Application", Filter: eventfilter.Filter{Levels: []int{2}}},
+		{Name: "Security", Filter: eventfilter.Filter{Levels: []int{0}}}, {Name: "Microsoft-Windows-DSC/Operational", Filter: eventfilter.Filter{Levels: []int{0, 4}}},
 	})
 	if err != nil {
 		t.Fatal(err)

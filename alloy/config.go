@@ -47,8 +47,12 @@ func Config(v view.Alloy) ([]byte, error) {
 	for _, b := range podLogBlocks(v) {
 		body.AppendBlock(b)
 	}
-	for _, ch := range v.EventLog.Channels {
-		body.AppendBlock(eventBlock(v, ch))
+	subs, err := v.EventLog.Subscriptions()
+	if err != nil {
+		return nil, err
+	}
+	for _, sub := range subs {
+		body.AppendBlock(eventBlock(v, sub))
 	}
 	body.AppendBlock(writeBlock(v))
 	var buf bytes.Buffer
@@ -66,9 +70,9 @@ func Config(v view.Alloy) ([]byte, error) {
 			components[strings.Join(b.Name, ".")+" "+b.Label] = true
 		}
 	}
-	for _, ch := range v.EventLog.Channels {
-		if !components[windowsEventComponent+" "+ch.ComponentLabel()] {
-			return nil, fmt.Errorf("config.alloy lacks the component of channel %q", ch.Name)
+	for _, sub := range subs {
+		if !components[windowsEventComponent+" "+sub.ComponentLabel()] {
+			return nil, fmt.Errorf("config.alloy lacks the component of channel %q", sub.Name)
 		}
 	}
 	return buf.Bytes(), nil
@@ -239,11 +243,12 @@ func logMonitorStages(v view.Alloy) []*builder.Block {
 	return []*builder.Block{parsed, diagnostic}
 }
 
-func eventBlock(v view.Alloy, ch config.Channel) *builder.Block {
-	label := ch.ComponentLabel()
+func eventBlock(v view.Alloy, sub config.Subscription) *builder.Block {
+	label := sub.ComponentLabel()
 	return block(windowsEventComponent, label,
-		"eventlog_name", ch.Name,
-		"xpath_query", ch.XPath(),
+		"eventlog_name", sub.Name,
+		// The channel's one query, as the shipper subscribes with it.
+		"xpath_query", sub.Query,
 		// A fixed locale gives the same levelText on every node.
 		"locale", v.EventLog.Locale,
 		// One bookmark per component, on the node's disk.

@@ -36,6 +36,11 @@ func LogMonitorConfig(channels []config.Channel) ([]byte, error) {
 	for _, ch := range channels {
 		// LogMonitor subscribes to levels 1 and up only: a channel of
 		// level-0 events alone (Security's audits) is one it cannot read.
+		// A channel chosen by ids or providers alone is not a level LogMonitor
+		// can select.
+		if len(ch.Levels) == 0 {
+			continue
+		}
 		if level, ok := logMonitorLevels[slices.Max(ch.Levels)]; ok {
 			events.Channels = append(events.Channels, channel{Name: ch.Name, Level: level})
 		}

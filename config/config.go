@@ -7,13 +7,15 @@ import (
 	"bytes"
 	_ "embed"
 	"fmt"
+	"reflect"
 	"regexp"
-	"strconv"
+	"slices"
 	"strings"
 
 	"github.com/winobs/winobs"
 	"github.com/winobs/winobs/conffile"
 	"github.com/winobs/winobs/endpoint"
+	"github.com/winobs/winobs/eventfilter"
 )
 
 //go:embed default.yaml
@@ -175,22 +177,61 @@ type BasicAuth = endpoint.BasicAuth
 // EventLog lists the event log channels to forward.
 type EventLog struct {
 	Channels []Channel `yaml:"channels"`
-	Locale   int       `yaml:"locale"`
+	// Sets are event sets picked by name (EventSets), added to Channels.
+	Sets   []string `yaml:"sets"`
+	Locale int      `yaml:"locale"`
 }
 
-// Channel is one event log channel and the levels forwarded from it.
+// Channel is one event log channel and the events forwarded from it.
 type Channel struct {
-	Name   string `yaml:"name"`
-	Levels []int  `yaml:"levels"`
+	Name               string `yaml:"name"`
+	eventfilter.Filter `yaml:",inline"`
 }
 
-// XPath selects the channel's levels, as Event Viewer writes the query.
-func (c Channel) XPath() string {
-	conds := make([]string, len(c.Levels))
-	for i, l := range c.Levels {
-		conds[i] = "Level=" + strconv.Itoa(l)
+// Subscription is one channel as both agents subscribe to it: every filter
+// the channels and sets give it, compiled into one query (an XPath or a
+// structured <QueryList>).
+type Subscription struct {
+	Name, Query string
+}
+
+// ComponentLabel is the Alloy component label and bookmark name of the
+// subscription's channel.
+func (s Subscription) ComponentLabel() string { return Channel{Name: s.Name}.ComponentLabel() }
+
+// Subscriptions are the channels to subscribe to, in the order they are
+// first named (Channels, then each set's), each with its one query. A
+// filter named twice for a channel counts once.
+func (e EventLog) Subscriptions() ([]Subscription, error) {
+	var order []string
+	names := map[string]string{}
+	filters := map[string][]eventfilter.Filter{}
+	add := func(ch Channel) {
+		key := strings.ToLower(ch.Name)
+		if _, ok := names[key]; !ok {
+			order, names[key] = append(order, key), ch.Name
+		}
+		if !slices.ContainsFunc(filters[key], func(f eventfilter.Filter) bool { return reflect.DeepEqual(f, ch.Filter) }) {
+			filters[key] = append(filters[key], ch.Filter)
+		}
 	}
-	return "*[System[(" + strings.Join(conds, " or ") + ")]]"
+	for _, ch := range e.Channels {
+		add(ch)
+	}
+	for _, set := range e.Sets {
+		for _, ch := range EventSets[set] {
+			add(ch)
+		}
+	}
+	subs := make([]Subscription, 0, len(order))
+	for _, key := range order {
+		q, err := eventfilter.Compile(names[key], filters[key])
+		if err != nil {
+			return nil, err
+		}
+		subs = append(subs, Subscription{Name: names[key], Query: q})
+	}
+	return subs, nil
 }
 
 // Shipper configures the eventlog-shipper DaemonSet.

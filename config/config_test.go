@@ -192,3 +192,39 @@ func TestCreateNamespaceNeverOwnsAnotherSystemsNamespace(t *testing.T) {
 		}
 	}
 }
+
+// Event filters are checked value by value, every problem at its line:
+// nothing of a config that fails reaches a query.
+func TestEventFilterProblems(t *testing.T) {
+	p := writeConfig(t, `eventLog:
+  channels:
+    - name: Security
+      events: ["4625", "4767-4720", "70000", "-4700-4710"]
+      providers: ["Evil' or @Name='x"]
+      keywords: [audit]
+    - name: Setup
+  sets: [security, everything]
+`)
+	_, err := Load(p)
+	probs, ok := err.(Problems)
+	if !ok {
+		t.Fatalf("want Problems, got %T %v", err, err)
+	}
+	want := []string{
+		p + ":4: eventLog.channels[0].events[1]: the range 4767-4720 is backwards",
+		p + ":4: eventLog.channels[0].events[2]: must be an event id from 0 to 65535",
+		p + ":4: eventLog.channels[0].events[3]: an exclusion is -ID with one id",
+		p + `:5: eventLog.channels[0].providers[0]: "Evil' or @Name='x" holds '\''`,
+		p + `:6: eventLog.channels[0].keywords[0]: must be audit_success or audit_failure, got "audit"`,
+		p + ":7: eventLog.channels[1].levels: list levels, events, providers or keywords",
+		p + `:8: eventLog.sets[1]: must be an event set listed once (node-operations or security), got "everything"`,
+	}
+	if len(probs) != len(want) {
+		t.Errorf("got %d problems, want %d:\n%v", len(probs), len(want), err)
+	}
+	for i, w := range want {
+		if i >= len(probs) || !strings.HasPrefix(probs[i].Error(), w) {
+			t.Errorf("problem %d:\n got  %v\n want %s...", i, probs[i], w)
+		}
+	}
+}

@@ -236,10 +236,16 @@ func validateAgents(v *validator, c *Config) {
 			v.add(p+".name", "%q and %q both become the Alloy component and bookmark %q: rename one", other, ch.Name, ch.ComponentLabel())
 		}
 		labels[ch.ComponentLabel()] = ch.Name
-		v.check(p+".levels", len(ch.Levels) > 0, "must list at least one level")
-		for j, l := range ch.Levels {
-			v.check(fmt.Sprintf("%s.levels[%d]", p, j), l >= 0 && l <= 5, "must be a level from 0 (LogAlways) to 5 (verbose), got %d", l)
+		for _, prob := range ch.Filter.Check() {
+			// The message quotes its own excerpt of the value; it is never cut.
+			v.probs = append(v.probs, Problem{Path: p + "." + prob.Field, Msg: prob.Msg})
 		}
+	}
+	setSeen := map[string]bool{}
+	for i, set := range c.EventLog.Sets {
+		_, known := EventSets[set]
+		v.check(fmt.Sprintf("eventLog.sets[%d]", i), known && !setSeen[set], "must be an event set listed once (%s or %s), got %q", SetNodeOperations, SetSecurity, set)
+		setSeen[set] = true
 	}
 	v.check("eventLog.locale", c.EventLog.Locale > 0 && c.EventLog.Locale <= 0xFFFF, "must be a Windows LCID such as 1033 (en-US), got %d", c.EventLog.Locale)
 

@@ -12,7 +12,6 @@
 package eventfilter
 
 import (
-	"encoding/xml"
 	"fmt"
 	"strconv"
 	"strings"
@@ -288,15 +287,10 @@ func xpath(terms []string) string {
 // filter's Selects exclude its own.
 func structured(channel string, ps []parsed) string {
 	var b strings.Builder
-	b.WriteString(`<QueryList><Query Id="0" Path="`)
-	xml.EscapeText(&b, []byte(channel))
-	b.WriteString(`">`)
+	path := xmlEscape.Replace(channel)
+	b.WriteString(`<QueryList><Query Id="0" Path="` + path + `">`)
 	element := func(name, query string) {
-		b.WriteString("<" + name + ` Path="`)
-		xml.EscapeText(&b, []byte(channel))
-		b.WriteString(`">`)
-		xml.EscapeText(&b, []byte(query))
-		b.WriteString("</" + name + ">")
+		b.WriteString("<" + name + ` Path="` + path + `">` + xmlEscape.Replace(query) + "</" + name + ">")
 	}
 	suppress := len(ps) == 1
 	for _, p := range ps {
@@ -323,6 +317,11 @@ func structured(channel string, ps []parsed) string {
 	b.WriteString("</Query></QueryList>")
 	return b.String()
 }
+
+// xmlEscape escapes XML's markup characters in text and in a double-quoted
+// attribute (a query's own single quotes stay as they are, as Event Viewer
+// writes them).
+var xmlEscape = strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;", `"`, "&quot;")
 
 // chunks splits ids into runs of at most room expressions; no ids is one
 // empty run (a select of every id).

@@ -283,3 +283,24 @@ func TestParseRefuses(t *testing.T) {
 		}
 	}
 }
+
+// A structured query is XML whatever the channel is called: its name is
+// escaped in the attributes, and the query text in the elements, and the
+// query reads back the same.
+func TestStructuredEscapes(t *testing.T) {
+	q, err := eventfilter.Compile(`A&B "x" <y>`, []eventfilter.Filter{{Levels: []int{2}}, {Providers: []string{"P"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := `<QueryList><Query Id="0" Path="A&amp;B &quot;x&quot; &lt;y&gt;"><Select Path="A&amp;B &quot;x&quot; &lt;y&gt;">*[System[(Level=2)]]</Select>` +
+		`<Select Path="A&amp;B &quot;x&quot; &lt;y&gt;">*[System[Provider[@Name='P']]]</Select></Query></QueryList>`; q != want {
+		t.Errorf("got  %s\nwant %s", q, want)
+	}
+	parsed, err := eventfilter.Parse(q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !parsed.Match(eventfilter.Fields{Channel: `A&B "x" <y>`, Provider: "P"}) || parsed.Match(eventfilter.Fields{Channel: "other", Provider: "P"}) {
+		t.Error("the escaped path does not read back")
+	}
+}

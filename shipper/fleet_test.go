@@ -6,14 +6,18 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf16"
 
 	"github.com/winobs/winobs/contract"
+	"github.com/winobs/winobs/eventfilter"
 	"github.com/winobs/winobs/internal/fixture"
 	"github.com/winobs/winobs/internal/lokiproc"
 )
@@ -105,4 +109,92 @@ func lokiScalar(t *testing.T, base, query string) int {
 	}
 	v, _ := strconv.ParseFloat(fmt.Sprint(r.Data.Result[0].Value[1]), 64)
 	return int(v)
+}
+
+// The security filter of the issue that asked for filters as code, as gen
+// compiles it, applied by the shipper to a dump of Security and System
+// events into a real Loki: exactly the events it names arrive (4738, which
+// it excludes, and the 4624 logon flood do not), with the usual stream
+// labels; the event id and account are in the line.
+func TestDumpQueryIntoRealLoki(t *testing.T) {
+	loki := lokiproc.Start(t, nil)
+	bin := buildShipper(t)
+	dir := t.TempDir()
+	dump := filepath.Join(dir, "Security.xml")
+	var xmls [][]byte
+	for _, f := range fixture.Glob(t, 12, fixture.Events, "*.xml") {
+		xmls = append(xmls, fixture.Read(t, fixture.Events, filepath.Base(f)))
+	}
+	writeDump(t, dump, xmls)
+	q, err := eventfilter.Compile("Security", []eventfilter.Filter{{Events: []string{"4625", "4740", "4720-4767", "-4738", "1102"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := writeConfigURL(t, dir, loki.URL+"/loki/api/v1/push", dump, "")
+	conf := strings.Replace(mustRead(t, cfg), "channel: System}", fmt.Sprintf("channel: Security, query: %q}", q), 1)
+	os.WriteFile(cfg, []byte(conf+"timestamp: read\n"), 0o644) // the fixtures' times may be past Loki's 7 days
+	cmd := exec.Command(bin, "--config", cfg)
+	cmd.Env = append(cmd.Environ(), "NODE_NAME=akswin000001")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("shipper: %v\n%s", err, out)
+	}
+	got := lokiLines(t, loki.URL, `{job="windows-events", channel="Security"} | json | line_format "{{.event_id}}"`)
+	want := []string{"1102", "4625", "4720", "4732", "4732", "4740"}
+	if !slices.Equal(got, want) {
+		t.Errorf("event ids in Loki %v, want %v (query %s)", got, want, q)
+	}
+}
+
+// writeDump writes events as wevtutil's /f:RenderedXml dump does: UTF-16LE
+// with a BOM, one event a line.
+func writeDump(t *testing.T, path string, events [][]byte) {
+	t.Helper()
+	var text strings.Builder
+	for _, e := range events {
+		text.Write(e)
+		text.WriteString("\r\n")
+	}
+	buf := []byte{0xFF, 0xFE}
+	for _, u := range utf16.Encode([]rune(text.String())) {
+		buf = append(buf, byte(u), byte(u>>8))
+	}
+	if err := os.WriteFile(path, buf, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// lokiLines are the lines a LogQL log query finds in the last 3 days, sorted.
+func lokiLines(t *testing.T, base, query string) []string {
+	t.Helper()
+	var lines []string
+	for deadline := time.Now().Add(fixture.Patience); time.Now().Before(deadline); time.Sleep(300 * time.Millisecond) {
+		v := url.Values{"query": {query}, "start": {strconv.FormatInt(time.Now().Add(-72*time.Hour).UnixNano(), 10)}, "limit": {"5000"}}
+		resp, err := http.Get(base + "/loki/api/v1/query_range?" + v.Encode())
+		if err != nil {
+			t.Fatal(err)
+		}
+		var r struct {
+			Data struct {
+				Result []struct {
+					Values [][2]string `json:"values"`
+				} `json:"result"`
+			} `json:"data"`
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if err := json.Unmarshal(b, &r); err != nil || resp.StatusCode != 200 {
+			t.Fatalf("%s: %d %s", query, resp.StatusCode, b)
+		}
+		lines = nil
+		for _, s := range r.Data.Result {
+			for _, v := range s.Values {
+				lines = append(lines, v[1])
+			}
+		}
+		if len(lines) > 0 {
+			break
+		}
+	}
+	slices.Sort(lines)
+	return lines
 }

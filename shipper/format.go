@@ -9,6 +9,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/winobs/winobs/contract"
+	"github.com/winobs/winobs/eventfilter"
 	"github.com/winobs/winobs/shipper/checkpoint"
 	"github.com/winobs/winobs/shipper/eventxml"
 	"github.com/winobs/winobs/shipper/lanes"
@@ -37,6 +38,9 @@ type formatter struct {
 	log     *ratelog.Limiter
 	now     func() time.Time
 	labels  map[streamKey]string
+	// queries are the dumps' event queries, by channel: a dump is filtered
+	// here as Windows filters a subscription.
+	queries map[string]*eventfilter.Query
 	// lanes picks each event's lane among its stream's.
 	lanes *lanes.Controller
 	// last is the last event formatted per channel, so a checkpoint after
@@ -67,8 +71,15 @@ type streamKey struct {
 }
 
 func newFormatter(cfg *shipconfig.Config, m *metrics, log *slog.Logger, lc *lanes.Controller) *formatter {
-	return &formatter{cfg: cfg, m: m, log: ratelog.New(log, time.Minute), now: time.Now, labels: map[streamKey]string{},
-		last: map[string]checkpoint.Checkpoint{}, newest: map[string]time.Time{}, sent: map[string]sentMark{}, lanes: lc}
+	f := &formatter{cfg: cfg, m: m, log: ratelog.New(log, time.Minute), now: time.Now, labels: map[streamKey]string{},
+		last: map[string]checkpoint.Checkpoint{}, newest: map[string]time.Time{}, sent: map[string]sentMark{}, lanes: lc,
+		queries: map[string]*eventfilter.Query{}}
+	for _, d := range cfg.Dumps {
+		if q, err := eventfilter.Parse(d.Query); d.Query != "" && err == nil { // Validate refused any other
+			f.queries[d.Channel] = q
+		}
+	}
+	return f
 }
 
 // resume starts a channel from its last delivered event.
@@ -177,8 +188,13 @@ func (f *formatter) prepare(r record) entry {
 		}
 		return out
 	}
-	f.m.read.WithLabelValues(r.channel).Inc()
 	e, err := eventxml.Parse(r.xml)
+	if err == nil {
+		if q := f.queries[r.channel]; q != nil && !q.Match(e.FilterFields()) {
+			return out // left out as Windows leaves it out of a subscription: never read
+		}
+	}
+	f.m.read.WithLabelValues(r.channel).Inc()
 	if err != nil {
 		f.m.renderErrors.WithLabelValues(r.channel).Inc()
 		f.m.dropped.WithLabelValues(r.channel, contract.DropMalformed).Inc()

@@ -69,8 +69,12 @@ func Shipper(v view.Shipper) (*shipconfig.Config, error) {
 		sc.Labels[v.Cluster.Label] = v.Cluster.Name // Alloy's external label
 	}
 	sc.LabelsFromEnv = map[string]string{contract.LabelNode: nodeagent.NodeNameEnv}
-	for _, ch := range v.EventLog.Channels {
-		sc.Channels = append(sc.Channels, shipconfig.Channel{Name: ch.Name, Query: ch.XPath()})
+	subs, err := v.EventLog.Subscriptions()
+	if err != nil {
+		return nil, err
+	}
+	for _, sub := range subs {
+		sc.Channels = append(sc.Channels, shipconfig.Channel{Name: sub.Name, Query: sub.Query})
 	}
 	sc.StateDir, sc.Locale, sc.Listen = v.Shipper.StateDir, v.EventLog.Locale, v.Shipper.Listen
 	sc.Textfile = strings.TrimRight(v.Shipper.TextfileDir, `\`) + `\eventlog-shipper.prom`

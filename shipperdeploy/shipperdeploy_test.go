@@ -49,8 +49,16 @@ func TestShipperAcceptsRenderedConfig(t *testing.T) {
 	if !reflect.DeepEqual(built, sc) {
 		t.Errorf("rendered and loaded configs differ:\n built  %+v\n loaded %+v", built, sc)
 	}
-	if len(sc.Channels) != 2 || sc.Channels[0].Query != "*[System[(Level=1 or Level=2 or Level=3)]]" || sc.Channels[1].Name != "Application" {
-		t.Errorf("channels %+v", sc.Channels)
+	subs, err := cfg.EventLog.Subscriptions()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want []shipconfig.Channel
+	for _, sub := range subs {
+		want = append(want, shipconfig.Channel{Name: sub.Name, Query: sub.Query})
+	}
+	if !reflect.DeepEqual(sc.Channels, want) || len(want) != 5 {
+		t.Errorf("channels %+v, want the 5 subscriptions %+v", sc.Channels, want)
 	}
 	if sc.Loki.Endpoint.URL != cfg.Loki.URL || sc.Locale != 1033 || !strings.HasSuffix(sc.Textfile, `\textfile\eventlog-shipper.prom`) {
 		t.Errorf("config %+v", sc)

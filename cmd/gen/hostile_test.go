@@ -247,6 +247,17 @@ func TestHostileStringsPerTarget(t *testing.T) {
 		{"eventLog.channels[0].name", func(v string) string {
 			return "eventLog:\n  channels:\n    - {name: " + quote(v) + ", levels: [1]}\n"
 		}, func(t *testing.T, out, v string) { alloyAttrHas(t, out, "eventlog_name", strconv.Quote(v)) }},
+		// A filter's values reach the query both agents run (an XPath, or
+		// XML): what is accepted is written there as it is.
+		{"eventLog.channels[0].providers[0]", func(v string) string {
+			return "eventLog:\n  channels:\n    - {name: System, providers: [" + quote(v) + "]}\n"
+		}, func(t *testing.T, out, v string) { alloyAttrHas(t, out, "xpath_query", "@Name='"+v+"'") }},
+		{"eventLog.channels[0].events[0]", func(v string) string {
+			return "eventLog:\n  channels:\n    - {name: System, events: [" + quote(v) + "]}\n"
+		}, nil},
+		{"eventLog.channels[0].keywords[0]", func(v string) string {
+			return "eventLog:\n  channels:\n    - {name: System, keywords: [" + quote(v) + "]}\n"
+		}, nil},
 		{"alloy.storagePath", func(v string) string { return "alloy:\n  storagePath: " + quote(v) + "\n" }, nil},
 		{"alerts.runbookURL", func(v string) string { return "alerts:\n  runbookURL: " + quote("https://x.example/"+v) + "\n" }, nil},
 		{"windowsExporter.firewall.allowFrom[0]", func(v string) string {

@@ -18,6 +18,7 @@ import (
 
 	"github.com/winobs/winobs/conffile"
 	"github.com/winobs/winobs/contract"
+	"github.com/winobs/winobs/eventfilter"
 	"github.com/winobs/winobs/endpoint"
 )
 
@@ -144,6 +145,10 @@ type Channel struct {
 type Dump struct {
 	Path    string `yaml:"path"`
 	Channel string `yaml:"channel"`
+	// Query selects the dump's events as a subscription's query would
+	// (an event query as gen renders it: eventfilter.Parse reads it); ""
+	// takes every event.
+	Query string `yaml:"query"`
 	// Follow keeps reading as the file grows; otherwise the shipper exits
 	// once every dump is delivered.
 	Follow bool `yaml:"follow"`
@@ -268,6 +273,10 @@ func (c *Config) validate() conffile.Problems {
 		check(fmt.Sprintf("dumps[%d].path", i), d.Path != "", "must not be empty")
 		check(fmt.Sprintf("dumps[%d].channel", i), d.Channel != "" && !seen[strings.ToLower(d.Channel)], "must name the dump's channel, each once (ignoring case)")
 		seen[strings.ToLower(d.Channel)] = true
+		if d.Query != "" {
+			_, err := eventfilter.Parse(d.Query)
+			check(fmt.Sprintf("dumps[%d].query", i), err == nil, "must be an event query the shipper can evaluate (an XPath or <QueryList> as gen renders them): %v", err)
+		}
 	}
 	check("stateDir", c.StateDir != "", "must not be empty")
 	check("startAt", c.StartAt == Newest || c.StartAt == Oldest, "must be newest or oldest, got %q", c.StartAt)
