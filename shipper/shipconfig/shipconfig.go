@@ -18,8 +18,8 @@ import (
 
 	"github.com/winobs/winobs/conffile"
 	"github.com/winobs/winobs/contract"
-	"github.com/winobs/winobs/eventfilter"
 	"github.com/winobs/winobs/endpoint"
+	"github.com/winobs/winobs/eventfilter"
 )
 
 //go:embed default.yaml
