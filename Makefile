@@ -162,7 +162,7 @@ bench: $(BIN)/victoria-logs ## benchmarks, ending with one table (also docs/perf
 	  $(GO) test -run '^$$' -bench DashboardsVs -benchtime 3x -timeout 30m -v ./tests/ && \
 	  $(GO) test -run '^$$' -bench ShipperBinary -benchtime 5x ./shipper/ && \
 	  $(GO) test -run '^$$' -bench ShipperIntoLoki -benchtime 1x ./shipper/ && \
-	  $(GO) test -run '^$$' -bench 'FormatBatchEncode|ParseLine' -benchmem -cpu 1 ./shipper/ ./shipper/eventxml/ && \
+	  $(GO) test -run '^$$' -bench 'FormatBatchEncode|ParseLine|DumpQuery' -benchmem -cpu 1 ./shipper/ ./shipper/eventxml/ && \
 	  $(GO) test -run '^$$' -bench GenBuild -benchtime 1x -timeout 30m ./cmd/gen/; } | tee $(BIN)/bench.txt
 	$(GO) run ./scripts/benchtable < $(BIN)/bench.txt > docs/performance.md
 	@cat docs/performance.md

@@ -73,6 +73,7 @@ func LokiGroups(v view.Rules) (rulefmt.RuleGroups, error) {
 				"a process inside the container crashed, hung or died of an unhandled .NET exception. The pod may still look Running: IIS restarts a crashed worker process.",
 		},
 	})
+	g.Rules = append(g.Rules, detectionRules(v, ts)...)
 	for i := range g.Rules {
 		g.Rules[i].Annotations["runbook_url"] = RunbookURL(v.Alerts.RunbookURL, g.Rules[i].Alert)
 	}

@@ -57,9 +57,9 @@ func TestRunbooks(t *testing.T) {
 			t.Errorf("%s: runbook_url %q", r.Alert, url)
 		case !ok:
 			t.Errorf("%s: docs/runbooks.md has no section %q", r.Alert, anchor)
-		case !strings.Contains(body, "```promql") || !strings.Contains(body, "```powershell") ||
+		case !strings.Contains(body, "```promql") && !strings.Contains(body, "```logql") || !strings.Contains(body, "```powershell") ||
 			!strings.Contains(body, "**Meaning.**") || !strings.Contains(body, "**Act.**"):
-			t.Errorf("%s: runbook section lacks meaning, a PromQL and a PowerShell check, or actions", r.Alert)
+			t.Errorf("%s: runbook section lacks meaning, a PromQL or LogQL and a PowerShell check, or actions", r.Alert)
 		}
 	}
 }

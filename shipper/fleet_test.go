@@ -32,7 +32,7 @@ import (
 // stalled on 429 at 14,828 of 40,000, and another application's new stream
 // was refused too.)
 func TestFleetChannelIntoRealLoki(t *testing.T) {
-	loki := lokiproc.Start(t, map[string]string{"max_query_series": "5000"})
+	loki := lokiproc.Start(t, lokiproc.Options{Limits: map[string]string{"max_query_series": "5000"}})
 	bin := buildShipper(t)
 	dir := t.TempDir()
 	dump := filepath.Join(dir, "ForwardedEvents.xml")
@@ -117,7 +117,7 @@ func lokiScalar(t *testing.T, base, query string) int {
 // it excludes, and the 4624 logon flood do not), with the usual stream
 // labels; the event id and account are in the line.
 func TestDumpQueryIntoRealLoki(t *testing.T) {
-	loki := lokiproc.Start(t, nil)
+	loki := lokiproc.Start(t, lokiproc.Options{})
 	bin := buildShipper(t)
 	dir := t.TempDir()
 	dump := filepath.Join(dir, "Security.xml")

@@ -36,6 +36,8 @@ type Rules struct {
 	RuleLabels config.Labels
 	Ruler      config.Ruler
 	LokiRules  config.LokiRules
+	// EventSets are the event sets forwarded: each brings its detections.
+	EventSets []string
 }
 
 // Dashboards is what the dashboards read (package dashboards).
@@ -102,6 +104,7 @@ func Of(cfg *config.Config) Bundle {
 		Rules: Rules{
 			Terms: vocab.ForRules(cfg), Alerts: cfg.Alerts, ExporterServices: cfg.WindowsExporter.Services,
 			Namespace: cfg.Namespace, RuleLabels: cfg.Prometheus.RuleLabels, Ruler: cfg.Ruler, LokiRules: cfg.LokiRules,
+			EventSets: cfg.EventLog.Sets,
 		},
 		Dashboards: Dashboards{
 			Terms: vocab.ForDashboards(cfg), Cluster: cfg.Cluster, Alerts: cfg.Alerts,

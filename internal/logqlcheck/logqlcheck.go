@@ -46,14 +46,18 @@ var (
 	Grouping      = regexp.MustCompile(`\bby\s*\(([^)]*)\)`)
 	streamMatcher = regexp.MustCompile(`([A-Za-z_]\w*)\s*(?:=~|!~|!=|=)\s*"([^"]*)"`)
 	labelFilter   = regexp.MustCompile(`\|\s*([A-Za-z_]\w*)\s*(?:=~|!~|!=|==|>=|<=|=|>|<)`)
-	unsupported   = regexp.MustCompile(`\|\s*(?:logfmt|pattern|regexp|unpack|line_format|label_format|unwrap)\b`)
+	unsupported   = regexp.MustCompile(`\|\s*(?:logfmt|pattern|unpack|label_format|unwrap)\b`)
+	// captures are a regexp stage's named groups: labels it adds.
+	captures = regexp.MustCompile(`\(\?P<([A-Za-z_]\w*)>`)
 	labelValues   = regexp.MustCompile(`^label_values\((.*), *(\w+)\)$`)
 )
 
 // Check fails t unless expr selects a winobs stream by its job, uses only
-// stream selectors, line filters, | json and label filters, and filters or
-// groups only by stream labels, a pod log's structured metadata or (after
-// | json) event line fields. A
+// stream selectors, line filters, | json, line_format and regexp stages and
+// label filters, and filters or groups only by stream labels, a pod log's
+// structured metadata, (after | json) event line fields or a regexp
+// stage's named groups (the detections read EventData fields so; a real
+// Loki runs them in tests/loki). A
 // Grafana label_values(selector, label) query must name a stream label.
 func Check(t *testing.T, cfg *config.Config, where, expr string) {
 	t.Helper()
@@ -88,9 +92,12 @@ func Check(t *testing.T, cfg *config.Config, where, expr string) {
 		}
 	}
 	if unsupported.MatchString(expr) {
-		t.Errorf("%s: %q uses more than stream selectors, line filters, | json and label filters", where, orig)
+		t.Errorf("%s: %q uses more than stream selectors, line filters, | json, line_format, regexp and label filters", where, orig)
 	}
 	usable := append(slices.Clone(stream), metadata...)
+	for _, m := range captures.FindAllStringSubmatch(expr, -1) {
+		usable = append(usable, m[1])
+	}
 	if strings.Contains(expr, "| json") {
 		usable = append(usable, fields...)
 	}

@@ -46,7 +46,7 @@ type Loki struct {
 // config is a single-process Loki on loopback ports, storing to dir, with
 // the default limits but those a test sets. The ruler is off: rules are
 // evaluated by queries at chosen times (tests/loki).
-var config = template.Must(template.New("loki").Parse(`auth_enabled: false
+var config = template.Must(template.New("loki").Parse(`auth_enabled: {{.Tenants}}
 server:
   http_listen_address: 127.0.0.1
   http_listen_port: {{.HTTP}}
@@ -83,15 +83,24 @@ limits_config:
 {{- end}}
 `))
 
+// Options are what a test changes of Loki's defaults.
+type Options struct {
+	// Limits overrides entries of limits_config (Loki's names and YAML
+	// values).
+	Limits map[string]string
+	// Tenants turns auth_enabled on: every request names its tenant
+	// (X-Scope-OrgID), and tenants see nothing of each other.
+	Tenants bool
+}
+
 // Start runs a Loki until the test ends and waits until it is ready.
-// limits overrides entries of limits_config (Loki's names and YAML values).
-func Start(t testing.TB, limits map[string]string) *Loki {
+func Start(t testing.TB, opts Options) *Loki {
 	t.Helper()
 	bin := Binary(t)
 	dir := t.TempDir()
 	ports := freePorts(t, 2)
 	var cfg bytes.Buffer
-	if err := config.Execute(&cfg, map[string]any{"HTTP": ports[0], "GRPC": ports[1], "Dir": dir, "Limits": limits}); err != nil {
+	if err := config.Execute(&cfg, map[string]any{"HTTP": ports[0], "GRPC": ports[1], "Dir": dir, "Limits": opts.Limits, "Tenants": opts.Tenants}); err != nil {
 		t.Fatal(err)
 	}
 	path := filepath.Join(dir, "loki.yaml")
@@ -115,7 +124,7 @@ func Start(t testing.TB, limits map[string]string) *Loki {
 			t.Fatalf("Loki exited before it was ready: %v\n%s", err, logs.Bytes())
 		default:
 		}
-		if resp, err := http.Get(l.URL + "/ready"); err == nil {
+		if resp, err := http.Get(l.URL + "/ready"); err == nil { // /ready needs no tenant
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
 				return l

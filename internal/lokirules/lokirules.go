@@ -1,0 +1,460 @@
+// Package lokirules runs unit tests of Loki alerting rules on a real Loki,
+// in promtool's test-file shape with log streams for input series: each
+// test pushes its lines at chosen times into a tenant of its own, then
+// evaluates the rules at every evaluation interval up to each eval_time
+// (an instant LogQL query at that time, so Loki's own engine computes every
+// value) and holds the firing alerts, `for` included, to the expected ones.
+// docs/loki-rule-tests.md documents the format.
+package lokirules
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"maps"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/prometheus/common/model"
+	"github.com/prometheus/prometheus/model/labels"
+	"github.com/prometheus/prometheus/model/rulefmt"
+	"github.com/prometheus/prometheus/promql"
+	"github.com/prometheus/prometheus/template"
+	"go.yaml.in/yaml/v3"
+
+	"github.com/winobs/winobs/shipper/eventxml"
+)
+
+// File is a test file.
+type File struct {
+	// RuleFiles are Loki rule files (Prometheus' rule-file groups; a
+	// lokitool namespace file's namespace key is ignored), relative to the
+	// test file.
+	RuleFiles []string `yaml:"rule_files"`
+	// EvaluationInterval is how often the rules are evaluated (1m).
+	EvaluationInterval model.Duration `yaml:"evaluation_interval"`
+	// EventsDir holds the Event XML files entries name, relative to the
+	// test file.
+	EventsDir string `yaml:"events_dir"`
+	Tests     []Test `yaml:"tests"`
+}
+
+// Test is one test: streams pushed, alerts expected.
+type Test struct {
+	Name         string        `yaml:"name"`
+	InputStreams []InputStream `yaml:"input_streams"`
+	AlertTests   []AlertTest   `yaml:"alert_rule_test"`
+}
+
+// InputStream is one stream's lines.
+type InputStream struct {
+	// Stream is the stream's labels as a LogQL selector:
+	// '{job="windows-events", node="n1"}'.
+	Stream  string  `yaml:"stream"`
+	Entries []Entry `yaml:"entries"`
+}
+
+// Entry is a line pushed Times times (1 if unset), at At after the test's
+// start and then every Every.
+type Entry struct {
+	At    model.Duration `yaml:"at"`
+	Every model.Duration `yaml:"every"`
+	Times int            `yaml:"times"`
+	// Line is the line as it is, or Event an Event XML file (in EventsDir)
+	// as Alloy's loki.source.windowsevent writes it (shipper/eventxml),
+	// with Replace's strings replaced in the XML first.
+	Line    string            `yaml:"line"`
+	Event   string            `yaml:"event"`
+	Replace map[string]string `yaml:"replace"`
+	// Metadata is the entry's structured metadata (what Alloy's pod
+	// pipeline attaches to LogMonitor's lines).
+	Metadata map[string]string `yaml:"metadata"`
+}
+
+// AlertTest holds the alerts firing at EvalTime.
+type AlertTest struct {
+	EvalTime  model.Duration `yaml:"eval_time"`
+	AlertName string         `yaml:"alertname"`
+	ExpAlerts []ExpAlert     `yaml:"exp_alerts"`
+}
+
+// ExpAlert is one firing alert: its labels (the rule's and the query's;
+// alertname is added) and, when given, its annotations.
+type ExpAlert struct {
+	Labels      map[string]string `yaml:"exp_labels"`
+	Annotations map[string]string `yaml:"exp_annotations"`
+}
+
+// Loki is where the tests run: a Loki with auth_enabled, whose tenants keep
+// the tests apart.
+type Loki interface {
+	Push(ctx context.Context, tenant string, body []byte) error
+	Query(ctx context.Context, tenant, query string, at time.Time) ([]Sample, error)
+}
+
+// Sample is one element of an instant query's vector.
+type Sample struct {
+	Labels map[string]string
+	Value  float64
+}
+
+// Load reads a test file and the rules it names.
+func Load(path string) (*File, []rulefmt.Rule, error) {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	var f File
+	dec := yaml.NewDecoder(bytes.NewReader(raw))
+	dec.KnownFields(true)
+	if err := dec.Decode(&f); err != nil {
+		return nil, nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if f.EvaluationInterval == 0 {
+		f.EvaluationInterval = model.Duration(time.Minute)
+	}
+	f.EventsDir = filepath.Join(filepath.Dir(path), f.EventsDir)
+	var rules []rulefmt.Rule
+	for _, rf := range f.RuleFiles {
+		p := filepath.Join(filepath.Dir(path), rf)
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return nil, nil, err
+		}
+		var groups struct {
+			Groups []rulefmt.RuleGroup `yaml:"groups"`
+		}
+		if err := yaml.Unmarshal(b, &groups); err != nil {
+			return nil, nil, fmt.Errorf("%s: %w", p, err)
+		}
+		for _, g := range groups.Groups {
+			rules = append(rules, g.Rules...)
+		}
+	}
+	return &f, rules, nil
+}
+
+// Failure is one way a test's alerts differ from the expected ones.
+type Failure struct {
+	Test, Alert string
+	EvalTime    time.Duration
+	Msg         string
+}
+
+func (f Failure) Error() string {
+	return fmt.Sprintf("%s: %s at %v: %s", f.Test, f.Alert, f.EvalTime, f.Msg)
+}
+
+// Run runs every test of f with rules on loki. Each test's time 0 is
+// start; its lines must lie within Loki's window (7 days back, nothing
+// ahead). Tenants are prefix plus the test's index.
+func (f *File) Run(ctx context.Context, loki Loki, rules []rulefmt.Rule, start time.Time, prefix string) ([]Failure, error) {
+	var failures []Failure
+	for i, test := range f.Tests {
+		tenant := fmt.Sprintf("%s%d", prefix, i)
+		body, err := f.pushBody(test, start)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", test.Name, err)
+		}
+		if err := loki.Push(ctx, tenant, body); err != nil {
+			return nil, fmt.Errorf("%s: pushing its lines: %w", test.Name, err)
+		}
+		for _, at := range test.AlertTests {
+			got, err := f.firing(ctx, loki, tenant, rules, at.AlertName, start, time.Duration(at.EvalTime))
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", test.Name, err)
+			}
+			if msg := compare(at, got); msg != "" {
+				failures = append(failures, Failure{test.Name, at.AlertName, time.Duration(at.EvalTime), msg})
+			}
+		}
+	}
+	return failures, nil
+}
+
+// pushBody is the test's streams as one push (JSON, lines in time order).
+func (f *File) pushBody(test Test, start time.Time) ([]byte, error) {
+	type stream struct {
+		Stream map[string]string `json:"stream"`
+		Values [][]any           `json:"values"`
+	}
+	var push struct {
+		Streams []stream `json:"streams"`
+	}
+	for _, in := range test.InputStreams {
+		lbls, err := parseSelector(in.Stream)
+		if err != nil {
+			return nil, err
+		}
+		type entry struct {
+			ts   time.Time
+			line string
+			meta map[string]string
+		}
+		var entries []entry
+		for _, e := range in.Entries {
+			line, err := f.line(e)
+			if err != nil {
+				return nil, err
+			}
+			for k := range max(e.Times, 1) {
+				entries = append(entries, entry{start.Add(time.Duration(e.At) + time.Duration(k)*time.Duration(e.Every)), line, e.Metadata})
+			}
+		}
+		sort.SliceStable(entries, func(i, j int) bool { return entries[i].ts.Before(entries[j].ts) })
+		s := stream{Stream: lbls}
+		for _, e := range entries {
+			v := []any{strconv.FormatInt(e.ts.UnixNano(), 10), e.line}
+			if len(e.meta) > 0 {
+				v = append(v, e.meta)
+			}
+			s.Values = append(s.Values, v)
+		}
+		push.Streams = append(push.Streams, s)
+	}
+	return json.Marshal(push)
+}
+
+// line is an entry's line: as given, or its event as Alloy writes it.
+func (f *File) line(e Entry) (string, error) {
+	if (e.Line == "") == (e.Event == "") {
+		return "", fmt.Errorf("an entry needs either line or event")
+	}
+	if e.Line != "" {
+		return e.Line, nil
+	}
+	raw, err := os.ReadFile(filepath.Join(f.EventsDir, e.Event))
+	if err != nil {
+		return "", err
+	}
+	xml := string(raw)
+	for _, from := range slices.Sorted(maps.Keys(e.Replace)) {
+		if !strings.Contains(xml, from) {
+			return "", fmt.Errorf("%s holds no %q to replace", e.Event, from)
+		}
+		xml = strings.ReplaceAll(xml, from, e.Replace[from])
+	}
+	ev, err := eventxml.Parse([]byte(xml))
+	if err != nil {
+		return "", fmt.Errorf("%s: %w", e.Event, err)
+	}
+	return string(ev.Line(nil, eventxml.Lookups{})), nil
+}
+
+// parseSelector reads '{a="b", c="d"}' (values as Go-quoted strings).
+func parseSelector(s string) (map[string]string, error) {
+	body, ok := strings.CutPrefix(strings.TrimSpace(s), "{")
+	if body, ok = strings.CutSuffix(body, "}"); !ok {
+		return nil, fmt.Errorf("stream %q: want {name=\"value\", ...}", s)
+	}
+	out := map[string]string{}
+	for body = strings.TrimSpace(body); body != ""; {
+		name, rest, ok := strings.Cut(body, "=")
+		if !ok {
+			return nil, fmt.Errorf("stream %q: want name=\"value\"", s)
+		}
+		q, err := strconv.QuotedPrefix(strings.TrimSpace(rest))
+		if err != nil {
+			return nil, fmt.Errorf("stream %q: %v", s, err)
+		}
+		out[strings.TrimSpace(name)], _ = strconv.Unquote(q)
+		body = strings.TrimPrefix(strings.TrimSpace(strings.TrimSpace(rest)[len(q):]), ",")
+		body = strings.TrimSpace(body)
+	}
+	return out, nil
+}
+
+// alert is a firing or pending alert.
+type alert struct {
+	labels, annotations map[string]string
+	activeAt            time.Duration
+}
+
+// firing evaluates the rules named alertName from time 0 to evalTime at
+// every evaluation interval, as Prometheus' and Loki's rulers do: a result
+// new at t is pending from t and fires once it has been pending for the
+// rule's `for`; a result that goes away resolves. It returns what fires at
+// evalTime.
+func (f *File) firing(ctx context.Context, loki Loki, tenant string, rules []rulefmt.Rule, alertName string, start time.Time, evalTime time.Duration) ([]alert, error) {
+	var named []rulefmt.Rule
+	for _, r := range rules {
+		if r.Alert == alertName {
+			named = append(named, r)
+		}
+	}
+	if len(named) == 0 {
+		return nil, fmt.Errorf("no alerting rule %s", alertName)
+	}
+	step := time.Duration(f.EvaluationInterval)
+	active := make([]map[string]*alert, len(named))
+	var out []alert
+	for t := time.Duration(0); t <= evalTime; t += step {
+		out = out[:0]
+		for i, r := range named {
+			samples, err := loki.Query(ctx, tenant, r.Expr, start.Add(t))
+			if err != nil {
+				return nil, fmt.Errorf("%s at %v: %w", alertName, t, err)
+			}
+			now := map[string]*alert{}
+			for _, s := range samples {
+				a, err := instance(r, s, start.Add(t))
+				if err != nil {
+					return nil, err
+				}
+				key := labels.FromMap(a.labels).String()
+				if prev, ok := active[i][key]; ok {
+					a.activeAt = prev.activeAt
+				} else {
+					a.activeAt = t
+				}
+				now[key] = a
+			}
+			active[i] = now
+			for _, a := range now {
+				if t-a.activeAt >= time.Duration(r.For) {
+					out = append(out, *a)
+				}
+			}
+		}
+	}
+	return out, nil
+}
+
+// instance is the alert a rule makes of one sample: the sample's labels,
+// the rule's labels (expanded) and alertname; its annotations expanded as
+// Prometheus expands them.
+func instance(r rulefmt.Rule, s Sample, at time.Time) (*alert, error) {
+	data := template.AlertTemplateData(s.Labels, nil, "", promql.Sample{F: s.Value})
+	defs := "{{$labels := .Labels}}{{$externalLabels := .ExternalLabels}}{{$externalURL := .ExternalURL}}{{$value := .Value}}"
+	expand := func(text string) (string, error) {
+		return template.NewTemplateExpander(context.Background(), defs+text, "__alert_"+r.Alert, data,
+			model.TimeFromUnixNano(at.UnixNano()), nil, &url.URL{}, nil).Expand()
+	}
+	a := &alert{labels: maps.Clone(s.Labels), annotations: map[string]string{}}
+	for k, v := range r.Labels {
+		x, err := expand(v)
+		if err != nil {
+			return nil, fmt.Errorf("%s: label %s: %w", r.Alert, k, err)
+		}
+		a.labels[k] = x
+	}
+	a.labels["alertname"] = r.Alert
+	for k, v := range r.Annotations {
+		x, err := expand(v)
+		if err != nil {
+			return nil, fmt.Errorf("%s: annotation %s: %w", r.Alert, k, err)
+		}
+		a.annotations[k] = x
+	}
+	return a, nil
+}
+
+// compare reports how the firing alerts differ from the expected ones ("":
+// they match). Annotations are compared where the test gives them.
+func compare(at AlertTest, got []alert) string {
+	var want, have []string
+	for _, e := range at.ExpAlerts {
+		l := maps.Clone(e.Labels)
+		if l == nil {
+			l = map[string]string{}
+		}
+		l["alertname"] = at.AlertName
+		want = append(want, labels.FromMap(l).String())
+	}
+	for _, a := range got {
+		have = append(have, labels.FromMap(a.labels).String())
+	}
+	slices.Sort(want)
+	slices.Sort(have)
+	if !slices.Equal(want, have) {
+		return fmt.Sprintf("firing %v, want %v", have, want)
+	}
+	for _, e := range at.ExpAlerts {
+		l := maps.Clone(e.Labels)
+		if l == nil {
+			l = map[string]string{}
+		}
+		l["alertname"] = at.AlertName
+		key := labels.FromMap(l).String()
+		for _, a := range got {
+			if labels.FromMap(a.labels).String() != key {
+				continue
+			}
+			for k, v := range e.Annotations {
+				if a.annotations[k] != v {
+					return fmt.Sprintf("%s: annotation %s = %q, want %q", key, k, a.annotations[k], v)
+				}
+			}
+		}
+	}
+	return ""
+}
+
+// HTTP is a Loki reached over its HTTP API.
+type HTTP struct{ URL string }
+
+// Push sends a JSON push body as tenant.
+func (h HTTP) Push(ctx context.Context, tenant string, body []byte) error {
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, h.URL+"/loki/api/v1/push", bytes.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("X-Scope-OrgID", tenant)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusNoContent {
+		b, _ := io.ReadAll(resp.Body)
+		return fmt.Errorf("push: %d %s", resp.StatusCode, b)
+	}
+	return nil
+}
+
+// Query runs an instant metric query as tenant at a time.
+func (h HTTP) Query(ctx context.Context, tenant, query string, at time.Time) ([]Sample, error) {
+	v := url.Values{"query": {query}, "time": {strconv.FormatInt(at.UnixNano(), 10)}}
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, h.URL+"/loki/api/v1/query?"+v.Encode(), nil)
+	req.Header.Set("X-Scope-OrgID", tenant)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("query %s: %d %s", query, resp.StatusCode, b)
+	}
+	var r struct {
+		Data struct {
+			ResultType string `json:"resultType"`
+			Result     []struct {
+				Metric map[string]string `json:"metric"`
+				Value  [2]any            `json:"value"`
+			} `json:"result"`
+		} `json:"data"`
+	}
+	if err := json.Unmarshal(b, &r); err != nil {
+		return nil, fmt.Errorf("query %s: %v: %s", query, err, b)
+	}
+	if r.Data.ResultType != "vector" {
+		return nil, fmt.Errorf("query %s: a %s, not a vector (an alert's expression is a metric query)", query, r.Data.ResultType)
+	}
+	var out []Sample
+	for _, s := range r.Data.Result {
+		v, err := strconv.ParseFloat(fmt.Sprint(s.Value[1]), 64)
+		if err != nil {
+			return nil, fmt.Errorf("query %s: value %v", query, s.Value[1])
+		}
+		out = append(out, Sample{Labels: s.Metric, Value: v})
+	}
+	return out, nil
+}

@@ -1,0 +1,145 @@
+package rules
+
+import (
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/prometheus/common/model"
+	"github.com/prometheus/prometheus/model/rulefmt"
+
+	"github.com/winobs/winobs/config"
+	"github.com/winobs/winobs/contract"
+	"github.com/winobs/winobs/view"
+	"github.com/winobs/winobs/vocab"
+)
+
+// Detections of the event sets (docs/events.md), each rendered with its
+// set. Alert names are sections of docs/runbooks.md.
+const (
+	AlertLogonBruteForce        = "WindowsLogonBruteForce"
+	AlertAccountLockedOut       = "WindowsAccountLockedOut"
+	AlertAuditLogCleared        = "WindowsAuditLogCleared"
+	AlertServiceInstalled       = "WindowsServiceInstalled"
+	AlertPrivilegedGroupChanged = "WindowsPrivilegedGroupChanged"
+	AlertHostNetworkErrors      = "WindowsHostNetworkServiceErrors"
+	AlertHostComputeErrors      = "WindowsHostComputeServiceErrors"
+)
+
+// Thresholds of the detections: BruteForceLogons failed logons of one
+// account on one node in 10 minutes, held for 2 minutes; HostServiceErrors
+// errors of the HNS or HCS on one node in 10 minutes.
+const (
+	BruteForceLogons  = 20
+	BruteForceHold    = 2 * time.Minute
+	HostServiceErrors = 3
+)
+
+// PrivilegedGroupSIDs are the well-known SIDs of the groups whose
+// membership changes are alerted on: Builtin Administrators (544), Account,
+// Server and Backup Operators (548, 549, 551), Hyper-V Administrators
+// (578), and a domain's Domain, Schema and Enterprise Admins (RIDs 512,
+// 518, 519). SIDs, not names: group names are translated.
+const PrivilegedGroupSIDs = `S-1-5-32-(544|548|549|551|578)|S-1-5-21-[0-9-]+-(512|518|519)`
+
+// eventField is a LogQL stage that sets label to the value of the event's
+// EventData field (or UserData element, when data is user_data): the line
+// is Alloy's JSON, whose event_data holds the fields as XML.
+func eventField(data, field, label string) string {
+	open, close := "<Data Name='"+field+"'>", "</Data>"
+	if data == "user_data" {
+		open, close = "<"+field+">", "</"+field+">"
+	}
+	return `line_format "{{.` + data + `}}" | regexp "` + open + `(?P<` + label + `>[^<]*)` + close + `"`
+}
+
+// detectionRules are the Loki alerts of the event sets v forwards.
+func detectionRules(v view.Rules, ts *templates) []rulefmt.Rule {
+	t := v.Terms
+	channel := func(name string) string {
+		return t.Events(vocab.Eq(contract.LabelChannel, name)).String()
+	}
+	var out []rulefmt.Rule
+	if slices.Contains(v.EventSets, config.SetSecurity) {
+		security := channel(config.ChannelSecurity)
+		out = append(out,
+			rulefmt.Rule{
+				Alert: AlertLogonBruteForce,
+				Expr: ts.fill(AlertLogonBruteForce,
+					`sum by ($[cluster], $[nodeLabel], target_user) (count_over_time($[sec] | json event_id="event_id", event_data="event_data" | event_id="4625" | $[user] [10m])) >= $[n]`,
+					vocab.Args{"nodeLabel": contract.LabelNode, "sec": security, "user": eventField("event_data", "TargetUserName", "target_user"), "n": strconv.Itoa(BruteForceLogons)}),
+				For:    model.Duration(BruteForceHold),
+				Labels: map[string]string{"severity": "warning"},
+				Annotations: map[string]string{
+					"summary":     "Failed logons for {{ $labels.target_user }} on Windows node {{ $labels.node }}.",
+					"description": "{{ $value }} failed logons (Security event 4625) for account {{ $labels.target_user }} on {{ $labels.node }} in 10 minutes: password guessing, or a service with a stale password.",
+				},
+			},
+			rulefmt.Rule{
+				Alert: AlertAccountLockedOut,
+				Expr: ts.fill(AlertAccountLockedOut,
+					`sum by ($[cluster], $[nodeLabel], target_user) (count_over_time($[sec] | json event_id="event_id", event_data="event_data" | event_id="4740" | $[user] [10m])) > 0`,
+					vocab.Args{"nodeLabel": contract.LabelNode, "sec": security, "user": eventField("event_data", "TargetUserName", "target_user")}),
+				Labels: map[string]string{"severity": "warning"},
+				Annotations: map[string]string{
+					"summary":     "Account {{ $labels.target_user }} locked out on Windows node {{ $labels.node }}.",
+					"description": "Security event 4740: account {{ $labels.target_user }} was locked out on {{ $labels.node }} after too many failed logons.",
+				},
+			},
+			rulefmt.Rule{
+				Alert: AlertAuditLogCleared,
+				Expr: ts.fill(AlertAuditLogCleared,
+					`sum by ($[cluster], $[nodeLabel], subject_user) (count_over_time($[sec] | json event_id="event_id", user_data="user_data" | event_id="1102" | $[user] [10m])) > 0`,
+					vocab.Args{"nodeLabel": contract.LabelNode, "sec": security, "user": eventField("user_data", "SubjectUserName", "subject_user")}),
+				Labels: map[string]string{"severity": "critical"},
+				Annotations: map[string]string{
+					"summary":     "The Security log was cleared on Windows node {{ $labels.node }}.",
+					"description": "Event 1102: {{ $labels.subject_user }} cleared the audit log on {{ $labels.node }}. Attackers clear it to hide what they did; what was shipped before is still in Loki.",
+				},
+			},
+			rulefmt.Rule{
+				Alert: AlertServiceInstalled,
+				Expr: ts.fill(AlertServiceInstalled,
+					`sum by ($[cluster], $[nodeLabel], service) (count_over_time($[scm] | event_id="7045" | $[service] [10m])) > 0`,
+					vocab.Args{"nodeLabel": contract.LabelNode, "scm": vocab.SCMStream(t.Events()), "service": eventField("event_data", "ServiceName", "service")}),
+				Labels: map[string]string{"severity": "warning"},
+				Annotations: map[string]string{
+					"summary":     "Service {{ $labels.service }} was installed on Windows node {{ $labels.node }}.",
+					"description": "The Service Control Manager on {{ $labels.node }} logged a new service, {{ $labels.service }} (event 7045). Expected while a node is provisioned or upgraded; otherwise a common way to persist on a host.",
+				},
+			},
+			rulefmt.Rule{
+				Alert: AlertPrivilegedGroupChanged,
+				Expr: ts.fill(AlertPrivilegedGroupChanged,
+					`sum by ($[cluster], $[nodeLabel], group, event_id) (count_over_time($[sec] | json event_id="event_id", event_data="event_data" | event_id=~"4728|4729|4732|4733|4756|4757" | $[group] | group_sid=~"$[sids]" [10m])) > 0`,
+					vocab.Args{"nodeLabel": contract.LabelNode, "sec": security, "sids": PrivilegedGroupSIDs,
+						// TargetUserName (the group's name) comes before its TargetSid.
+						"group": `line_format "{{.event_data}}" | regexp "<Data Name='TargetUserName'>(?P<group>[^<]*)</Data>.*<Data Name='TargetSid'>(?P<group_sid>[^<]*)</Data>"`}),
+				Labels: map[string]string{"severity": "critical"},
+				Annotations: map[string]string{
+					"summary":     "Membership of {{ $labels.group }} changed on Windows node {{ $labels.node }}.",
+					"description": "Security event {{ $labels.event_id }} on {{ $labels.node }}: a member was added to or removed from the privileged group {{ $labels.group }}.",
+				},
+			},
+		)
+	}
+	if slices.Contains(v.EventSets, config.SetNodeOperations) {
+		for _, hs := range []struct{ alert, channel, what string }{
+			{AlertHostNetworkErrors, config.ChannelHNS, "Host Network Service (pod endpoints, networks, load balancers)"},
+			{AlertHostComputeErrors, config.ChannelHCS, "Host Compute Service (container create and start)"},
+		} {
+			out = append(out, rulefmt.Rule{
+				Alert: hs.alert,
+				Expr: ts.fill(hs.alert,
+					`sum by ($[cluster], $[nodeLabel]) (count_over_time($[ch] | json level="level" | level=~"1|2" [10m])) >= $[n]`,
+					vocab.Args{"nodeLabel": contract.LabelNode, "ch": channel(hs.channel), "n": strconv.Itoa(HostServiceErrors)}),
+				Labels: map[string]string{"severity": "warning"},
+				Annotations: map[string]string{
+					"summary":     "The " + hs.what + " fails on Windows node {{ $labels.node }}.",
+					"description": "{{ $value }} critical or error events in " + hs.channel + " on {{ $labels.node }} in 10 minutes: pods on the node may fail to start or lose their network.",
+				},
+			})
+		}
+	}
+	return out
+}
