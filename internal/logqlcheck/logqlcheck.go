@@ -48,8 +48,8 @@ var (
 	labelFilter   = regexp.MustCompile(`\|\s*([A-Za-z_]\w*)\s*(?:=~|!~|!=|==|>=|<=|=|>|<)`)
 	unsupported   = regexp.MustCompile(`\|\s*(?:logfmt|pattern|unpack|label_format|unwrap)\b`)
 	// captures are a regexp stage's named groups: labels it adds.
-	captures = regexp.MustCompile(`\(\?P<([A-Za-z_]\w*)>`)
-	labelValues   = regexp.MustCompile(`^label_values\((.*), *(\w+)\)$`)
+	captures    = regexp.MustCompile(`\(\?P<([A-Za-z_]\w*)>`)
+	labelValues = regexp.MustCompile(`^label_values\((.*), *(\w+)\)$`)
 )
 
 // Check fails t unless expr selects a winobs stream by its job, uses only
