@@ -9,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -99,10 +100,12 @@ func NewClient(cfg Config) (*Client, error) {
 type Outcome int
 
 const (
-	// Delivered: Loki answered 204 and stored the batch.
+	// Delivered: Loki answered 204 and stored the batch, or a
+	// Loki-compatible receiver answered 200 (older VictoriaLogs, gateways;
+	// Alloy takes any 2xx).
 	Delivered Outcome = iota
-	// Retry: 429, 5xx, a network error, a 2xx other than 204 (Loki answers
-	// 260 when ingestion is blocked and stores nothing), a redirect (never
+	// Retry: 429, 5xx, a network error, a 2xx other than 200 and 204 (Loki
+	// answers 260 when ingestion is blocked and stores nothing), a redirect (never
 	// followed), an error that a fixed configuration or credential resolves
 	// (401, 403, 404), and every answer that is not Loki's own refusal: what
 	// stands in front of Loki answers 408, 409, 421, 425, 499 or a 400 page
@@ -149,7 +152,7 @@ func (c *Client) Push(ctx context.Context, streams []Stream) Result {
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 	r := Result{Status: resp.StatusCode, Body: string(body)}
 	switch s := resp.StatusCode; {
-	case s == http.StatusNoContent:
+	case s == http.StatusNoContent || s == http.StatusOK:
 		r.Outcome = Delivered
 	case s == http.StatusBadRequest && lokiRefusal(resp.Header.Get("Content-Type"), r.Body):
 		r.Outcome = Partial
@@ -173,22 +176,34 @@ func (c *Client) Push(ctx context.Context, streams []Stream) Result {
 }
 
 // lokiRefusal reports whether a 400 or 422 body is Loki's own words: Loki
-// answers with http.Error (text/plain, one Go error message a line). A
-// proxy's refusal is an HTML page, an empty body or a bare reason phrase
-// ("Bad Request", "400 Bad Request"): not Loki's, so nothing is dropped for
-// it and the batch is retried.
+// answers with http.Error (text/plain), one refusal a line, each in one of
+// the shapes of its validation messages (lokiLine). Anything else (a
+// proxy's HTML page, a gateway's or WAF's JSON or text, an empty body, a
+// bare reason phrase) is not Loki's: nothing is dropped for it, and the
+// batch is retried and counted.
 func lokiRefusal(contentType, body string) bool {
-	text := strings.TrimSpace(body)
-	if text == "" || strings.HasPrefix(text, "<") || strings.Contains(strings.ToLower(contentType), "html") {
+	if strings.Contains(strings.ToLower(contentType), "html") || strings.Contains(strings.ToLower(contentType), "json") {
 		return false
 	}
-	phrase := strings.ToLower(strings.TrimLeft(text, "0123456789 "))
-	switch phrase {
-	case "bad request", "unprocessable entity", "unprocessable content", "request header or cookie too large":
-		return false
+	lines := 0
+	for _, line := range strings.Split(body, "\n") {
+		if line = strings.TrimSpace(line); line == "" {
+			continue
+		}
+		if !lokiLine.MatchString(line) {
+			return false
+		}
+		lines++
 	}
-	return true
+	return lines > 0
 }
+
+// lokiLine matches one line of Loki's push refusals (pkg/validation and the
+// ingester, as testdata/loki holds them): an entry or a stream named,
+// an entry too large (older Loki wrote "Max entry size"), an ingester's
+// too-far-behind list and its summary, and the 422 of a request without
+// streams.
+var lokiLine = regexp.MustCompile(`^(?i:max entry size '\d+' bytes exceeded for stream ')|^(entry for stream '\{.*\}' |stream '\{.*\}' has |entry with timestamp .* ignored, reason: '|user '[^']*', total ignored: \d+ out of \d+ for stream: \{|error at insertion: |error at least one valid stream is required)`)
 
 // maxSecret bounds a token or password file: a real one is far smaller.
 const maxSecret = 64 << 10

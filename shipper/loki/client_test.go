@@ -129,6 +129,19 @@ func TestRetriesUntilDelivered(t *testing.T) {
 	}
 }
 
+// A Loki-compatible receiver that stores and answers 200 (Loki documents
+// 204; older VictoriaLogs answered 200) delivers the batch: one request.
+// (Was: the first batch resent forever, nothing checkpointed.)
+func TestOKIsDelivered(t *testing.T) {
+	c, rec, dropped := setup(t, Config{}, status(200, ""))
+	if err := c.Send(context.Background(), batch(1e9, 2e9)); err != nil {
+		t.Fatal(err)
+	}
+	if len(rec.requests) != 1 || len(dropped) != 0 || c.last.Stored[labels] != 2 {
+		t.Errorf("%d requests, dropped %v, report %+v: want one request, both stored", len(rec.requests), dropped, c.last)
+	}
+}
+
 func equalInts(a, b []int) bool {
 	if len(a) != len(b) {
 		return false
@@ -224,7 +237,7 @@ func TestPartialRejectionOlderWording(t *testing.T) {
 }
 
 func TestRejectedIsDroppedAndCounted(t *testing.T) {
-	c, _, dropped := setup(t, Config{}, status(422, "no streams"))
+	c, _, dropped := setup(t, Config{}, status(422, "error at least one valid stream is required for ingestion"))
 	if err := c.Send(context.Background(), batch(1, 2, 3)); err != nil {
 		t.Fatal(err)
 	}
@@ -405,7 +418,19 @@ func TestLokiRefusalIsLokisWords(t *testing.T) {
 		want              bool
 	}{
 		{"text/plain; charset=utf-8", string(fixture.Read(t, "loki", "400-too-old.txt")), true},
-		{"text/plain; charset=utf-8", "error at insertion: stream has 20 labels, limit 15\n", true},
+		{"text/plain; charset=utf-8", string(fixture.Read(t, "loki", "400-too-new.txt")), true},
+		{"text/plain; charset=utf-8", string(fixture.Read(t, "loki", "400-max-entry-size.txt")), true},
+		{"text/plain; charset=utf-8", string(fixture.Read(t, "loki", "400-label-too-long.txt")), true},
+		{"text/plain; charset=utf-8", string(fixture.Read(t, "loki", "400-too-far-behind-12-of-13.txt")), true},
+		{"text/plain; charset=utf-8", "entry for stream '{a=\"b\"}' has 16 label names; limit 15\n", true},
+		{"text/plain; charset=utf-8", "error at insertion: no streams\n", true},
+		// Gateways and WAFs in front of Loki: never Loki's words.
+		{"application/json", `{"error":"Request blocked","code":400}`, false},
+		{"text/plain", `{"message":"Invalid request body"}`, false},
+		{"text/plain", "Request Rejected\nThe requested URL was rejected. Please consult with your administrator.\nYour support ID is: 1234567890\n", false},
+		{"text/plain", "invalid request: entry for stream '{a=\"b\"}' has timestamp too old\n", false},
+		{"text/plain; charset=utf-8", string(fixture.Read(t, "loki", "400-too-old.txt")) + "Request blocked by policy\n", false},
+		{"", "Bad Request: missing header X-Tenant\n", false},
 		{"text/plain; charset=utf-8", "400 Bad Request", false},
 		{"text/plain; charset=utf-8", "Bad Request\n", false},
 		{"text/html; charset=utf-8", "entry for stream", false},
