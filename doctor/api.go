@@ -140,6 +140,9 @@ func (a *API) get(ctx context.Context, path string, params url.Values, data any)
 	if env.Status != "success" {
 		return &Error{API: a.name, Path: path, Status: status, Msg: message(env.ErrorType + ": " + env.Error)}
 	}
+	if len(env.Data) == 0 {
+		return nil // Loki leaves data out when nothing matches (label values): no data
+	}
 	if err := json.Unmarshal(env.Data, data); err != nil {
 		return &Error{API: a.name, Path: path, Status: status, Msg: "unexpected data: " + message(err.Error())}
 	}

@@ -739,7 +739,7 @@ func TestMultiTenantLoki(t *testing.T) {
 		case tenant != "windows" && r.URL.Path == "/loki/api/v1/query":
 			recorded(t, "loki-api", "mt-query-wrong-tenant")(w, r)
 		case tenant != "windows":
-			writeJSON(w, []string{}) // label values of a tenant with nothing
+			recorded(t, "loki-api", "label-values-empty")(w, r) // a tenant with nothing: no data at all
 		case r.URL.Path == "/loki/api/v1/label/node/values":
 			recorded(t, "loki-api", "mt-label-node-values")(w, r)
 		case r.URL.Path == "/loki/api/v1/query":
