@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/winobs/winobs/config"
+	"github.com/winobs/winobs/contract"
 	"github.com/winobs/winobs/meta"
 	"github.com/winobs/winobs/nodeagent"
 	"github.com/winobs/winobs/render"
@@ -20,7 +21,7 @@ const Name = "winobs-alloy-windows"
 
 // configDir is where the ConfigMap appears on the node; a HostProcess
 // container's volumes are bound into the host's file system.
-const configDir = `C:\etc\alloy`
+const configDir = contract.AlloyConfigDir
 
 // Files returns config.alloy (for reference), the Alloy objects, and a
 // LogMonitor config matched to the pod pipeline, for Windows container

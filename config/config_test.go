@@ -228,3 +228,17 @@ func TestEventFilterProblems(t *testing.T) {
 		}
 	}
 }
+
+// The Loki Secret is never mounted where an agent's config is, nor inside
+// or around it: two volumeMounts at one path are refused by the API server.
+func TestLokiSecretMountAvoidsConfigMounts(t *testing.T) {
+	for _, mount := range []string{`C:\etc\alloy`, `c:\ETC\eventlog-shipper\`, `C:\etc\alloy\secrets`, `C:\etc`} {
+		_, err := Load(writeConfig(t, "lokiSecret: {name: loki-creds, mountPath: '"+mount+"'}\nloki:\n  allowInsecureCredentials: true\n  bearerTokenFile: '"+strings.TrimSuffix(mount, `\`)+`\token'`+"\n"))
+		if err == nil || !strings.Contains(err.Error(), "lokiSecret.mountPath: "+mount+" is where an agent's config is mounted") {
+			t.Errorf("mountPath %s: %v", mount, err)
+		}
+	}
+	if _, err := Load(writeConfig(t, "lokiSecret: {name: loki-creds, mountPath: 'C:\\var\\run\\secrets\\loki'}\nloki:\n  allowInsecureCredentials: true\n  bearerTokenFile: 'C:\\var\\run\\secrets\\loki\\token'\n")); err != nil {
+		t.Errorf("a mount of its own: %v", err)
+	}
+}

@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/winobs/winobs/conffile"
+	"github.com/winobs/winobs/contract"
 	"github.com/winobs/winobs/endpoint"
 )
 
@@ -315,6 +316,14 @@ func validateLokiSecret(v *validator, c *Config) {
 		if inMount(file) {
 			used = true
 			v.check(path, s.Name != "", "is under lokiSecret.mountPath (%s), but lokiSecret.name names no Secret to mount there", s.MountPath)
+		}
+	}
+	if s.Name != "" {
+		mount := strings.ToLower(strings.TrimSuffix(s.MountPath, `\`))
+		for _, dir := range []string{contract.AlloyConfigDir, contract.ShipperConfigDir} {
+			d := strings.ToLower(dir)
+			v.check("lokiSecret.mountPath", mount != d && !strings.HasPrefix(mount, d+`\`) && !strings.HasPrefix(d, mount+`\`),
+				"%s is where an agent's config is mounted (%s): the API server refuses two volumes at one path, and a nested one hides files; choose another path", s.MountPath, dir)
 		}
 	}
 	v.check("lokiSecret.name", s.Name == "" || used,

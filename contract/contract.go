@@ -7,3 +7,11 @@
 // read it; package vocab builds the PromQL and LogQL selectors on it, and
 // deps_test.go holds that no other package spells these names.
 package contract
+
+// Where the node agents' pods mount their rendered config (a ConfigMap):
+// no other volume may be mounted at or inside them, nor they inside another
+// (the API server refuses two mounts at one path; nested ones hide files).
+const (
+	AlloyConfigDir   = `C:\etc\alloy`
+	ShipperConfigDir = `C:\etc\eventlog-shipper`
+)

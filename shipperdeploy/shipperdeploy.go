@@ -24,7 +24,7 @@ import (
 // Name of every shipper object.
 const Name = contract.ShipperName
 
-const configDir = `C:\etc\eventlog-shipper`
+const configDir = contract.ShipperConfigDir
 
 // Files returns the shipper's ConfigMap and DaemonSet.
 func Files(v view.Shipper) ([]render.File, error) {
