@@ -190,6 +190,11 @@ func TestCreateNamespaceNeverOwnsAnotherSystemsNamespace(t *testing.T) {
 			!strings.Contains(err.Error(), "kubectl label namespace ") || !strings.Contains(err.Error(), ":1: ") && !strings.Contains(err.Error(), ":2: ")) {
 			t.Errorf("%q: %v", tc.body, err)
 		}
+		// The remedy is a command to run: whole, never cut.
+		if ns := strings.Fields(strings.SplitN(tc.body, "\n", 2)[0])[1]; err != nil && tc.body != "createNamespace: true\n" &&
+			!strings.Contains(err.Error(), LabelNamespaceCommand(ns)) {
+			t.Errorf("%q: %v", tc.body, err)
+		}
 	}
 }
 

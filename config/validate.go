@@ -394,6 +394,10 @@ type validator struct{ probs Problems }
 // whole; every other string argument is a value and echoed as an excerpt.
 type reason string
 
+// ours is text of winobs's own (a reason, a remedy, a command to run):
+// add cuts the config's values it quotes, never these.
+type ours string
+
 func (v *validator) add(path, format string, args ...any) {
 	for i, a := range args {
 		if s, ok := a.(string); ok {
@@ -498,7 +502,7 @@ func validateOwnNamespace(v *validator, c *Config) {
 	if shared {
 		v.add("createNamespace", "would make winobs own %s namespace %q: applying relabels it to Pod Security \"privileged\" "+
 			"and uninstalling deletes it with everything in it; set createNamespace: false and label it once: %s",
-			owner, c.Namespace, LabelNamespaceCommand(c.Namespace))
+			ours(owner), c.Namespace, ours(LabelNamespaceCommand(c.Namespace)))
 	}
 }
 
