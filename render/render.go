@@ -349,42 +349,110 @@ func swap(tmp, dir string) error {
 var rename = os.Rename
 
 // swapInto replaces the contents of dir, a directory that cannot be moved
-// (a mount point: a CI volume, an emptyDir), with tmp's: the previous
-// output's files are removed as removeOwned removes them, keeping dir, and
-// tmp's entries moved in. Not atomic, as a mount point cannot be: a run
-// killed in between leaves the directory for the next run to complete.
+// (a mount point: a CI volume, an emptyDir, docker -v), with tmp's. tmp is
+// beside dir, most likely on another filesystem, so the new tree is first
+// copied whole into a staging directory inside dir (a full disk or any
+// error stops here, the previous output untouched); only then are the
+// previous output's files removed as removeOwned removes them, keeping dir,
+// and the staged entries moved up (same filesystem), the record last. Not
+// atomic, as a mount point cannot be: a run killed in between leaves the
+// directory for the next run to complete.
 func swapInto(tmp, dir string) error {
+	removeStaleStages(dir)
 	if err := ownedOrAbsent(dir); err != nil {
 		return fmt.Errorf("%s changed while gen ran: %w", dir, err)
 	}
-	if err := clearOwned(dir); err != nil {
+	stage, err := os.MkdirTemp(dir, stagePrefix)
+	if err != nil {
+		return fmt.Errorf("staging the new output in %s (the previous one is untouched): %w", dir, err)
+	}
+	defer os.RemoveAll(stage)
+	if err := os.WriteFile(filepath.Join(stage, incompleteMarker), nil, 0o644); err != nil {
+		return fmt.Errorf("staging the new output in %s (the previous one is untouched): %w", dir, err)
+	}
+	if err := copyTree(tmp, stage); err != nil {
+		return fmt.Errorf("staging the new output in %s (the previous one is untouched): %w", dir, err)
+	}
+	hook("staged")
+	if err := clearOwned(dir, filepath.Base(stage)); err != nil {
 		return err
 	}
-	entries, err := os.ReadDir(tmp)
+	entries, err := os.ReadDir(stage)
 	if err != nil {
 		return err
 	}
 	for _, e := range entries {
-		if e.Name() == RecordFile {
-			continue // last: a complete tree is the one with its record
+		if e.Name() == RecordFile || e.Name() == incompleteMarker {
+			continue // the record last: a complete tree is the one with its record
 		}
-		if err := os.Rename(filepath.Join(tmp, e.Name()), filepath.Join(dir, e.Name())); err != nil {
+		if err := os.Rename(filepath.Join(stage, e.Name()), filepath.Join(dir, e.Name())); err != nil {
 			return fmt.Errorf("moving the new output into %s: %w", dir, err)
 		}
 	}
-	return os.Rename(filepath.Join(tmp, RecordFile), filepath.Join(dir, RecordFile))
+	return os.Rename(filepath.Join(stage, RecordFile), filepath.Join(dir, RecordFile))
 }
 
-// clearOwned removes what removeOwned removes from dir, keeping dir itself;
-// an empty dir (a fresh mount) has nothing to remove.
-func clearOwned(dir string) error {
+// stagePrefix names the staging directory swapInto makes inside a mount.
+const stagePrefix = ".winobs-staged-"
+
+// removeStaleStages removes staging directories a killed run left inside
+// dir: named like ours and still marked incomplete.
+func removeStaleStages(dir string) {
+	left, _ := filepath.Glob(filepath.Join(dir, stagePrefix+"*"))
+	for _, d := range left {
+		if m, err := os.Lstat(filepath.Join(d, incompleteMarker)); err == nil && m.Mode().IsRegular() {
+			os.RemoveAll(d)
+		}
+	}
+}
+
+// copyTree copies the tree gen wrote in from (directories and regular
+// files) into to.
+func copyTree(from, to string) error {
+	return filepath.WalkDir(from, func(p string, d os.DirEntry, err error) error {
+		if err != nil || p == from {
+			return err
+		}
+		rel, err := filepath.Rel(from, p)
+		if err != nil {
+			return err
+		}
+		target := filepath.Join(to, rel)
+		if d.IsDir() {
+			return os.Mkdir(target, 0o755)
+		}
+		b, err := readRegular(p)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(target, b, 0o644)
+	})
+}
+
+// clearOwned removes what removeOwned removes from dir, keeping dir itself
+// and the staging directory keep; an empty dir (a fresh mount) has nothing
+// to remove.
+func clearOwned(dir, keep string) error {
 	if _, err := os.Lstat(filepath.Join(dir, RecordFile)); errors.Is(err, os.ErrNotExist) {
 		return nil
 	}
 	if err := removeOwnedFiles(dir); err != nil {
 		return err
 	}
-	if left := filesIn(dir); len(left) > 0 {
+	var left []string
+	_ = filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		switch {
+		case err != nil || p == dir:
+			return err
+		case d.IsDir() && d.Name() == keep:
+			return filepath.SkipDir
+		case !d.IsDir():
+			rel, _ := filepath.Rel(dir, p)
+			left = append(left, filepath.ToSlash(rel))
+		}
+		return nil
+	})
+	if len(left) > 0 {
 		return fmt.Errorf("%s: files appeared in it while gen ran: %s", dir, strings.Join(left, ", "))
 	}
 	return nil

@@ -1,7 +1,9 @@
 package render
 
 import (
+	"bytes"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -348,5 +350,38 @@ func TestWriteIntoAMountPoint(t *testing.T) {
 	}
 	if read(t, filepath.Join(dir, "mine.txt")) != "x" {
 		t.Error("the foreign file was touched")
+	}
+}
+
+// A real mount point as --out (a tmpfs mounted there: another filesystem
+// than its parent, as a CI volume, an emptyDir or docker -v is): written in
+// place, replaced by the next render, and when the new tree cannot be
+// completed (the mount is full) the previous output stays whole. (Was:
+// "invalid cross-device link", after the previous output had been deleted.)
+func TestWriteIntoARealMount(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "out")
+	os.Mkdir(dir, 0o755)
+	if err := exec.Command("mount", "-t", "tmpfs", "-o", "size=256k", "tmpfs", dir).Run(); err != nil {
+		t.Skipf("cannot mount a tmpfs here (not root?): %v", err)
+	}
+	defer exec.Command("umount", dir).Run()
+	first := sample()
+	for i, files := range [][]File{first, first[:1], first} {
+		if _, err := Write(dir, files); err != nil {
+			t.Fatalf("write %d into the mount: %v", i, err)
+		}
+		if diffs, err := Diff(dir, files); err != nil || len(diffs) != 0 {
+			t.Fatalf("write %d: %v %v", i, diffs, err)
+		}
+	}
+	big := append(sample(), File{Path: "big.json", Raw: bytes.Repeat([]byte("x"), 300<<10)})
+	if _, err := Write(dir, big); err == nil || !strings.Contains(err.Error(), "the previous one is untouched") {
+		t.Errorf("a render the mount has no room for: %v", err)
+	}
+	if diffs, err := Diff(dir, first); err != nil || len(diffs) != 0 {
+		t.Errorf("the previous output after a failed render: %v %v", diffs, err)
+	}
+	if left, _ := filepath.Glob(filepath.Join(dir, stagePrefix+"*")); len(left) != 0 {
+		t.Errorf("staging left in the mount: %v", left)
 	}
 }
