@@ -3,6 +3,7 @@
 package render
 
 import (
+	"errors"
 	"os"
 	"syscall"
 )
@@ -16,7 +17,13 @@ func lockParent(parent, _ string) (unlock func(), err error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := syscall.Flock(int(d.Fd()), syscall.LOCK_EX); err != nil {
+	if err := waitFor(func() (bool, error) {
+		err := syscall.Flock(int(d.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+		if errors.Is(err, syscall.EWOULDBLOCK) {
+			return false, nil
+		}
+		return err == nil, err
+	}); err != nil {
 		d.Close()
 		return nil, err
 	}

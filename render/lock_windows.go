@@ -3,6 +3,7 @@
 package render
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 
@@ -17,7 +18,13 @@ func lockParent(parent, base string) (unlock func(), err error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := windows.LockFileEx(windows.Handle(f.Fd()), windows.LOCKFILE_EXCLUSIVE_LOCK, 0, 1, 0, new(windows.Overlapped)); err != nil {
+	if err := waitFor(func() (bool, error) {
+		err := windows.LockFileEx(windows.Handle(f.Fd()), windows.LOCKFILE_EXCLUSIVE_LOCK|windows.LOCKFILE_FAIL_IMMEDIATELY, 0, 1, 0, new(windows.Overlapped))
+		if errors.Is(err, windows.ERROR_LOCK_VIOLATION) {
+			return false, nil
+		}
+		return err == nil, err
+	}); err != nil {
 		f.Close()
 		return nil, err
 	}

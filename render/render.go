@@ -16,6 +16,7 @@ import (
 	"sort"
 	"strings"
 	"syscall"
+	"time"
 
 	yamlv2 "go.yaml.in/yaml/v2"
 	"go.yaml.in/yaml/v3"
@@ -343,6 +344,27 @@ func swap(tmp, dir string) error {
 	}
 	hook("before-remove")
 	return removeOwned(old)
+}
+
+// lockWait bounds how long gen waits for the lock on --out's parent: any
+// process that can open that directory can hold it, and gen must not hang
+// without a word.
+var lockWait = 30 * time.Second
+
+// waitFor retries try (true: locked) until it succeeds, fails, or lockWait
+// passes.
+func waitFor(try func() (bool, error)) error {
+	deadline := time.Now().Add(lockWait)
+	for {
+		ok, err := try()
+		if ok || err != nil {
+			return err
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("another process holds the lock on the directory (another gen writing the same --out?); gave up after %v", lockWait)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 }
 
 // rename is os.Rename; a test makes it answer EBUSY as a mount point does.
