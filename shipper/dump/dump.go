@@ -42,6 +42,9 @@ type Reader struct {
 	// skipping: an oversized event is being skipped and its end is not in
 	// the file yet (it is still being written).
 	skipping bool
+	// scanned counts the bytes searched for markers, for the test that
+	// holds reading linear.
+	scanned int
 }
 
 // fingerprintBytes is how much of a file's start identifies it: the first
@@ -260,7 +263,9 @@ func (r *Reader) advance(n int) {
 // fill reads more of the file into the buffer's spare capacity; io.EOF when
 // there is nothing more now.
 func (r *Reader) fill() error {
-	const chunk = 64 << 10
+	// An event not yet whole is searched again after each read: reads that
+	// grow with it keep that linear in its size.
+	chunk := max(64<<10, len(r.buf))
 	if cap(r.buf)-len(r.buf) < chunk {
 		// Move the unread tail to a fresh buffer with room: the old one may
 		// hold megabytes of consumed events in front of it.
@@ -295,6 +300,7 @@ func (r *Reader) find(pat []byte, from int) int { return r.findBefore(pat, from,
 func (r *Reader) findBefore(pat []byte, from, limit int) int {
 	for from <= limit {
 		i := bytes.Index(r.buf[from:limit], pat)
+		r.searched(i, from, limit, pat)
 		if i < 0 {
 			return -1
 		}
@@ -304,6 +310,16 @@ func (r *Reader) findBefore(pat []byte, from, limit int) int {
 		from += i + 1
 	}
 	return -1
+}
+
+// searched counts what a search looked at: up to its match, or all of
+// [from, limit).
+func (r *Reader) searched(i, from, limit int, pat []byte) {
+	if i < 0 {
+		r.scanned += limit - from
+	} else {
+		r.scanned += i + len(pat)
+	}
 }
 
 // nextStart finds the next start tag <Event itself (not <EventID or
@@ -333,6 +349,7 @@ func (r *Reader) nextStart(from, limit int) int {
 func (r *Reader) tagAt(pat []byte, unit, from, limit int) int {
 	for from < limit {
 		i := bytes.Index(r.buf[from:limit], pat)
+		r.searched(i, from, limit, pat)
 		if i < 0 {
 			return -1
 		}
@@ -358,33 +375,52 @@ func (r *Reader) tagAt(pat []byte, unit, from, limit int) int {
 func (r *Reader) eventEnd(s int) int {
 	p := r.pats()
 	utf16, align := r.utf16, r.align
-	defer func() { r.utf16, r.align = utf16, align }() // nextStart below only looks
+	restore := func() { r.utf16, r.align = utf16, align } // nextStart below only looks
+	defer restore()
 	pos := s + len(p.start)
+	// Where each marker next stands in [pos, end) (-1: not there). Found
+	// ahead of pos, or not found before the same end, an answer still
+	// holds as pos moves up: each marker is looked for again only once
+	// passed, or when the end moved (it stood inside a comment), so an
+	// event is read in one pass however many comments or CDATA sections
+	// it holds (was: a search to the end tag for each, quadratic).
+	type found struct{ at, before int }
+	end := -2
+	var start, cdata, comment found
+	look := func(f *found, search func(from, limit int) int) int {
+		if f.before != end || f.at >= 0 && f.at < pos {
+			*f = found{search(pos, end), end}
+		}
+		return f.at
+	}
 	for {
-		e := r.find(p.end, pos)
-		if e < 0 {
+		if end < pos {
+			end = r.find(p.end, pos)
+		}
+		if end < 0 {
 			// No end in this encoding and alignment (yet): a torn code
 			// unit or a change of encoding hides it; the next start ends
 			// the event.
 			s2 := r.nextStart(pos, len(r.buf))
-			r.utf16, r.align = utf16, align
+			restore()
 			return s2
 		}
+		look(&start, func(from, limit int) int { defer restore(); return r.nextStart(from, limit) })
+		look(&cdata, func(from, limit int) int { return r.findBefore(p.cdata, from, limit) })
+		look(&comment, func(from, limit int) int { return r.findBefore(p.comment, from, limit) })
 		// The earliest of what may stand before the end tag.
-		first, kind := e, "end"
-		if s2 := r.nextStart(pos, first); s2 >= 0 {
-			first, kind = s2, "start"
-		}
-		r.utf16, r.align = utf16, align
-		if c := r.findBefore(p.cdata, pos, first); c >= 0 {
-			first, kind = c, "cdata"
-		}
-		if m := r.findBefore(p.comment, pos, first); m >= 0 {
-			first, kind = m, "comment"
+		first, kind := end, "end"
+		for _, m := range []struct {
+			at   int
+			kind string
+		}{{start.at, "start"}, {cdata.at, "cdata"}, {comment.at, "comment"}} {
+			if m.at >= 0 && m.at < first {
+				first, kind = m.at, m.kind
+			}
 		}
 		switch kind {
 		case "end":
-			return e + len(p.end)
+			return end + len(p.end)
 		case "start":
 			return first
 		}
