@@ -32,6 +32,16 @@ func events(v view.Dashboards, q queries) *dashboard.DashboardBuilder {
 			"7000/7009: a service failed to start or timed out (often a slow disk at boot); 7031/7034: a service terminated unexpectedly; 7036: state changes.",
 			unitEvents, []query{logQLTable(q.scmTable())}, nil, "")).
 		WithPanel(logLines("Events", "Filtered by node, channel, level, event id (regex) and text.", logQL(q.eventLogs(), ""))).
+		WithRow(dashboard.NewRowBuilder("Security and node operations")).
+		WithPanel(graph("Security events by id",
+			"Security events per interval by event id, as the security event set forwards them (docs/events.md): 4625 failed logons, 4740 lockouts, 4720-4757 account and group changes, 1102 the log cleared.",
+			unitEvents, []query{logQL(q.securityRate(), "{{event_id}}")})).
+		WithPanel(graph("HNS and HCS errors per node",
+			"Critical and error events of the Host Network Service (pod networking) and the Host Compute Service (container create and start), per node and channel.",
+			unitEvents, []query{logQL(q.hostServiceErrors(), "{{node}} {{channel}}")})).
+		WithPanel(grid("Failed logons per node and account",
+			"Security event 4625 over the time range: the brute-force detection fires at 20 in 10 minutes for one account on one node.",
+			unitEvents, []query{logQLTable(q.failedLogons())}, nil, "")).
 		WithRow(dashboard.NewRowBuilder("Windows containers' own events")).
 		WithPanel(graph("Container event log and ETW entries by level",
 			"Entries per interval from the containers' own event logs and ETW providers, as LogMonitor prints them to stdout; containers without LogMonitor have none.",

@@ -5,6 +5,7 @@ import (
 	"regexp"
 	"strings"
 
+	"github.com/winobs/winobs/config"
 	"github.com/winobs/winobs/contract"
 	"github.com/winobs/winobs/vocab"
 )
@@ -205,6 +206,27 @@ const (
 
 func (q queries) eventLogs() string {
 	return fmt.Sprintf(`%s | json | levelText=~"$level" %s %s`, q.eventStream(), eventIDFilter, searchFilter)
+}
+
+// Security and node operations (the event sets): the same fields the
+// detections read.
+
+func (q queries) securityStream() string {
+	return q.t.Events(nodeVar, vocab.Eq(contract.LabelChannel, config.ChannelSecurity)).String()
+}
+
+func (q queries) failedLogons() string {
+	return fmt.Sprintf(`sum by (node, target_user) (count_over_time(%s | json event_id="event_id", event_data="event_data" | event_id="%s" | %s [$__range]))`,
+		q.securityStream(), vocab.SecurityFailedLogon, vocab.EventField("event_data", "TargetUserName", "target_user"))
+}
+
+func (q queries) securityRate() string {
+	return fmt.Sprintf(`sum by (event_id) (count_over_time(%s | json event_id="event_id" [$__auto]))`, q.securityStream())
+}
+
+func (q queries) hostServiceErrors() string {
+	return fmt.Sprintf(`sum by (node, channel) (count_over_time(%s | json level="level" | level=~"1|2" [$__auto]))`,
+		q.t.Events(nodeVar, vocab.Re(contract.LabelChannel, config.ChannelHNS+"|"+config.ChannelHCS)))
 }
 
 func (q queries) podLogLines() string {

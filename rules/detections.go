@@ -42,17 +42,6 @@ const (
 // 518, 519). SIDs, not names: group names are translated.
 const PrivilegedGroupSIDs = `S-1-5-32-(544|548|549|551|578)|S-1-5-21-[0-9-]+-(512|518|519)`
 
-// eventField is a LogQL stage that sets label to the value of the event's
-// EventData field (or UserData element, when data is user_data): the line
-// is Alloy's JSON, whose event_data holds the fields as XML.
-func eventField(data, field, label string) string {
-	open, close := "<Data Name='"+field+"'>", "</Data>"
-	if data == "user_data" {
-		open, close = "<"+field+">", "</"+field+">"
-	}
-	return `line_format "{{.` + data + `}}" | regexp "` + open + `(?P<` + label + `>[^<]*)` + close + `"`
-}
-
 // detectionRules are the Loki alerts of the event sets v forwards.
 func detectionRules(v view.Rules, ts *templates) []rulefmt.Rule {
 	t := v.Terms
@@ -66,8 +55,8 @@ func detectionRules(v view.Rules, ts *templates) []rulefmt.Rule {
 			rulefmt.Rule{
 				Alert: AlertLogonBruteForce,
 				Expr: ts.fill(AlertLogonBruteForce,
-					`sum by ($[cluster], $[nodeLabel], target_user) (count_over_time($[sec] | json event_id="event_id", event_data="event_data" | event_id="4625" | $[user] [10m])) >= $[n]`,
-					vocab.Args{"nodeLabel": contract.LabelNode, "sec": security, "user": eventField("event_data", "TargetUserName", "target_user"), "n": strconv.Itoa(BruteForceLogons)}),
+					`sum by ($[cluster], $[nodeLabel], target_user) (count_over_time($[sec] | json event_id="event_id", event_data="event_data" | event_id="$[id]" | $[user] [10m])) >= $[n]`,
+					vocab.Args{"nodeLabel": contract.LabelNode, "sec": security, "user": vocab.EventField("event_data", "TargetUserName", "target_user"), "n": strconv.Itoa(BruteForceLogons), "id": vocab.SecurityFailedLogon}),
 				For:    model.Duration(BruteForceHold),
 				Labels: map[string]string{"severity": "warning"},
 				Annotations: map[string]string{
@@ -78,8 +67,8 @@ func detectionRules(v view.Rules, ts *templates) []rulefmt.Rule {
 			rulefmt.Rule{
 				Alert: AlertAccountLockedOut,
 				Expr: ts.fill(AlertAccountLockedOut,
-					`sum by ($[cluster], $[nodeLabel], target_user) (count_over_time($[sec] | json event_id="event_id", event_data="event_data" | event_id="4740" | $[user] [10m])) > 0`,
-					vocab.Args{"nodeLabel": contract.LabelNode, "sec": security, "user": eventField("event_data", "TargetUserName", "target_user")}),
+					`sum by ($[cluster], $[nodeLabel], target_user) (count_over_time($[sec] | json event_id="event_id", event_data="event_data" | event_id="$[id]" | $[user] [10m])) > 0`,
+					vocab.Args{"nodeLabel": contract.LabelNode, "sec": security, "user": vocab.EventField("event_data", "TargetUserName", "target_user"), "id": vocab.SecurityLockout}),
 				Labels: map[string]string{"severity": "warning"},
 				Annotations: map[string]string{
 					"summary":     "Account {{ $labels.target_user }} locked out on Windows node {{ $labels.node }}.",
@@ -89,8 +78,8 @@ func detectionRules(v view.Rules, ts *templates) []rulefmt.Rule {
 			rulefmt.Rule{
 				Alert: AlertAuditLogCleared,
 				Expr: ts.fill(AlertAuditLogCleared,
-					`sum by ($[cluster], $[nodeLabel], subject_user) (count_over_time($[sec] | json event_id="event_id", user_data="user_data" | event_id="1102" | $[user] [10m])) > 0`,
-					vocab.Args{"nodeLabel": contract.LabelNode, "sec": security, "user": eventField("user_data", "SubjectUserName", "subject_user")}),
+					`sum by ($[cluster], $[nodeLabel], subject_user) (count_over_time($[sec] | json event_id="event_id", user_data="user_data" | event_id="$[id]" | $[user] [10m])) > 0`,
+					vocab.Args{"nodeLabel": contract.LabelNode, "sec": security, "user": vocab.EventField("user_data", "SubjectUserName", "subject_user"), "id": vocab.SecurityLogCleared}),
 				Labels: map[string]string{"severity": "critical"},
 				Annotations: map[string]string{
 					"summary":     "The Security log was cleared on Windows node {{ $labels.node }}.",
@@ -100,8 +89,8 @@ func detectionRules(v view.Rules, ts *templates) []rulefmt.Rule {
 			rulefmt.Rule{
 				Alert: AlertServiceInstalled,
 				Expr: ts.fill(AlertServiceInstalled,
-					`sum by ($[cluster], $[nodeLabel], service) (count_over_time($[scm] | event_id="7045" | $[service] [10m])) > 0`,
-					vocab.Args{"nodeLabel": contract.LabelNode, "scm": vocab.SCMStream(t.Events()), "service": eventField("event_data", "ServiceName", "service")}),
+					`sum by ($[cluster], $[nodeLabel], service) (count_over_time($[scm] | event_id="$[id]" | $[service] [10m])) > 0`,
+					vocab.Args{"nodeLabel": contract.LabelNode, "scm": vocab.SCMStream(t.Events()), "service": vocab.EventField("event_data", "ServiceName", "service"), "id": vocab.SCMServiceInstalled}),
 				Labels: map[string]string{"severity": "warning"},
 				Annotations: map[string]string{
 					"summary":     "Service {{ $labels.service }} was installed on Windows node {{ $labels.node }}.",
@@ -111,8 +100,8 @@ func detectionRules(v view.Rules, ts *templates) []rulefmt.Rule {
 			rulefmt.Rule{
 				Alert: AlertPrivilegedGroupChanged,
 				Expr: ts.fill(AlertPrivilegedGroupChanged,
-					`sum by ($[cluster], $[nodeLabel], group, event_id) (count_over_time($[sec] | json event_id="event_id", event_data="event_data" | event_id=~"4728|4729|4732|4733|4756|4757" | $[group] | group_sid=~"$[sids]" [10m])) > 0`,
-					vocab.Args{"nodeLabel": contract.LabelNode, "sec": security, "sids": PrivilegedGroupSIDs,
+					`sum by ($[cluster], $[nodeLabel], group, event_id) (count_over_time($[sec] | json event_id="event_id", event_data="event_data" | event_id=~"$[ids]" | $[group] | group_sid=~"$[sids]" [10m])) > 0`,
+					vocab.Args{"nodeLabel": contract.LabelNode, "sec": security, "sids": PrivilegedGroupSIDs, "ids": vocab.SecurityGroupMember,
 						// TargetUserName (the group's name) comes before its TargetSid.
 						"group": `line_format "{{.event_data}}" | regexp "<Data Name='TargetUserName'>(?P<group>[^<]*)</Data>.*<Data Name='TargetSid'>(?P<group_sid>[^<]*)</Data>"`}),
 				Labels: map[string]string{"severity": "critical"},

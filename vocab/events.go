@@ -50,3 +50,26 @@ const (
 	LogMonitorEventLog = "EventLog"
 	LogMonitorETW      = "ETW"
 )
+
+// EventField is a LogQL stage that sets label to the value of an event's
+// EventData field (data "event_data") or UserData element (data
+// "user_data"), read from Alloy's event line after | json: its
+// event_data and user_data hold the fields as XML.
+func EventField(data, field, label string) string {
+	open, close := "<Data Name='"+field+"'>", "</Data>"
+	if data == "user_data" {
+		open, close = "<"+field+">", "</"+field+">"
+	}
+	return `line_format "{{.` + data + `}}" | regexp "` + open + `(?P<` + label + `>[^<]*)` + close + `"`
+}
+
+// Security event ids the detections and the Events dashboard read.
+const (
+	SecurityFailedLogon = "4625"
+	SecurityLockout     = "4740"
+	SecurityLogCleared  = "1102"
+	SCMServiceInstalled = "7045"
+	// SecurityGroupMember: a member added to or removed from a global,
+	// local or universal security group.
+	SecurityGroupMember = "4728|4729|4732|4733|4756|4757"
+)

@@ -41,7 +41,9 @@ var PodLogMetadata = contract.PodLogMetadata
 
 var (
 	// StreamSelector matches a stream selector; group 1 is its matchers.
-	StreamSelector = regexp.MustCompile(`\{([^{}]*)\}`)
+	// Not a line_format template's {{.field}}: a selector's brace follows
+	// no other.
+	StreamSelector = regexp.MustCompile(`(?:^|[^{])\{([^{}]*)\}`)
 	// Grouping matches a by (...) clause; group 1 is its labels.
 	Grouping      = regexp.MustCompile(`\bby\s*\(([^)]*)\)`)
 	streamMatcher = regexp.MustCompile(`([A-Za-z_]\w*)\s*(?:=~|!~|!=|=)\s*"([^"]*)"`)
