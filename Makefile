@@ -46,14 +46,14 @@ TEST_TIMEOUT ?= 45m
 # Grafana's own frontend code for the dashboards test (tests/grafana/README.md):
 # npm ci from the committed lockfile, again only when the lockfile changes.
 ALLOY_HARNESS := $(BIN)/alloyharness-$(call version,alloyHarness)
-$(ALLOY_HARNESS): tests/alloy/build.sh tests/alloy/harness/main.go versions.json
+$(ALLOY_HARNESS): tests/alloy/build.sh scripts/module-copy.sh tests/alloy/harness/main.go versions.json
 	tests/alloy/build.sh $@ $(call version,alloyHarness)
 alloy-harness: $(ALLOY_HARNESS) ## build the Alloy harness from Alloy's module (tests/alloy; make test does it)
 
 # A real Loki, built from the Go module proxy in a scratch copy of its own
 # module and run by tests as a separate process (AGPL: never a dependency).
 LOKI := $(BIN)/loki-$(call version,loki)
-$(LOKI): tests/loki/build.sh versions.json
+$(LOKI): tests/loki/build.sh scripts/module-copy.sh versions.json
 	tests/loki/build.sh $@ $(call version,loki)
 loki: $(LOKI) ## build the real Loki the Loki rule tests and the shipper's stream-limit test run (tests/loki; make test does it)
 

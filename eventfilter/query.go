@@ -239,39 +239,31 @@ func (p *parser) fail(msg string) error {
 }
 
 func (p *parser) or() (node, error) {
-	var terms or
-	for {
-		n, err := p.and()
-		if err != nil {
-			return nil, err
-		}
-		terms = append(terms, n)
-		if !p.eat("or") {
-			break
-		}
-	}
-	if len(terms) == 1 {
-		return terms[0], nil
-	}
-	return terms, nil
+	return p.joined("or", p.and, func(ns []node) node { return or(ns) })
 }
 
 func (p *parser) and() (node, error) {
-	var terms and
+	return p.joined("and", p.unary, func(ns []node) node { return and(ns) })
+}
+
+// joined reads one or more items separated by word; several become one
+// node by join.
+func (p *parser) joined(word string, item func() (node, error), join func([]node) node) (node, error) {
+	var items []node
 	for {
-		n, err := p.unary()
+		n, err := item()
 		if err != nil {
 			return nil, err
 		}
-		terms = append(terms, n)
-		if !p.eat("and") {
+		items = append(items, n)
+		if !p.eat(word) {
 			break
 		}
 	}
-	if len(terms) == 1 {
-		return terms[0], nil
+	if len(items) == 1 {
+		return items[0], nil
 	}
-	return terms, nil
+	return join(items), nil
 }
 
 func (p *parser) unary() (node, error) {

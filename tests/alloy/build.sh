@@ -11,17 +11,8 @@ version=$2
 here=$(cd "$(dirname "$0")" && pwd)
 export CGO_ENABLED=0 GOFLAGS=-mod=mod GOWORK=off
 
-if ! info=$(go mod download -json "github.com/grafana/alloy@$version"); then
-	echo "alloy $version cannot be downloaded from the Go module proxy:" >&2
-	echo "$info" >&2
-	exit 1
-fi
-dir=$(printf '%s\n' "$info" | sed -n 's/^\t"Dir": "\(.*\)",$/\1/p')
-scratch=$(mktemp -d)
-trap 'chmod -R u+w "$scratch"; rm -rf "$scratch"' EXIT
-cp -r "$dir/." "$scratch/"
-chmod -R u+w "$scratch"
-cd "$scratch"
+. "$here/../../scripts/module-copy.sh"
+module_copy github.com/grafana/alloy "$version"
 
 # The module zip leaves out the nested ./syntax module; the required
 # release of it is served.

@@ -11,19 +11,11 @@
 set -euo pipefail
 out=$(realpath -m "$1")
 version=$2
+here=$(cd "$(dirname "$0")" && pwd)
 export CGO_ENABLED=0 GOFLAGS=-mod=mod GOWORK=off
 
-if ! info=$(go mod download -json "github.com/grafana/loki/v3@$version"); then
-	echo "loki $version cannot be downloaded from the Go module proxy:" >&2
-	echo "$info" >&2
-	exit 1
-fi
-dir=$(printf '%s\n' "$info" | sed -n 's/^\t"Dir": "\(.*\)",$/\1/p')
-scratch=$(mktemp -d)
-trap 'chmod -R u+w "$scratch"; rm -rf "$scratch"' EXIT
-cp -r "$dir/." "$scratch/"
-chmod -R u+w "$scratch"
-cd "$scratch"
+. "$here/../../scripts/module-copy.sh"
+module_copy github.com/grafana/loki/v3 "$version"
 go mod edit -dropreplace github.com/grafana/loki/pkg/push
 build=github.com/grafana/loki/v3/pkg/util/build
 go build -trimpath -tags netgo -ldflags "-s -w -X $build.Version=${version#v} -X $build.Branch=HEAD" -o "$out" ./cmd/loki
