@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -26,10 +27,18 @@ import (
 	"github.com/winobs/winobs/shipper/subscribe"
 )
 
-// fakeAPI serves the real sample events once, as a live channel would.
-type fakeAPI struct{ events []subscribe.Event }
+// fakeAPI serves the real sample events once, as a live channel would,
+// and keeps the queries it was subscribed with.
+type fakeAPI struct {
+	events  []subscribe.Event
+	mu      sync.Mutex
+	queries []string
+}
 
-func (f *fakeAPI) Subscribe(_, _, bookmark string, _ subscribe.Start) (subscribe.Subscription, error) {
+func (f *fakeAPI) Subscribe(_, query, bookmark string, _ subscribe.Start) (subscribe.Subscription, error) {
+	f.mu.Lock()
+	f.queries = append(f.queries, query)
+	f.mu.Unlock()
 	s := &fakeSub{}
 	for i, e := range f.events {
 		if e.Bookmark == bookmark {
@@ -89,7 +98,11 @@ func TestLiveSourceShipsAndCheckpoints(t *testing.T) {
 	// The live source is set below; the config needs a source to be valid.
 	s := testShipper(t, "loki: {url: "+srv.URL+"}\ndumps: [{path: unused, channel: Unused}]\nlabels: {job: windows-events, node: k8s-lab-win-1}\nbatch: {maxWait: 50ms}\nlisten: 127.0.0.1:0\n")
 	s.format.lookups = eventxml.Lookups{ProcessName: func(uint32) string { return "services.exe" }}
-	s.sources = []source{&liveSource{ch: shipconfig.Channel{Name: "System"}, api: api}}
+	// The channel's query as gen renders it for a channel two filters name:
+	// EvtSubscribe is given exactly this string.
+	query := `<QueryList><Query Id="0" Path="System"><Select Path="System">*[System[(Level=1 or Level=2 or Level=3)]]</Select>` +
+		`<Select Path="System">*[System[Provider[@Name='Service Control Manager'] and (EventID=7045)]]</Select></Query></QueryList>`
+	s.sources = []source{&liveSource{ch: shipconfig.Channel{Name: "System", Query: query}, api: api}}
 	lagInterval = 10 * time.Millisecond
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error)
@@ -110,6 +123,11 @@ func TestLiveSourceShipsAndCheckpoints(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
+	api.mu.Lock()
+	if len(api.queries) == 0 || slices.ContainsFunc(api.queries, func(q string) bool { return q != query }) {
+		t.Errorf("subscribed with %q, want exactly the channel's query", api.queries)
+	}
+	api.mu.Unlock()
 	want := `{channel="System", computer="WIN-L6PC55MPB98", job="windows-events", node="k8s-lab-win-1"} {"source":"Service Control Manager","channel":"System","computer":"WIN-L6PC55MPB98","event_id":7036,"level":4,"levelText":"Information","keywords":"Classic","timeCreated":"2024-11-08T18:51:13.504187700Z","eventRecordID":3562,"execution":{"processId":604,"threadId":4792,"processName":"services.exe"},"event_data":"\u003cData Name='param1'\u003ePrint Spooler\u003c/Data\u003e\u003cData Name='param2'\u003estopped\u003c/Data\u003e\u003cBinary\u003e530070006F006F006C00650072002F0031000000\u003c/Binary\u003e","message":"The Print Spooler service entered the stopped state."}`
 	if len(lines) != 1 || lines[0] != want {
 		t.Errorf("pushed %q", lines)

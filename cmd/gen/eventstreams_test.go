@@ -1,0 +1,126 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/grafana/alloy/syntax/ast"
+	"github.com/grafana/alloy/syntax/parser"
+	"go.yaml.in/yaml/v3"
+
+	"github.com/winobs/winobs/eventfilter"
+	"github.com/winobs/winobs/internal/fixture"
+	"github.com/winobs/winobs/shipper/eventxml"
+	"github.com/winobs/winobs/shipper/shipconfig"
+)
+
+// A config asking for Security with the issue's filter and a channel of 25
+// ids renders for both agents: Alloy's component and the shipper's channel
+// carry the same query, an XPath for the first and a structured
+// <QueryList> for the second, and on Event XML exactly the events the
+// filter names pass (4738 and 4624 do not).
+func TestEventFiltersRenderForBothAgents(t *testing.T) {
+	var ids []string
+	for i := range 25 {
+		ids = append(ids, strconv.Itoa(4700+i))
+	}
+	body := "eventLog:\n  sets: []\n  channels:\n" +
+		`    - {name: Security, events: ["4625", "4740", "4720-4767", "-4738", "1102"]}` + "\n" +
+		`    - {name: Microsoft-Windows-TaskScheduler/Operational, events: ["` + strings.Join(ids, `", "`) + `"]}` + "\n"
+	code, stderr, out, _ := genWith(t, body)
+	if code != 0 {
+		t.Fatalf("exit %d:\n%s", code, stderr)
+	}
+	alloyQueries := alloyStrings(t, out, "xpath_query")
+	shipperQueries := map[string]string{}
+	for _, ch := range renderedShipperConfig(t, out).Channels {
+		shipperQueries[ch.Name] = ch.Query
+	}
+	for _, ch := range []string{"Security", "Microsoft-Windows-TaskScheduler/Operational"} {
+		if !slices.Contains(alloyQueries, shipperQueries[ch]) {
+			t.Errorf("%s: the shipper's query %q is not Alloy's (%q)", ch, shipperQueries[ch], alloyQueries)
+		}
+	}
+	if q := shipperQueries["Microsoft-Windows-TaskScheduler/Operational"]; !strings.HasPrefix(q, "<QueryList>") || strings.Count(q, "<Select") != 2 {
+		t.Errorf("25 ids: %s, want a structured query of two Selects", q)
+	}
+	q, err := eventfilter.Parse(shipperQueries["Security"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	var passed []string
+	for _, f := range fixture.Glob(t, 9, fixture.Events, "security-*.xml") {
+		e, err := eventxml.Parse(fixture.Read(t, fixture.Events, filepath.Base(f)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if q.Match(e.FilterFields()) {
+			passed = append(passed, strings.Split(filepath.Base(f), "-")[1])
+		}
+	}
+	slices.Sort(passed)
+	if want := []string{"1102", "4625", "4720", "4732", "4732", "4740"}; !slices.Equal(passed, want) {
+		t.Errorf("Security events passed %v, want %v", passed, want)
+	}
+}
+
+// alloyStrings are the string values of every attribute name in the
+// rendered config.alloy, read by Alloy's own parser.
+func alloyStrings(t *testing.T, out, name string) []string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(out, "alloy", "config.alloy"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := parser.ParseFile("config.alloy", b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var vals []string
+	ast.Walk(visitor(func(n ast.Node) {
+		if a, ok := n.(*ast.AttributeStmt); ok && a.Name.Name == name {
+			if lit, ok := a.Value.(*ast.LiteralExpr); ok {
+				if s, err := strconv.Unquote(lit.Value); err == nil {
+					vals = append(vals, s)
+				}
+			}
+		}
+	}), f)
+	return vals
+}
+
+// renderedShipperConfig is the shipper's config in the rendered ConfigMap,
+// loaded as the shipper loads it.
+func renderedShipperConfig(t *testing.T, out string) *shipconfig.Config {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(out, "shipper", "eventlog-shipper.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dec := yaml.NewDecoder(bytes.NewReader(b))
+	for {
+		var obj struct {
+			Kind string            `yaml:"kind"`
+			Data map[string]string `yaml:"data"`
+		}
+		if err := dec.Decode(&obj); err != nil {
+			t.Fatalf("no ConfigMap with shipper.yaml: %v", err)
+		}
+		if obj.Kind != "ConfigMap" {
+			continue
+		}
+		p := filepath.Join(t.TempDir(), "shipper.yaml")
+		os.WriteFile(p, []byte(obj.Data["shipper.yaml"]), 0o644)
+		t.Setenv("NODE_NAME", "n1")
+		sc, err := shipconfig.Load(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return sc
+	}
+}
