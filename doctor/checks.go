@@ -176,7 +176,11 @@ func (r *run) reachable(ctx context.Context, api *API, id string) Check {
 	v, err := api.BuildInfo(ctx)
 	if err != nil {
 		c.Status, c.Evidence = Fail, []string{err.Error()}
-		c.Fix = "check the URL (the base URL, such as http://prometheus-operated.monitoring:9090), the network path from here, and the credentials"
+		example := "http://prometheus-operated.monitoring:9090"
+		if api.name == "Loki" {
+			example = "http://loki-gateway.loki (the gateway, or Loki's own :3100)"
+		}
+		c.Fix = "check the URL (the base URL, such as " + example + "), the network path from here, and the credentials"
 		return c
 	}
 	if v == "" {

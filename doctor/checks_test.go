@@ -767,3 +767,15 @@ func TestMultiTenantLoki(t *testing.T) {
 		}
 	}
 }
+
+// A --loki that answers not as Loki does (a Prometheus URL given by
+// mistake: its /loki paths are 404s, as testdata/loki-api/wrong-path shows
+// the other way round) fails loki-reachable with a fix naming a Loki URL,
+// never a Prometheus one.
+func TestLokiUnreachableFixNamesLoki(t *testing.T) {
+	notLoki := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { http.NotFound(w, nil) })
+	got := statuses(runDoctor(t, config.Default(), healthy(), nil, notLoki))["loki-reachable"]
+	if got.Status != Fail || !strings.Contains(got.Fix, "loki-gateway") || strings.Contains(got.Fix, "9090") {
+		t.Errorf("loki-reachable: %+v", got)
+	}
+}
