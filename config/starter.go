@@ -18,6 +18,7 @@ type Site struct {
 	// must select the rules and the monitor (its "release" label).
 	Release     string
 	LokiURL     string
+	LokiTenant  string
 	APIHost     string
 	APIPort     int
 	ScrapeFrom  []string
@@ -75,8 +76,9 @@ func Starter(s Site) ([]byte, Problems, error) {
 		field("serviceCIDR", or(s.ServiceCIDR, lab.ServiceCIDR), "The cluster's Service CIDR, so an address the nodes cannot reach is refused."),
 		field("loki", mapping(
 			field("url", or(s.LokiURL, lab.Loki.URL),
-				"Loki's push URL as the Windows nodes reach it (not a Service name: see apiServer.host)."),
-			field("tenant", "", "X-Scope-OrgID, for a multi-tenant Loki."),
+				"Loki's push URL as the Windows nodes reach it: HostProcess pods reach no Service name or ClusterIP, so a\n"+
+					"NodePort, an internal load balancer or an ingress (see apiServer.host)."),
+			field("tenant", s.LokiTenant, "X-Scope-OrgID, for a multi-tenant Loki."),
 			field("basicAuth", mapping(
 				field("username", "", ""),
 				field("passwordFile", "", ""),

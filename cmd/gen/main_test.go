@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"github.com/winobs/winobs/config"
 	"os"
 	"path/filepath"
 	"strings"
@@ -99,8 +100,11 @@ func TestInitThenRender(t *testing.T) {
 	cfg := filepath.Join(dir, "winobs.yaml")
 	var stdout, stderr bytes.Buffer
 	if code := run([]string{"init", "--config", cfg, "--loki-url", "https://loki.example.org/loki/api/v1/push",
-		"--api-server", "api.example.org", "--release", "prom"}, &stdout, &stderr); code != 0 {
+		"--loki-tenant", "platform", "--api-server", "api.example.org", "--release", "prom"}, &stdout, &stderr); code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+	if written, err := config.Load(cfg); err != nil || written.Loki.Tenant != "platform" {
+		t.Errorf("--loki-tenant: %v", err)
 	}
 	if !strings.Contains(stderr.String(), "1 value is the example lab's") || !strings.Contains(stderr.String(), "windowsExporter.firewall.allowFrom   --scrape-from") ||
 		strings.Contains(stderr.String(), "loki.url") || strings.Contains(stderr.String(), "ruleLabels") {
