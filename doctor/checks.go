@@ -146,7 +146,7 @@ func Run(ctx context.Context, cfg *config.Config, prom, loki *API) Report {
 		}
 		for _, check := range []func(context.Context) Check{
 			r.nodesScraped, r.exporterVersion, r.collectors, r.rulesLoaded, r.records, r.commitPerNode,
-			r.containerCoverage, r.containerLabels, r.commitLimitMetric, r.clusterLabel, r.alertsFiring, r.shipperCounters,
+			r.containerCoverage, r.containerLabels, r.commitLimitMetric, r.exporterNames, r.clusterLabel, r.alertsFiring, r.shipperCounters,
 		} {
 			rep.Checks = append(rep.Checks, check(ctx))
 		}

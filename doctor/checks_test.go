@@ -128,6 +128,12 @@ func (c cluster) series() []fixtureSeries {
 		add(n, "windows_cpu_time_total", `core="0,0",mode="idle"`, 0, 15)
 		add(n, "windows_time_computed_time_offset_seconds", "", 0.001, 0)
 		add(n, "windows_time_ntp_client_time_sources", "", 1, 0)
+		// Booted a day before the fixture starts; the node services running.
+		add(n, "windows_system_boot_time_timestamp", "", -86400, 0)
+		for _, svc := range []string{"containerd", "hns", "kubelet", "vmcompute"} {
+			add(n, "windows_service_state", `name="`+svc+`",state="running"`, 1, 0)
+			add(n, "windows_service_state", `name="`+svc+`",state="stopped"`, 0, 0)
+		}
 		add(n, "windows_pagefile_free_bytes", `file="C:\\pagefile.sys"`, 4294967296, 0)
 		add(n, "windows_pagefile_limit_bytes", `file="C:\\pagefile.sys"`, 8589934592, 0)
 		add(n, "windows_logical_disk_free_bytes", `volume="C:"`, 68719476736, 0)
@@ -438,7 +444,7 @@ func TestHealthyClusterPassesEveryCheck(t *testing.T) {
 			t.Errorf("%s: %s, want %s: %v (fix: %s)", c.ID, c.Status, want, c.Evidence, c.Fix)
 		}
 	}
-	if !rep.OK() || len(rep.Checks) != 16 {
+	if !rep.OK() || len(rep.Checks) != 17 {
 		t.Errorf("%d checks:\n%s", len(rep.Checks), out.String())
 	}
 	t.Log(out.String())
@@ -777,5 +783,34 @@ func TestLokiUnreachableFixNamesLoki(t *testing.T) {
 	got := statuses(runDoctor(t, config.Default(), healthy(), nil, notLoki))["loki-reachable"]
 	if got.Status != Fail || !strings.Contains(got.Fix, "loki-gateway") || strings.Contains(got.Fix, "9090") {
 		t.Errorf("loki-reachable: %+v", got)
+	}
+}
+
+// An exporter past the tested range that renames the commit limit (0.32),
+// or a memory collector that stopped serving it: exporter-names names the
+// missing metric and every record and alert it empties, the records' readers
+// included; the boot time's other versions' names empty nothing.
+func TestExporterNamesNameWhatGoesEmpty(t *testing.T) {
+	c := healthy()
+	c.noCommitLimit = true
+	got := statuses(runDoctor(t, config.Default(), c, nil, nil))["exporter-names"]
+	text := strings.Join(got.Evidence, "\n")
+	t.Log(text)
+	if got.Status != Fail || len(got.Evidence) != 1 || !strings.HasPrefix(text, "windows_memory_commit_limit is not served by any exporter: empties ") {
+		t.Fatalf("exporter-names: %+v", got)
+	}
+	for _, want := range []string{vocab.Records.NodeCommitRatio, rules.AlertNodeCommitChargeHigh} {
+		if !strings.Contains(text, want) {
+			t.Errorf("evidence lacks %s: %s", want, text)
+		}
+	}
+	for _, quiet := range []string{rules.AlertNodeCommitLimitMetricAbsent, "boot_time"} {
+		if strings.Contains(text, quiet) {
+			t.Errorf("evidence names %s, which does not go empty: %s", quiet, text)
+		}
+	}
+	if healthy := statuses(runDoctor(t, config.Default(), healthy(), nil, nil))["exporter-names"]; healthy.Status != Pass ||
+		!strings.Contains(strings.Join(healthy.Evidence, " "), "windows_system_system_up_time") {
+		t.Errorf("healthy: %+v", healthy)
 	}
 }

@@ -1,0 +1,187 @@
+package doctor
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/prometheus/prometheus/promql/parser"
+
+	"github.com/winobs/winobs/vocab"
+)
+
+// exporterPrefix starts every windows_exporter metric name.
+const exporterPrefix = "windows_"
+
+// exporterNames: every windows_exporter metric name a rendered record or
+// alert reads is served by the exporters this Prometheus scrapes, or the
+// check names the rules that go empty for want of it, records and the
+// rules that read them included. An exporter upgraded past the tested
+// range (0.32 renames the commit limit), or a collector turned off,
+// empties rules without an error anywhere; the rules' own data checks see
+// only some of it.
+func (r *run) exporterNames(ctx context.Context) Check {
+	c := Check{ID: "exporter-names", Title: "the exporters serve every metric name the rules read"}
+	if r.exportersUp == 0 {
+		return skip(c, noExporter)
+	}
+	ss, err := r.query(ctx, "count by (__name__) ("+r.t.Exporter(vocab.Re("__name__", exporterPrefix+".+")).String()+")")
+	if err != nil {
+		return failed(c, err)
+	}
+	served := map[string]bool{}
+	for _, s := range ss {
+		served[s.Metric["__name__"]] = true
+	}
+	empty, read, err := r.emptyRules(served)
+	if err != nil {
+		return failed(c, err)
+	}
+	if len(empty) == 0 {
+		c.Status = Pass
+		var other []string
+		for n := range read {
+			if !served[n] {
+				other = append(other, n)
+			}
+		}
+		c.Evidence = []string{fmt.Sprintf("every rule has the exporter metrics it reads: %d of the %d names the rules read are served", len(read)-len(other), len(read))}
+		if len(other) > 0 {
+			c.Evidence = append(c.Evidence, "not served, read as other exporter versions' names of a served one: "+names(other))
+		}
+		return c
+	}
+	// By missing name: the rules it empties.
+	byName := map[string][]string{}
+	for rule, missing := range empty {
+		for _, n := range missing {
+			byName[n] = append(byName[n], rule)
+		}
+	}
+	c.Status = Fail
+	for _, n := range slices.Sorted(maps.Keys(byName)) {
+		c.Evidence = append(c.Evidence, fmt.Sprintf("%s is not served by any exporter: empties %s", n, names(byName[n])))
+	}
+	c.Fix = "a collector is off (windowsExporter.collectors) or the exporter is outside the tested range (" +
+		vocab.SupportedExporterVersions + "): turn the collector on, or run a tested exporter version (see exporter-version)"
+	return c
+}
+
+// emptyRules evaluates, for every rendered record and alert, whether it
+// goes empty when only the served exporter names exist, and for want of
+// which names; read are the exporter names the rules read.
+func (r *run) emptyRules(served map[string]bool) (empty map[string][]string, read map[string]bool, err error) {
+	p := parser.NewParser(parser.Options{})
+	exprs := map[string]parser.Expr{}
+	var order []string
+	records := map[string]bool{}
+	for _, g := range r.rules.Groups {
+		for _, rule := range g.Rules {
+			e, err := p.ParseExpr(rule.Expr)
+			if err != nil {
+				return nil, nil, fmt.Errorf("%s%s: %w", rule.Record, rule.Alert, err)
+			}
+			name := rule.Record + rule.Alert
+			if rule.Record != "" {
+				records[rule.Record] = true
+			}
+			if _, seen := exprs[name]; !seen {
+				order = append(order, name)
+			}
+			// Alerts of one name (one per threshold) are judged together:
+			// the name is empty only when every rule of it is.
+			if prev, ok := exprs[name]; ok {
+				e = &parser.BinaryExpr{Op: parser.LOR, LHS: prev, RHS: e}
+			}
+			exprs[name] = e
+		}
+	}
+	read = map[string]bool{}
+	memo := map[string][]string{}
+	var missing func(e parser.Expr) []string // nil: not empty
+	recordMissing := func(name string) []string {
+		if m, ok := memo[name]; ok {
+			return m
+		}
+		memo[name] = nil // a record read by itself is not empty for it
+		memo[name] = missing(exprs[name])
+		return memo[name]
+	}
+	missing = func(e parser.Expr) []string {
+		switch e := e.(type) {
+		case *parser.VectorSelector:
+			switch {
+			case records[e.Name]:
+				return recordMissing(e.Name)
+			case strings.HasPrefix(e.Name, exporterPrefix):
+				read[e.Name] = true
+				if !served[e.Name] {
+					return []string{e.Name}
+				}
+			}
+			return nil
+		case *parser.MatrixSelector:
+			return missing(e.VectorSelector)
+		case *parser.ParenExpr:
+			return missing(e.Expr)
+		case *parser.StepInvariantExpr:
+			return missing(e.Expr)
+		case *parser.SubqueryExpr:
+			return missing(e.Expr)
+		case *parser.UnaryExpr:
+			return missing(e.Expr)
+		case *parser.AggregateExpr:
+			return missing(e.Expr)
+		case *parser.Call:
+			switch e.Func.Name {
+			case "absent", "absent_over_time", "vector", "time", "scalar":
+				for _, a := range e.Args {
+					missing(a) // names read, never empty for it
+				}
+				return nil
+			}
+			var all []string
+			for _, a := range e.Args {
+				all = append(all, missing(a)...)
+			}
+			return all
+		case *parser.BinaryExpr:
+			l, r := missing(e.LHS), missing(e.RHS)
+			lVec, rVec := e.LHS.Type() == parser.ValueTypeVector, e.RHS.Type() == parser.ValueTypeVector
+			switch {
+			case e.Op == parser.LOR:
+				if l != nil && r != nil {
+					return append(l, r...)
+				}
+				return nil
+			case e.Op == parser.LUNLESS:
+				return l
+			case lVec && rVec: // and, and every one-to-one or grouped operation
+				return append(l, r...)
+			case lVec:
+				return l
+			case rVec:
+				return r
+			}
+			return nil
+		}
+		return nil
+	}
+	empty = map[string][]string{}
+	for _, name := range order {
+		var m []string
+		if records[name] {
+			m = recordMissing(name)
+		} else {
+			m = missing(exprs[name])
+		}
+		if len(m) > 0 {
+			sort.Strings(m)
+			empty[name] = slices.Compact(m)
+		}
+	}
+	return empty, read, nil
+}
