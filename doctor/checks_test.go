@@ -45,6 +45,7 @@ type cluster struct {
 	exportedLabels   bool     // container series with exported_* (no honorLabels)
 	uncovered        bool     // a running container the exporter does not report
 	noCommitLimit    bool     // the 0.32 rename: no windows_memory_commit_limit
+	bootTime         string   // the boot time's name ("": 0.31's)
 	failingCollector bool
 	ksmDown          bool
 	shipperOn        string // a node kube-state-metrics lists a shipper pod on (no textfile counters)
@@ -129,7 +130,11 @@ func (c cluster) series() []fixtureSeries {
 		add(n, "windows_time_computed_time_offset_seconds", "", 0.001, 0)
 		add(n, "windows_time_ntp_client_time_sources", "", 1, 0)
 		// Booted a day before the fixture starts; the node services running.
-		add(n, "windows_system_boot_time_timestamp", "", -86400, 0)
+		bootTime := "windows_system_boot_time_timestamp"
+		if c.bootTime != "" {
+			bootTime = c.bootTime
+		}
+		add(n, bootTime, "", -86400, 0)
 		for _, svc := range []string{"containerd", "hns", "kubelet", "vmcompute"} {
 			add(n, "windows_service_state", `name="`+svc+`",state="running"`, 1, 0)
 			add(n, "windows_service_state", `name="`+svc+`",state="stopped"`, 0, 0)

@@ -69,6 +69,15 @@ func TestDoctorAgainstRealPrometheus(t *testing.T) {
 		{"the records group not loaded", nil, []string{rules.AlertsGroup}, map[string]string{
 			"rules-loaded": "group winobs-windows-records is not loaded",
 		}, ""},
+		// The name drift exporter-names finds: the commit limit renamed, as
+		// 0.32 does; the boot time under the name 0.29 and 0.30 give it,
+		// which the rules read as an alternative.
+		{"the commit limit renamed", func(c cluster) cluster { c.noCommitLimit = true; return c }, both, map[string]string{
+			"exporter-names":      "windows_memory_commit_limit is not served by any exporter: empties WindowsNodeCommitChargeHigh",
+			"commit-limit-metric": "3 scraped nodes without windows_memory_commit_limit",
+			"commit-per-node":     "3 scraped nodes without",
+		}, ""},
+		{"the boot time under 0.29's name", func(c cluster) cluster { c.bootTime = "windows_system_system_up_time"; return c }, both, nil, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := config.Default()
