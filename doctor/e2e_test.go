@@ -76,6 +76,7 @@ func TestDoctorAgainstRealPrometheus(t *testing.T) {
 			"exporter-names":      "windows_memory_commit_limit is not served by any exporter: empties WindowsNodeCommitChargeHigh",
 			"commit-limit-metric": "3 scraped nodes without windows_memory_commit_limit",
 			"commit-per-node":     "3 scraped nodes without",
+			"records":             "empty: instance:winobs_windows_memory_commit:ratio",
 		}, ""},
 		{"the boot time under 0.29's name", func(c cluster) cluster { c.bootTime = "windows_system_system_up_time"; return c }, both, nil, ""},
 	} {

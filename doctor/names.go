@@ -10,6 +10,7 @@ import (
 
 	"github.com/prometheus/prometheus/promql/parser"
 
+	"github.com/winobs/winobs/contract"
 	"github.com/winobs/winobs/vocab"
 )
 
@@ -66,7 +67,7 @@ func (r *run) exporterNames(ctx context.Context) Check {
 		c.Evidence = append(c.Evidence, fmt.Sprintf("%s is not served by any exporter: empties %s", n, names(byName[n])))
 	}
 	c.Fix = "a collector is off (windowsExporter.collectors) or the exporter is outside the tested range (" +
-		vocab.SupportedExporterVersions + "): turn the collector on, or run a tested exporter version (see exporter-version)"
+		contract.ExporterRange + "): turn the collector on, or run a tested exporter version (see exporter-version)"
 	return c
 }
 
