@@ -198,8 +198,13 @@ func parseXPath(s string) (node, error) {
 	if err != nil {
 		return nil, err
 	}
-	if !p.eat("]") || !p.eat("]") || !p.done() {
-		return nil, p.fail("expected ]] and the end")
+	for _, tok := range []string{"]", "]"} {
+		if !p.eat(tok) {
+			return nil, p.fail("expected ]] and the end")
+		}
+	}
+	if !p.done() {
+		return nil, p.fail("expected the end")
 	}
 	return n, nil
 }

@@ -252,8 +252,9 @@ func (f *File) line(e Entry) (string, error) {
 
 // parseSelector reads '{a="b", c="d"}' (values as Go-quoted strings).
 func parseSelector(s string) (map[string]string, error) {
-	body, ok := strings.CutPrefix(strings.TrimSpace(s), "{")
-	if body, ok = strings.CutSuffix(body, "}"); !ok {
+	body, open := strings.CutPrefix(strings.TrimSpace(s), "{")
+	body, closed := strings.CutSuffix(body, "}")
+	if !open || !closed {
 		return nil, fmt.Errorf("stream %q: want {name=\"value\", ...}", s)
 	}
 	out := map[string]string{}
