@@ -48,3 +48,48 @@ func TestDocsLinkAndStayShort(t *testing.T) {
 		t.Errorf("checked only %d links", checked)
 	}
 }
+
+// ARCHITECTURE.md matches the code: every function its data-path diagrams
+// name (config.Read, bundle.Build, …) exists in the package of that name,
+// and every path it names in backquotes exists.
+func TestArchitectureNamesWhatExists(t *testing.T) {
+	doc, err := os.ReadFile("ARCHITECTURE.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dirs := map[string][]string{} // package name -> directories
+	filepath.WalkDir(".", func(p string, d os.DirEntry, err error) error {
+		if err == nil && d.IsDir() && !strings.HasPrefix(d.Name(), ".") && d.Name() != "node_modules" && d.Name() != "testdata" {
+			dirs[d.Name()] = append(dirs[d.Name()], p)
+		}
+		return nil
+	})
+	diagram := regexp.MustCompile("(?s)```\n(.*?)```").FindAllStringSubmatch(string(doc), -1)
+	call := regexp.MustCompile(`\b([a-z]+)\.([A-Z][A-Za-z]*)\b`)
+	checked := 0
+	for _, block := range diagram {
+		for _, m := range call.FindAllStringSubmatch(block[1], -1) {
+			found := false
+			for _, dir := range dirs[m[1]] {
+				files, _ := filepath.Glob(filepath.Join(dir, "*.go"))
+				for _, f := range files {
+					b, _ := os.ReadFile(f)
+					found = found || regexp.MustCompile(`(func (\([^)]*\) )?|type )`+m[2]+`\b`).Match(b)
+				}
+			}
+			if !found {
+				t.Errorf("ARCHITECTURE.md's diagram names %s.%s, which the code does not have", m[1], m[2])
+			}
+			checked++
+		}
+	}
+	for _, m := range regexp.MustCompile("`((?:[a-z]+/)+[a-z_.]*)`").FindAllStringSubmatch(string(doc), -1) {
+		if _, err := os.Stat(strings.TrimSuffix(m[1], "/")); err != nil && !strings.Contains(m[1], "*") {
+			t.Errorf("ARCHITECTURE.md names %s, which does not exist", m[1])
+		}
+		checked++
+	}
+	if checked < 20 {
+		t.Errorf("only %d names checked: the patterns no longer match the document", checked)
+	}
+}
