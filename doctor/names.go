@@ -102,7 +102,7 @@ func (r *run) emptyRules(served map[string]bool) (empty map[string][]string, rea
 	}
 	read = map[string]bool{}
 	memo := map[string][]string{}
-	var missing func(e parser.Expr) []string // nil: not empty
+	var missing func(e parser.Node) []string // nil: not empty
 	recordMissing := func(name string) []string {
 		if m, ok := memo[name]; ok {
 			return m
@@ -111,7 +111,7 @@ func (r *run) emptyRules(served map[string]bool) (empty map[string][]string, rea
 		memo[name] = missing(exprs[name])
 		return memo[name]
 	}
-	missing = func(e parser.Expr) []string {
+	missing = func(e parser.Node) []string {
 		switch e := e.(type) {
 		case *parser.VectorSelector:
 			switch {
@@ -124,18 +124,6 @@ func (r *run) emptyRules(served map[string]bool) (empty map[string][]string, rea
 				}
 			}
 			return nil
-		case *parser.MatrixSelector:
-			return missing(e.VectorSelector)
-		case *parser.ParenExpr:
-			return missing(e.Expr)
-		case *parser.StepInvariantExpr:
-			return missing(e.Expr)
-		case *parser.SubqueryExpr:
-			return missing(e.Expr)
-		case *parser.UnaryExpr:
-			return missing(e.Expr)
-		case *parser.AggregateExpr:
-			return missing(e.Expr)
 		case *parser.Call:
 			switch e.Func.Name {
 			case "absent", "absent_over_time", "vector", "time", "scalar":
@@ -144,11 +132,6 @@ func (r *run) emptyRules(served map[string]bool) (empty map[string][]string, rea
 				}
 				return nil
 			}
-			var all []string
-			for _, a := range e.Args {
-				all = append(all, missing(a)...)
-			}
-			return all
 		case *parser.BinaryExpr:
 			l, r := missing(e.LHS), missing(e.RHS)
 			lVec, rVec := e.LHS.Type() == parser.ValueTypeVector, e.RHS.Type() == parser.ValueTypeVector
@@ -169,7 +152,13 @@ func (r *run) emptyRules(served map[string]bool) (empty map[string][]string, rea
 			}
 			return nil
 		}
-		return nil
+		// Anything else (a matrix, parentheses, an aggregation, a function,
+		// a subquery) is empty when a vector it reads is.
+		var all []string
+		for _, c := range parser.Children(e) {
+			all = append(all, missing(c)...)
+		}
+		return all
 	}
 	empty = map[string][]string{}
 	for _, name := range order {

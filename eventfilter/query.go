@@ -3,6 +3,7 @@ package eventfilter
 import (
 	"encoding/xml"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -17,9 +18,6 @@ type Fields struct {
 // Query is a parsed query, evaluated as Windows evaluates it.
 type Query struct {
 	selects, suppresses []node
-	// paths are the channels the <QueryList>'s elements name (none for an
-	// XPath, which applies to its subscription's channel).
-	paths []string
 }
 
 // Parse reads a query in the subset of Windows' event XPath this package
@@ -64,7 +62,6 @@ func Parse(query string) (*Query, error) {
 		if path == "" {
 			path = query0.Path
 		}
-		out.paths = append(out.paths, path)
 		switch e.XMLName.Local {
 		case "Select":
 			out.selects = append(out.selects, pathNode{path, n})
@@ -83,26 +80,11 @@ func Parse(query string) (*Query, error) {
 // Match tells whether the query selects the event: a Select takes it and
 // no Suppress removes it.
 func (q *Query) Match(f Fields) bool {
-	any := false
-	for _, n := range q.selects {
-		if n.eval(f) {
-			any = true
-			break
-		}
-	}
-	if !any {
+	if !slices.ContainsFunc(q.selects, func(n node) bool { return n.eval(f) }) {
 		return false
 	}
-	for _, n := range q.suppresses {
-		if n.eval(f) {
-			return false
-		}
-	}
-	return true
+	return !slices.ContainsFunc(q.suppresses, func(n node) bool { return n.eval(f) })
 }
-
-// Channels are the channels a <QueryList> names (none for an XPath).
-func (q *Query) Channels() []string { return q.paths }
 
 // node is a boolean expression over an event's fields.
 type node interface{ eval(Fields) bool }

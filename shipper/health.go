@@ -136,11 +136,11 @@ func CheckHealth(path string, ready bool, now time.Time) error {
 	if err := json.Unmarshal(b, &h); err != nil || h.Time.IsZero() {
 		return fmt.Errorf("health file %s: not the shipper's", path)
 	}
-	if age := now.Sub(h.Time); age > HealthStale || age < -HealthStale {
-		return fmt.Errorf("health file %s written %s ago: the shipper is stuck", path, age.Round(time.Second))
-	}
 	if h.Stopped {
 		return fmt.Errorf("health file %s: the shipper stopped at %s", path, h.Time.Format(time.RFC3339))
+	}
+	if age := now.Sub(h.Time); age > HealthStale || age < -HealthStale {
+		return fmt.Errorf("health file %s written %s ago: the shipper is stuck", path, age.Round(time.Second))
 	}
 	if ready && !h.Ready {
 		return errors.New("not ready: " + h.Reason)

@@ -98,7 +98,7 @@ func New(cfg *shipconfig.Config, log *slog.Logger) (*Shipper, error) {
 	s.format.lookups = lookups
 	client.Observe = func(status int, took time.Duration, retry bool) {
 		s.m.pushDuration.Observe(took.Seconds())
-		if status != 204 && status != 200 {
+		if !loki.Stored(status) {
 			s.m.pushErrors.WithLabelValues(strconv.Itoa(status)).Inc()
 		}
 		if retry {

@@ -10,7 +10,6 @@ import (
 	"testing"
 
 	"github.com/grafana/alloy/syntax/ast"
-	"github.com/grafana/alloy/syntax/parser"
 	"go.yaml.in/yaml/v3"
 
 	"github.com/winobs/winobs/eventfilter"
@@ -69,28 +68,18 @@ func TestEventFiltersRenderForBothAgents(t *testing.T) {
 	}
 }
 
-// alloyStrings are the string values of every attribute name in the
-// rendered config.alloy, read by Alloy's own parser.
+// alloyStrings are the string literal values of every attribute name in
+// the rendered config.alloy.
 func alloyStrings(t *testing.T, out, name string) []string {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(out, "alloy", "config.alloy"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	f, err := parser.ParseFile("config.alloy", b)
-	if err != nil {
-		t.Fatal(err)
-	}
 	var vals []string
-	ast.Walk(visitor(func(n ast.Node) {
-		if a, ok := n.(*ast.AttributeStmt); ok && a.Name.Name == name {
-			if lit, ok := a.Value.(*ast.LiteralExpr); ok {
-				if s, err := strconv.Unquote(lit.Value); err == nil {
-					vals = append(vals, s)
-				}
+	for _, v := range alloyAttrs(t, out, name) {
+		if lit, ok := v.(*ast.LiteralExpr); ok {
+			if s, err := strconv.Unquote(lit.Value); err == nil {
+				vals = append(vals, s)
 			}
 		}
-	}), f)
+	}
 	return vals
 }
 

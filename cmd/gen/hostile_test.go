@@ -439,6 +439,20 @@ func yamlLine(s string) string { first, _, _ := strings.Cut(s, "\n"); return fir
 // (the printed Alloy string literal of the value).
 func alloyAttrHas(t *testing.T, out, name, want string) {
 	t.Helper()
+	for _, v := range alloyAttrs(t, out, name) {
+		var buf bytes.Buffer
+		printer.Fprint(&buf, v)
+		if strings.Contains(buf.String(), want) {
+			return
+		}
+	}
+	t.Errorf("no %s attribute carries %s", name, want)
+}
+
+// alloyAttrs are the values of every attribute name in the rendered
+// config.alloy, read by Alloy's own parser.
+func alloyAttrs(t *testing.T, out, name string) []ast.Expr {
+	t.Helper()
 	b, err := os.ReadFile(filepath.Join(out, "alloy", "config.alloy"))
 	if err != nil {
 		t.Fatal(err)
@@ -447,17 +461,13 @@ func alloyAttrHas(t *testing.T, out, name, want string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	found := false
+	var vals []ast.Expr
 	ast.Walk(visitor(func(n ast.Node) {
 		if a, ok := n.(*ast.AttributeStmt); ok && a.Name.Name == name {
-			var buf bytes.Buffer
-			printer.Fprint(&buf, a.Value)
-			found = found || strings.Contains(buf.String(), want)
+			vals = append(vals, a.Value)
 		}
 	}), f)
-	if !found {
-		t.Errorf("no %s attribute carries %s", name, want)
-	}
+	return vals
 }
 
 type visitor func(ast.Node)

@@ -152,7 +152,7 @@ func (c *Client) Push(ctx context.Context, streams []Stream) Result {
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 	r := Result{Status: resp.StatusCode, Body: string(body)}
 	switch s := resp.StatusCode; {
-	case s == http.StatusNoContent || s == http.StatusOK:
+	case Stored(s):
 		r.Outcome = Delivered
 	case s == http.StatusBadRequest && lokiRefusal(resp.Header.Get("Content-Type"), r.Body):
 		r.Outcome = Partial
@@ -174,6 +174,11 @@ func (c *Client) Push(ctx context.Context, streams []Stream) Result {
 	}
 	return r
 }
+
+// Stored reports whether a push answered with status was stored: Loki's 204,
+// or the 200 of a Loki-compatible receiver (older VictoriaLogs, gateways).
+// Any other 2xx is not: Loki answers 260 when ingestion is blocked.
+func Stored(status int) bool { return status == http.StatusNoContent || status == http.StatusOK }
 
 // lokiRefusal reports whether a 400 or 422 body is Loki's own words: Loki
 // answers with http.Error (text/plain), one refusal a line, each in one of
