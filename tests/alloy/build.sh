@@ -17,7 +17,8 @@ module_copy github.com/grafana/alloy "$version"
 # The module zip leaves out the nested ./syntax module; the required
 # release of it is served.
 go mod edit -dropreplace github.com/grafana/alloy/syntax
-# Versions the proxy refuses (403), pinned to served releases.
+# Where the version Alloy's go.mod asks for is refused by the proxy (403),
+# the nearest served release is pinned instead; a served one is kept.
 for pin in \
 	github.com/prometheus/common@v0.68.0 \
 	github.com/open-telemetry/opentelemetry-collector-contrib/pkg/stanza@v0.149.0 \
@@ -25,7 +26,12 @@ for pin in \
 	github.com/open-telemetry/opentelemetry-collector-contrib/internal/k8sconfig@v0.149.0 \
 	go.opentelemetry.io/collector/scraper@v0.149.0 \
 	go.opentelemetry.io/collector/scraper/scraperhelper@v0.149.0; do
-	go mod edit -replace "${pin%@*}=$pin"
+	mod=${pin%@*}
+	want=$(awk -v m="$mod" '$1 == m { print $2 }' go.mod)
+	if [ -n "$want" ] && go mod download "$mod@$want" 2>/dev/null; then
+		continue
+	fi
+	go mod edit -replace "$mod=$pin"
 done
 # The pyroscope debuginfo uploader needs an ebpf-profiler fork the proxy
 # refuses; the runtime imports its package, so Alloy's own stub is selected.
