@@ -13,12 +13,13 @@ CRDS_VERSION := $(call version,prometheusOperatorCRDs)
 WINOBS_VERSION := $(call version,winobs)
 ALLOY_VERSION := $(call version,alloy)
 
-# The HostProcess images (make images). The defaults are the images the
-# rendered manifests name; set both and shipper.image / alloy.image in your
-# config to use your own registry. PUSH=1 pushes, otherwise OCI archives are
-# written to bin/ (a Linux docker cannot load Windows images).
+# The HostProcess images (make images). The defaults are the names the
+# release workflow pushes; set both and shipper.image / alloy.image in your
+# config to use your own registry (the rendered Alloy DaemonSet runs
+# Grafana's published image by default). PUSH=1 pushes, otherwise OCI
+# archives are written to bin/ (a Linux docker cannot load Windows images).
 SHIPPER_IMAGE ?= $(call version,eventlogShipperImage)
-ALLOY_IMAGE ?= $(call version,alloyImage)
+ALLOY_IMAGE ?= $(call version,alloyHostProcessImage)
 ALLOY_ZIP_SHA256 ?=
 PUSH ?= 0
 image_output = $(if $(filter 1,$(PUSH)),--push,--output type=oci,dest=$(BIN)/$(1).oci.tar)
@@ -212,7 +213,7 @@ images: ## build the shipper and Alloy HostProcess images with docker buildx (wi
 print-versions: ## the versions this Makefile read from versions.json
 	@echo winobs=$(WINOBS_VERSION)
 	@echo eventlogShipperImage=$(SHIPPER_IMAGE)
-	@echo alloyImage=$(ALLOY_IMAGE)
+	@echo alloyHostProcessImage=$(ALLOY_IMAGE)
 	@echo victoriaLogs=$(VICTORIALOGS_VERSION)
 	@echo promtool=$(PROMTOOL_VERSION)
 	@echo prometheus=$(PROMETHEUS_VERSION)

@@ -23,8 +23,14 @@ type Versions struct {
 	WindowsExporterImage string `json:"windowsExporterImage"`
 	// Alloy is the Grafana Alloy release the Alloy config is written for.
 	Alloy string `json:"alloy"`
-	// AlloyImage is the default HostProcess image holding alloy.exe.
+	// AlloyImage is the default image of the Alloy DaemonSet: Grafana's own
+	// Windows image of release Alloy, which keeps alloy.exe where
+	// contract.AlloyExe finds it.
 	AlloyImage string `json:"alloyImage"`
+	// AlloyHostProcessImage is the image `make images` builds instead (the
+	// HostProcess base image and the same alloy.exe at the same path, with no
+	// os.version) and the release workflow pushes.
+	AlloyHostProcessImage string `json:"alloyHostProcessImage"`
 	// EventlogShipperImage is the default eventlog-shipper image; its tag
 	// is Winobs (the image is built from this repository's code).
 	EventlogShipperImage string `json:"eventlogShipperImage"`
@@ -57,9 +63,8 @@ type Versions struct {
 	GrafanaScenes     string `json:"grafanaScenes"`
 	GrafanaPrometheus string `json:"grafanaPrometheus"`
 	// AlloyHarness is the Grafana Alloy module whose own code the Alloy
-	// tests run (tests/alloy: parser, validator, loki.process). It is the
-	// newest release that builds from the Go module proxy here; Alloy is
-	// the release the image ships.
+	// tests run (tests/alloy: parser, validator, loki.process): Alloy, the
+	// release the DaemonSet runs (versions_test.go holds them equal).
 	AlloyHarness string `json:"alloyHarness"`
 	// Kubernetes, Etcd and Kwok are the cluster in a box's control plane
 	// (kube-apiserver, kube-controller-manager, kube-scheduler and kubectl

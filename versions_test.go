@@ -45,8 +45,12 @@ func TestDefaultsUsePinnedImages(t *testing.T) {
 			t.Errorf("default image %q, versions.json %q", got, want)
 		}
 	}
-	if !strings.HasSuffix(v.AlloyImage, ":"+v.Alloy) {
-		t.Errorf("alloyImage %q is not Alloy %s", v.AlloyImage, v.Alloy)
+	// The Alloy tests run the code of the release the DaemonSet runs.
+	if v.AlloyHarness != v.Alloy {
+		t.Errorf("alloyHarness %s is not alloy %s: make test would run another Alloy's code than the DaemonSet's", v.AlloyHarness, v.Alloy)
+	}
+	if !strings.Contains(v.AlloyImage, ":"+v.Alloy+"-") || !strings.HasSuffix(v.AlloyHostProcessImage, ":"+v.Alloy) {
+		t.Errorf("alloyImage %q or alloyHostProcessImage %q is not Alloy %s", v.AlloyImage, v.AlloyHostProcessImage, v.Alloy)
 	}
 }
 

@@ -81,10 +81,9 @@ func readyProbe(v view.Alloy, failures int32) *corev1.Probe {
 func daemonSet(v view.Alloy) any {
 	grace := int64(30)
 	container := corev1.Container{
-		Name:  "alloy",
-		Image: v.Alloy.Image,
-		// Relative to the directory HCS mounted the image at.
-		Command: []string{`alloy\alloy.exe`},
+		Name:    "alloy",
+		Image:   v.Alloy.Image,
+		Command: []string{contract.AlloyExe},
 		Args: []string{
 			"run", configDir + `\config.alloy`,
 			"--storage.path=" + v.Alloy.StoragePath,

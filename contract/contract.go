@@ -15,3 +15,10 @@ const (
 	AlloyConfigDir   = `C:\etc\alloy`
 	ShipperConfigDir = `C:\etc\eventlog-shipper`
 )
+
+// AlloyExe is the Alloy DaemonSet's command: alloy.exe where Grafana's
+// Windows images keep it (grafana/alloy:<version>-windowsservercore-ltsc2022,
+// Alloy's Dockerfile.windows) and images/alloy puts it too, under the
+// directory HCS mounted the image at. A HostProcess container runs on the
+// host, so the image's own absolute ENTRYPOINT would name the host's C:\.
+const AlloyExe = `%CONTAINER_SANDBOX_MOUNT_POINT%\Program Files\GrafanaLabs\Alloy\alloy.exe`

@@ -82,7 +82,9 @@ func command(t *testing.T, builder string) string {
 	if i < 0 {
 		t.Fatalf("no builder %s", builder)
 	}
-	fs, err := bundle.Builders[i].Build(view.Of(config.Default()))
+	cfg := config.Default()
+	cfg.Shipper.Deploy = true
+	fs, err := bundle.Builders[i].Build(view.Of(cfg))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -107,7 +109,7 @@ func TestDockerfiles(t *testing.T) {
 		sources            []string // paths in the build context the build reads
 	}{
 		{"images/eventlog-shipper/Dockerfile", "/eventlog-shipper.exe", "eventlog-shipper", []string{"go.mod", "go.sum", "cmd/eventlog-shipper/main.go"}},
-		{"images/alloy/Dockerfile", "/alloy/alloy.exe", "alloy", nil},
+		{"images/alloy/Dockerfile", "/Program Files/GrafanaLabs/Alloy/alloy.exe", "alloy", nil},
 	} {
 		t.Run(tc.dockerfile, func(t *testing.T) {
 			ins := parseDockerfile(t, filepath.Join("..", tc.dockerfile))
@@ -149,9 +151,14 @@ func TestDockerfiles(t *testing.T) {
 				case "RUN":
 					t.Errorf("RUN in the Windows stage cannot be built on Linux: %s", in.args)
 				case "COPY":
-					f := strings.Fields(in.args)
-					if from, ok := strings.CutPrefix(f[0], "--from="); !ok || !stages[from] {
+					flag, paths, _ := strings.Cut(in.args, " ")
+					if from, ok := strings.CutPrefix(flag, "--from="); !ok || !stages[from] {
 						t.Errorf("COPY %s: the Windows stage copies only from an earlier stage", in.args)
+					}
+					// The exec form (a JSON array) carries paths with spaces.
+					var f []string
+					if err := json.Unmarshal([]byte(paths), &f); err != nil {
+						f = strings.Fields(paths)
 					}
 					copied = copied || f[len(f)-1] == tc.copied
 				case "ENTRYPOINT":
@@ -164,7 +171,9 @@ func TestDockerfiles(t *testing.T) {
 				t.Errorf("nothing is copied to %s", tc.copied)
 			}
 			cmd := command(t, tc.builder)
-			if len(entrypoint) != 1 || entrypoint[0] != cmd || strings.ReplaceAll("/"+cmd, `\`, "/") != tc.copied {
+			// Relative to the image's mount, or under the variable naming it.
+			inImage := strings.TrimPrefix(cmd, `%CONTAINER_SANDBOX_MOUNT_POINT%`)
+			if len(entrypoint) != 1 || entrypoint[0] != cmd || strings.ReplaceAll("/"+strings.TrimPrefix(inImage, `\`), `\`, "/") != tc.copied {
 				t.Errorf("ENTRYPOINT %q, the DaemonSet runs %q, the binary is at %s", entrypoint, cmd, tc.copied)
 			}
 			for _, src := range tc.sources {
@@ -184,8 +193,12 @@ func TestImageTagsFollowVersions(t *testing.T) {
 	if tag(v.EventlogShipperImage) != v.Winobs {
 		t.Errorf("eventlogShipperImage %s, winobs %s", v.EventlogShipperImage, v.Winobs)
 	}
-	if tag(v.AlloyImage) != v.Alloy {
-		t.Errorf("alloyImage %s, alloy %s", v.AlloyImage, v.Alloy)
+	// Grafana tags its Windows images <release>-windowsservercore-ltsc2022.
+	if tag(v.AlloyImage) != v.Alloy+"-windowsservercore-ltsc2022" || !strings.HasPrefix(v.AlloyImage, "docker.io/grafana/alloy:") {
+		t.Errorf("alloyImage %s is not Grafana's Windows image of alloy %s", v.AlloyImage, v.Alloy)
+	}
+	if tag(v.AlloyHostProcessImage) != v.Alloy {
+		t.Errorf("alloyHostProcessImage %s, alloy %s", v.AlloyHostProcessImage, v.Alloy)
 	}
 	mod, err := os.ReadFile("../go.mod")
 	if err != nil {
