@@ -113,10 +113,11 @@ func objects(t *testing.T, files map[string][]byte) []any {
 func configs(t *testing.T) map[string]*config.Config {
 	variants := map[string]func(*config.Config){
 		"default":        nil,
-		"ServiceMonitor": func(c *config.Config) { c.WindowsExporter.Monitor = config.ServiceMonitor },
-		"kps exporter":   func(c *config.Config) { c.WindowsExporter.Deploy = false },
-		"multi-cluster":  func(c *config.Config) { c.Cluster.Name = "lab"; c.CreateNamespace = true },
-		"shipper agent":  func(c *config.Config) { c.LogAgent.Default = config.AgentShipper },
+		"with shipper":   func(c *config.Config) { c.Shipper.Deploy = true },
+		"ServiceMonitor": func(c *config.Config) { c.WindowsExporter.Monitor = config.ServiceMonitor; c.Shipper.Deploy = true },
+		"kps exporter":   func(c *config.Config) { c.WindowsExporter.Deploy = false; c.Shipper.Deploy = true },
+		"multi-cluster":  func(c *config.Config) { c.Cluster.Name = "lab"; c.CreateNamespace = false },
+		"shipper agent":  func(c *config.Config) { c.LogAgent.Default = config.AgentShipper; c.Shipper.Deploy = true },
 	}
 	out := map[string]*config.Config{}
 	for name, mutate := range variants {
@@ -149,8 +150,9 @@ func TestManifestsDecodeStrictly(t *testing.T) {
 }
 
 // HostProcess pods are admitted only at Pod Security level privileged: the
-// rendered namespace says so for enforce, audit and warn, and is absent
-// unless asked for (kube-prometheus-stack's namespace is the user's).
+// rendered namespace (winobs's own, by default) says so for enforce, audit
+// and warn, and is absent with createNamespace: false (a shared namespace
+// is the user's to label).
 func TestNamespacePodSecurity(t *testing.T) {
 	for name, cfg := range configs(t) {
 		var found *corev1.Namespace
@@ -196,7 +198,7 @@ func TestRBACIsLeastPrivilege(t *testing.T) {
 // nodes, and agents bind their HTTP servers to loopback.
 func TestDaemonSetsOnWindowsNodes(t *testing.T) {
 	n := 0
-	cfg := configs(t)["default"]
+	cfg := configs(t)["with shipper"]
 	for _, o := range objects(t, renderAll(t, cfg)) {
 		ds, ok := o.(*appsv1.DaemonSet)
 		if !ok {
@@ -251,7 +253,7 @@ func TestDaemonSetsOnWindowsNodes(t *testing.T) {
 // The two log agents' DaemonSets select complementary nodes through the
 // configured node label (exactly-one is proven in package hostprocess).
 func TestLogAgentsSplitTheNodes(t *testing.T) {
-	cfg := configs(t)["default"]
+	cfg := configs(t)["with shipper"]
 	ops := map[string]string{}
 	for _, o := range objects(t, renderAll(t, cfg)) {
 		if ds, ok := o.(*appsv1.DaemonSet); ok && ds.Spec.Template.Spec.Affinity != nil {

@@ -21,7 +21,7 @@ func TestDefaultIsTheReferenceLab(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg.Namespace != "monitoring" || cfg.WindowsExporter.Job != "windows-exporter" ||
+	if cfg.Namespace != "winobs" || !cfg.CreateNamespace || cfg.WindowsExporter.Job != "windows-exporter" ||
 		cfg.Prometheus.RuleLabels["release"] != "kps" || cfg.Alerts.NodeCommit.Warning != 0.9 ||
 		cfg.Alerts.NodeCommit.Critical != 0.95 || cfg.Alerts.ContainerCommit.Warning != 0.9 {
 		t.Errorf("default config drifted from the seed lab: %+v", cfg)
@@ -174,7 +174,8 @@ func TestCreateNamespaceNeverOwnsAnotherSystemsNamespace(t *testing.T) {
 		body string
 		ok   bool
 	}{
-		{"createNamespace: true\n", false}, // the default namespace: monitoring
+		{"namespace: monitoring\n", false}, // createNamespace: true by default
+		{"createNamespace: true\n", true},  // the default namespace: winobs
 		{"namespace: kube-system\ncreateNamespace: true\n", false},
 		{"namespace: loki\ncreateNamespace: true\n", false},
 		{"namespace: observability\ncreateNamespace: true\nlokiRules: {namespace: observability}\n", false},

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"slices"
+	"strings"
 
 	"go.yaml.in/yaml/v3"
 )
@@ -23,6 +24,9 @@ type Site struct {
 	APIPort     int
 	ScrapeFrom  []string
 	ServiceCIDR string
+	// Platform names a preset of Platforms (aks, eks, gke, kubeadm): the
+	// API port and Service CIDR not given above.
+	Platform string
 }
 
 // Starter returns a commented configuration file holding every per-cluster
@@ -38,19 +42,35 @@ func Starter(s Site) ([]byte, Problems, error) {
 		return v
 	}
 	release := or(s.Release, lab.Prometheus.RuleLabels["release"])
-	port := s.APIPort
-	if port == 0 {
-		port = lab.APIServer.Port
+	port, cidr, platformComment := lab.APIServer.Port, lab.ServiceCIDR, ""
+	if s.Platform != "" {
+		p, ok := Platforms[s.Platform]
+		if !ok {
+			return nil, nil, fmt.Errorf("unknown platform %q: one of %s", s.Platform, strings.Join(PlatformNames(), ", "))
+		}
+		port, cidr, platformComment = p.APIPort, p.ServiceCIDR, p.Note
 	}
+	if s.APIPort != 0 {
+		port = s.APIPort
+	}
+	cidr = or(s.ServiceCIDR, cidr)
 	scrape := s.ScrapeFrom
 	if len(scrape) == 0 {
 		scrape = lab.WindowsExporter.Firewall.AllowFrom
 	}
+	// A namespace winobs may own is created by the render; a shared one
+	// (named with --namespace) is the user's to label.
+	ns := or(s.Namespace, lab.Namespace)
+	_, shared := SharedNamespace(ns)
+	create := lab.CreateNamespace && !shared
 	root := mapping(
-		field("namespace", or(s.Namespace, lab.Namespace),
-			"Namespace of the rendered objects: kube-prometheus-stack's, usually. HostProcess pods need it at Pod\n"+
-				"Security level \"privileged\" (createNamespace: true renders it so; otherwise label it yourself)."),
-		field("createNamespace", lab.CreateNamespace, ""),
+		field("namespace", ns,
+			"Namespace of the rendered objects: winobs's own. HostProcess pods need it at Pod Security level\n"+
+				"\"privileged\", which then admits any privileged pod in it; kube-prometheus-stack's default selectors\n"+
+				"find the rules, the monitor and the dashboards in any namespace."),
+		field("createNamespace", create,
+			"true: the render creates the namespace at \"privileged\" and an uninstall deletes it. false for a namespace\n"+
+				"that exists (kube-prometheus-stack's, say): label it yourself, and every pod in it may then run privileged."),
 		field("cluster", mapping(
 			field("name", s.ClusterName, "This cluster's name, when several clusters share one Prometheus, Mimir or Loki; empty for one cluster."),
 		), ""),
@@ -71,9 +91,9 @@ func Starter(s Site) ([]byte, Problems, error) {
 			field("host", or(s.APIHost, lab.APIServer.Host),
 				"The API server as the Windows nodes reach it (HostProcess pods resolve no cluster DNS and reach no\n"+
 					"Service IP): a load balancer's or a control-plane node's DNS name or IP."),
-			field("port", port, ""),
+			field("port", port, platformComment),
 		), ""),
-		field("serviceCIDR", or(s.ServiceCIDR, lab.ServiceCIDR), "The cluster's Service CIDR, so an address the nodes cannot reach is refused."),
+		field("serviceCIDR", cidr, "The cluster's Service CIDR, so an address the nodes cannot reach is refused. "+platformHint),
 		field("loki", mapping(
 			field("url", or(s.LokiURL, lab.Loki.URL),
 				"Loki's push URL as the Windows nodes reach it: HostProcess pods reach no Service name or ClusterIP, so a\n"+

@@ -1,8 +1,13 @@
 package config
 
 import (
+	"os"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/winobs/winobs"
 )
 
 // The example's lab values are warned about wherever they come from; a
@@ -15,15 +20,22 @@ func TestWarnings(t *testing.T) {
 		}
 		return strings.Join(out, ",")
 	}
-	if got := paths(Warnings(Default())); got != "loki.url,apiServer.host,windowsExporter.firewall.allowFrom,prometheus.ruleLabels,alloy.image,shipper.image" {
+	// Alloy's default image is Grafana's, published; the shipper's is not
+	// deployed by default.
+	if got := paths(Warnings(Default())); got != "loki.url,apiServer.host,windowsExporter.firewall.allowFrom,prometheus.ruleLabels" {
 		t.Errorf("default: %s", got)
 	}
 	c := Default()
+	c.Shipper.Deploy = true
+	c.Alloy.Image = winobs.Pinned().AlloyHostProcessImage
+	if got := paths(Warnings(c)); !strings.HasSuffix(got, ",alloy.image,shipper.image") {
+		t.Errorf("winobs's own images, never published yet: %s", got)
+	}
 	c.Loki.URL = "https://loki.example.org/loki/api/v1/push"
 	c.APIServer.Host = "api.example.org"
 	c.WindowsExporter.Firewall.AllowFrom = []string{"10.0.0.0/24"}
 	c.Prometheus.RuleLabels = map[string]string{"release": "kube-prometheus-stack"}
-	c.Alloy.Image, c.Shipper.Image = "registry.example/alloy-hostprocess:v1.21.3", "registry.example/eventlog-shipper:v0.2.0"
+	c.Alloy.Image, c.Shipper.Image = "registry.example/alloy-hostprocess:v1.19.2", "registry.example/eventlog-shipper:v0.2.0"
 	if w := Warnings(c); len(w) != 0 {
 		t.Errorf("own values: %v", w)
 	}
@@ -53,7 +65,7 @@ func TestWarnings(t *testing.T) {
 
 // Read locates the warnings in the user's file.
 func TestReadLocatesWarnings(t *testing.T) {
-	p := writeConfig(t, "namespace: monitoring\nwindowsExporter:\n  firewall:\n    allowFrom: [10.1.0.0/16, 0.0.0.0/0]\n")
+	p := writeConfig(t, "namespace: observability\nwindowsExporter:\n  firewall:\n    allowFrom: [10.1.0.0/16, 0.0.0.0/0]\n")
 	_, w, err := Read(p)
 	if err != nil {
 		t.Fatal(err)
@@ -63,7 +75,7 @@ func TestReadLocatesWarnings(t *testing.T) {
 		got = append(got, x.Error())
 	}
 	want := p + ":4: windowsExporter.firewall.allowFrom[1]: allowFrom lets every IPv4 address"
-	if len(got) != 6 || !strings.HasPrefix(got[0], want) || !strings.HasPrefix(got[2], "(default): apiServer.host") {
+	if len(got) != 4 || !strings.HasPrefix(got[0], want) || !strings.HasPrefix(got[1], "(default): apiServer.host") {
 		t.Errorf("got %q, want first %q", got, want)
 	}
 }
@@ -139,5 +151,39 @@ func TestOpenFirewallCountsTheUnion(t *testing.T) {
 		if got != tc.want {
 			t.Errorf("%v: %q, want %q", tc.allow, got, tc.want)
 		}
+	}
+}
+
+// Each platform preset writes its API port and Service CIDR, validated; a
+// flag given beside it wins; docs/config.md cites every preset's values.
+func TestStarterPlatforms(t *testing.T) {
+	doc, err := os.ReadFile("../docs/config.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range PlatformNames() {
+		p := Platforms[name]
+		src, _, err := Starter(Site{Platform: name})
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		cfg, _, err := parse("(init)", src)
+		if err != nil || cfg.APIServer.Port != p.APIPort || cfg.ServiceCIDR != p.ServiceCIDR {
+			t.Errorf("%s: port %d, CIDR %s (%v), want %d, %s", name, cfg.APIServer.Port, cfg.ServiceCIDR, err, p.APIPort, p.ServiceCIDR)
+		}
+		row := regexp.MustCompile("(?m)^\\| `" + name + "` \\| " + strconv.Itoa(p.APIPort) + " \\| `" + regexp.QuoteMeta(p.ServiceCIDR) + "` \\|.*https://")
+		if !row.Match(doc) {
+			t.Errorf("docs/config.md has no row for %s with port %d, %s and a source", name, p.APIPort, p.ServiceCIDR)
+		}
+	}
+	src, _, err := Starter(Site{Platform: "aks", APIPort: 8443, ServiceCIDR: "10.2.0.0/16"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg, _, err := parse("(init)", src); err != nil || cfg.APIServer.Port != 8443 || cfg.ServiceCIDR != "10.2.0.0/16" {
+		t.Errorf("the flags beside a preset: %v %+v", err, cfg)
+	}
+	if _, _, err := Starter(Site{Platform: "openshift"}); err == nil || !strings.Contains(err.Error(), "aks, eks, gke, kubeadm") {
+		t.Errorf("an unknown platform: %v", err)
 	}
 }

@@ -253,6 +253,8 @@ func validateAgents(v *validator, c *Config) {
 	v.labelKey("logAgent.nodeLabel", c.LogAgent.NodeLabel)
 	v.check("logAgent.default", c.LogAgent.Default == AgentAlloy || c.LogAgent.Default == AgentShipper,
 		"must be %s or %s, got %q", AgentAlloy, AgentShipper, c.LogAgent.Default)
+	v.check("logAgent.default", c.LogAgent.Default != AgentShipper || c.Shipper.Deploy,
+		"is %s, but shipper.deploy is false: no node would ship its logs; set shipper.deploy: true (and shipper.image to the image you built, docs/agents.md)", AgentShipper)
 
 	v.image("alloy.image", c.Alloy.Image)
 	v.windowsPath("alloy.storagePath", c.Alloy.StoragePath)
@@ -487,6 +489,14 @@ var sharedNamespaces = map[string]string{
 	"monitoring": "kube-prometheus-stack's", "loki": "Loki's", "grafana": "Grafana's",
 }
 
+// SharedNamespace says whose namespace ns is by default when it belongs to
+// Kubernetes or to a system winobs runs next to ("kube-prometheus-stack's"),
+// and false for a namespace winobs may own.
+func SharedNamespace(ns string) (owner string, shared bool) {
+	owner, shared = sharedNamespaces[ns]
+	return owner, shared
+}
+
 // validateOwnNamespace refuses createNamespace for a namespace winobs did
 // not create: the kustomization would own it, apply would relabel it to Pod
 // Security "privileged", and `kubectl delete -k` would delete it with
@@ -495,14 +505,18 @@ func validateOwnNamespace(v *validator, c *Config) {
 	if !c.CreateNamespace || len(validation.IsDNS1123Label(c.Namespace)) > 0 {
 		return
 	}
-	owner, shared := sharedNamespaces[c.Namespace]
+	owner, shared := SharedNamespace(c.Namespace)
 	if c.LokiRules.Namespace == c.Namespace {
 		owner, shared = "Loki's (lokiRules.namespace)", true
 	}
 	if shared {
-		v.add("createNamespace", "would make winobs own %s namespace %q: applying relabels it to Pod Security \"privileged\" "+
-			"and uninstalling deletes it with everything in it; set createNamespace: false and label it once: %s",
-			ours(owner), c.Namespace, ours(LabelNamespaceCommand(c.Namespace)))
+		// createNamespace is true by default: the problem is then the
+		// namespace line the user wrote.
+		v.probs = append(v.probs, Problem{Path: "createNamespace", Related: "namespace", Msg: fmt.Sprintf(
+			"would make winobs own %s namespace %q (createNamespace is true by default: winobs keeps a namespace of its own): "+
+				"applying relabels it to Pod Security \"privileged\", which then admits any privileged pod in it, "+
+				"and uninstalling deletes it with everything in it; keep the default namespace (winobs), or set createNamespace: false and label it once: %s",
+			ours(owner), c.Namespace, ours(LabelNamespaceCommand(c.Namespace)))})
 	}
 }
 

@@ -45,13 +45,17 @@ func Warnings(c *Config) Problems {
 		}
 	}
 	// winobs's own images are built by make images; until a release pushes
-	// them, a node pulling the default gets ErrImagePull.
+	// them, a node pulling the default gets ErrImagePull. (Alloy's default
+	// is Grafana's published image.)
 	pinned := winobs.Pinned()
-	for _, img := range []struct{ path, image, def string }{
-		{"alloy.image", c.Alloy.Image, pinned.AlloyImage},
-		{"shipper.image", c.Shipper.Image, pinned.EventlogShipperImage},
+	for _, img := range []struct {
+		path, image, def string
+		used             bool
+	}{
+		{"alloy.image", c.Alloy.Image, pinned.AlloyHostProcessImage, true},
+		{"shipper.image", c.Shipper.Image, pinned.EventlogShipperImage, c.Shipper.Deploy},
 	} {
-		if img.image == img.def {
+		if img.used && img.image == img.def {
 			out = append(out, Problem{Path: img.path, Msg: fmt.Sprintf(
 				"is winobs's default image %s, which no release has published yet: build and push it to your registry "+
 					"(make images PUSH=1 ALLOY_IMAGE=… SHIPPER_IMAGE=…) and set %s to it", img.def, img.path)})

@@ -97,7 +97,8 @@ func (c cluster) series() []fixtureSeries {
 		pod := "app-" + n
 		add("ksm", "kube_pod_info", fmt.Sprintf(`namespace="shop",pod="%s",node="%s"`, pod, n), 1, 0)
 		if n == c.shipperOn {
-			add("ksm", "kube_pod_info", fmt.Sprintf(`namespace="monitoring",pod="winobs-eventlog-shipper-x7k2p",node="%s",created_by_kind="DaemonSet",created_by_name="winobs-eventlog-shipper"`, n), 1, 0)
+			// In the config's namespace, where doctor looks for it.
+			add("ksm", "kube_pod_info", fmt.Sprintf(`namespace=%q,pod="winobs-eventlog-shipper-x7k2p",node="%s",created_by_kind="DaemonSet",created_by_name="winobs-eventlog-shipper"`, config.Default().Namespace, n), 1, 0)
 		}
 		containers := []string{"app"}
 		if c.uncovered && i == 0 {

@@ -143,8 +143,11 @@ func Resources(r config.Resources) corev1.ResourceRequirements {
 // takes every node not labelled for another agent (NotIn also matches an
 // absent label); the other takes only nodes labelled for it. For any value
 // of the label, at most one agent matches, and an unlabelled node gets the
-// default.
+// default. Without the shipper, Alloy takes every node: nil.
 func AgentAffinity(a view.Agents, agent string) *corev1.Affinity {
+	if !a.ShipperDeployed {
+		return nil
+	}
 	req := corev1.NodeSelectorRequirement{Key: a.LogAgent.NodeLabel, Operator: corev1.NodeSelectorOpIn, Values: []string{agent}}
 	if agent == a.LogAgent.Default {
 		var others []string

@@ -41,7 +41,7 @@ func TestEveryNodeGetsExactlyOneLogAgent(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		cfg.LogAgent.Default = def
+		cfg.LogAgent.Default, cfg.Shipper.Deploy = def, true
 		a := view.Of(cfg).Agents
 		alloy, shipper := AgentAffinity(a, config.AgentAlloy), AgentAffinity(a, config.AgentShipper)
 		for _, value := range []string{"", config.AgentAlloy, config.AgentShipper, "something-else"} {
@@ -57,6 +57,18 @@ func TestEveryNodeGetsExactlyOneLogAgent(t *testing.T) {
 				t.Errorf("default %s: an unlabelled node got the other agent", def)
 			}
 		}
+	}
+}
+
+// Without the shipper, Alloy ships every Windows node's logs: a node label
+// asking for the shipper would otherwise leave that node with no agent.
+func TestWithoutTheShipperAlloyTakesEveryNode(t *testing.T) {
+	cfg := config.Default()
+	if cfg.Shipper.Deploy {
+		t.Fatal("the shipper is deployed by default; its image is not published")
+	}
+	if a := AgentAffinity(view.Of(cfg).Agents, config.AgentAlloy); a != nil {
+		t.Errorf("Alloy's affinity without the shipper: %+v", a)
 	}
 }
 

@@ -26,8 +26,12 @@ const Name = contract.ShipperName
 
 const configDir = contract.ShipperConfigDir
 
-// Files returns the shipper's ConfigMap and DaemonSet.
+// Files returns the shipper's ConfigMap and DaemonSet, or none when
+// shipper.deploy is off.
 func Files(v view.Shipper) ([]render.File, error) {
+	if !v.Agents.ShipperDeployed {
+		return nil, nil
+	}
 	conf, err := ShipperConfig(v)
 	if err != nil {
 		return nil, err

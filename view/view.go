@@ -20,6 +20,8 @@ type Agents struct {
 	Pods            config.Pods
 	LokiSecret      config.LokiSecret
 	LogAgent        config.LogAgent
+	// ShipperDeployed: without the shipper, the node label chooses nothing.
+	ShipperDeployed bool
 }
 
 // Rules is what the Prometheus and Loki rules read (package rules).
@@ -98,6 +100,7 @@ func Of(cfg *config.Config) Bundle {
 	agents := Agents{
 		Namespace: cfg.Namespace, CreateNamespace: cfg.CreateNamespace,
 		Nodes: cfg.Nodes, Pods: cfg.Pods, LokiSecret: cfg.LokiSecret, LogAgent: cfg.LogAgent,
+		ShipperDeployed: cfg.Shipper.Deploy,
 	}
 	return Bundle{
 		Agents: agents,

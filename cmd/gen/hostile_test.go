@@ -34,6 +34,11 @@ import (
 // code, stderr and the output directory (absent unless the run succeeded).
 func genWith(t *testing.T, body string) (int, string, string, string) {
 	t.Helper()
+	// Every agent rendered, the shipper included (off by default), so a
+	// value reaches every artifact it can; appended, so no line moves.
+	if !regexp.MustCompile(`(?m)^shipper:`).MatchString(body) {
+		body += "shipper: {deploy: true}\n"
+	}
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "hostile.yaml")
 	if err := os.WriteFile(cfg, []byte(body), 0o644); err != nil {

@@ -23,11 +23,16 @@ func runInit(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&s.LokiURL, "loki-url", "", "Loki push URL as the Windows nodes reach it (a NodePort, an internal load balancer or an ingress: not a Service)")
 	fs.StringVar(&s.LokiTenant, "loki-tenant", "", "X-Scope-OrgID of a multi-tenant Loki")
 	fs.StringVar(&s.APIHost, "api-server", "", "API server DNS name or IP as the Windows nodes reach it")
-	fs.IntVar(&s.APIPort, "api-port", 0, "API server port (default 6443)")
+	fs.IntVar(&s.APIPort, "api-port", 0, "API server port (default: the platform's, else 6443)")
 	scrape := fs.String("scrape-from", "", "comma-separated IPs or CIDRs of the nodes your Prometheus runs on")
-	fs.StringVar(&s.ServiceCIDR, "service-cidr", "", "the cluster's Service CIDR")
+	fs.StringVar(&s.ServiceCIDR, "service-cidr", "", "the cluster's Service CIDR (default: the platform's, else 10.96.0.0/12)")
+	fs.StringVar(&s.Platform, "platform", "", "a managed platform's defaults for the API port and Service CIDR: "+strings.Join(config.PlatformNames(), ", ")+" (docs/config.md)")
 	if code, ok := parseFlags(fs, args, stdout, stderr); !ok {
 		return code
+	}
+	if _, ok := config.Platforms[s.Platform]; s.Platform != "" && !ok {
+		fmt.Fprintf(stderr, "gen init: --platform %q: one of %s\n", s.Platform, strings.Join(config.PlatformNames(), ", "))
+		return 2
 	}
 	if *scrape != "" {
 		s.ScrapeFrom = strings.Split(*scrape, ",")
@@ -68,13 +73,17 @@ func runInit(args []string, stdout, stderr io.Writer) int {
 	if ns == "" {
 		ns = config.Default().Namespace
 	}
-	// The namespace exists before apply (createNamespace stays false: gen
-	// never owns a namespace it may not have created) and admits
-	// HostProcess pods only at Pod Security "privileged".
-	fmt.Fprintf(stdout, "next:\n"+
-		"  kubectl create namespace %[1]s      # if it does not exist yet\n"+
-		"  %[2]s\n"+
-		"  go run ./cmd/gen --config %[3]s --out out && kubectl apply -k out\n", ns, config.LabelNamespaceCommand(ns), *path)
+	render := fmt.Sprintf("go run ./cmd/gen --config %s --out out && kubectl apply -k out", *path)
+	if owner, shared := config.SharedNamespace(ns); shared {
+		// gen never owns a namespace it may not have created: the user
+		// creates and labels it, and the label holds for every pod in it.
+		fmt.Fprintf(stdout, "next (%s is %s namespace: createNamespace is false, and the Pod Security label admits any privileged pod in it):\n"+
+			"  kubectl create namespace %[1]s      # if it does not exist yet\n"+
+			"  %[3]s\n"+
+			"  %[4]s\n", ns, owner, config.LabelNamespaceCommand(ns), render)
+		return 0
+	}
+	fmt.Fprintf(stdout, "next:\n  %s   # creates namespace %s at Pod Security \"privileged\", for winobs's pods alone\n", render, ns)
 	return 0
 }
 

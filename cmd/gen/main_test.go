@@ -20,7 +20,8 @@ func TestGenWritesBundle(t *testing.T) {
 			t.Error(err)
 		}
 	}
-	if !strings.Contains(stdout.String(), "wrote 22 files, 17 Kubernetes objects") {
+	// The namespace of its own in, the shipper (opt-in: its image is built, not published) out.
+	if !strings.Contains(stdout.String(), "wrote 22 files, 16 Kubernetes objects") {
 		t.Errorf("summary:\n%s", stdout.String())
 	}
 	if code := run([]string{"--out", out, "--check"}, &stdout, &stderr); code != 0 {
@@ -110,8 +111,25 @@ func TestInitThenRender(t *testing.T) {
 		strings.Contains(stderr.String(), "loki.url") || strings.Contains(stderr.String(), "ruleLabels") {
 		t.Errorf("init's warnings:\n%s", stderr.String())
 	}
-	if want := "kubectl label namespace monitoring --overwrite pod-security.kubernetes.io/enforce=privileged"; !strings.Contains(stdout.String(), want) {
-		t.Errorf("init's next steps lack %q:\n%s", want, stdout.String())
+	// winobs's own namespace, created by the render: nothing to label.
+	if written, _ := config.Load(cfg); written == nil || written.Namespace != "winobs" || !written.CreateNamespace ||
+		strings.Contains(stdout.String(), "kubectl label") || !strings.Contains(stdout.String(), `creates namespace winobs at Pod Security "privileged"`) {
+		t.Errorf("init's namespace or next steps:\n%s", stdout.String())
+	}
+	// A shared namespace is the user's to label, with the cost said.
+	stdout.Reset()
+	shared := filepath.Join(dir, "shared.yaml")
+	if code := run([]string{"init", "--config", shared, "--namespace", "monitoring"}, &stdout, &stderr); code != 0 {
+		t.Fatalf("init --namespace monitoring: exit %d: %s", code, stderr.String())
+	}
+	if written, err := config.Load(shared); err != nil || written.CreateNamespace {
+		t.Errorf("init --namespace monitoring wrote createNamespace true or a config that fails: %v", err)
+	}
+	for _, want := range []string{"kubectl label namespace monitoring --overwrite pod-security.kubernetes.io/enforce=privileged",
+		"kube-prometheus-stack's namespace", "admits any privileged pod in it"} {
+		if !strings.Contains(stdout.String(), want) {
+			t.Errorf("init's next steps for a shared namespace lack %q:\n%s", want, stdout.String())
+		}
 	}
 	// Without flags, every example value is named with the flag that sets it.
 	stderr.Reset()

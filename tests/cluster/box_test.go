@@ -53,13 +53,22 @@ func TestClusterInABox(t *testing.T) {
 	b.nodes()
 	b.kubectl("apply", "--server-side", "-f", repo(t, "testdata/crds"))
 
-	// The README's commands, with a config for this cluster.
-	out := b.render("monitoring", true)
+	// The README's commands, with a config for this cluster: winobs's own
+	// namespace, created by the render at Pod Security "privileged"; a
+	// shared namespace holds an object of someone else's.
 	b.kubectl("create", "namespace", "monitoring")
-	b.kubectl("label", "namespace", "monitoring", "--overwrite", "pod-security.kubernetes.io/enforce=privileged",
-		"pod-security.kubernetes.io/audit=privileged", "pod-security.kubernetes.io/warn=privileged")
 	b.kubectl("create", "configmap", "not-ours", "-n", "monitoring", "--from-literal=a=b")
+	out := b.render("winobs", true)
 	b.kubectl("apply", "-k", out)
+	if got := b.kubectl("get", "namespace", "winobs", "-o", `jsonpath={.metadata.labels}`); !strings.Contains(got, `"pod-security.kubernetes.io/enforce":"privileged"`) {
+		t.Errorf("the rendered namespace's labels: %s", got)
+	}
+	if got := b.kubectl("get", "namespace", "monitoring", "-o", `jsonpath={.metadata.labels}`); strings.Contains(got, "pod-security") {
+		t.Errorf("the shared namespace was relabelled: %s", got)
+	}
+	// Something of the user's in winobs's namespace: a prune leaves it (an
+	// uninstall deletes the namespace with it, as docs/upgrade.md says).
+	b.kubectl("create", "configmap", "not-ours", "-n", "winobs", "--from-literal=a=b")
 
 	// The exporter on every Windows node; one log agent per node: the
 	// shipper where the node asks for it (winobs.io/log-agent=shipper),
@@ -69,20 +78,20 @@ func TestClusterInABox(t *testing.T) {
 		"winobs-alloy-windows":    {"win-aks-1"},
 		"winobs-eventlog-shipper": {"win-eks-1"},
 	}
-	daemonSets := b.names("daemonsets", "monitoring")
+	daemonSets := b.names("daemonsets", "winobs")
 	if got := slices.Sorted(maps.Keys(want)); !slices.Equal(daemonSets, got) {
 		t.Fatalf("DaemonSets %v, want %v", daemonSets, got)
 	}
 	for _, ds := range daemonSets {
 		b.waitFor("DaemonSet "+ds+" running on "+strings.Join(want[ds], ", "), func() error {
-			return b.onExactly("monitoring", ds, want[ds])
+			return b.onExactly("winobs", ds, want[ds])
 		})
 	}
 
 	// Upgrade with docs/upgrade.md's prune: the exporter switched off goes,
 	// with exactly its objects; a second apply changes nothing.
 	before := b.ours()
-	up := b.render("monitoring", false)
+	up := b.render("winobs", false)
 	prune := b.pruneCommand(up)
 	b.kubectl(prune...)
 	after := b.ours()
@@ -96,17 +105,21 @@ func TestClusterInABox(t *testing.T) {
 		"podmonitor.monitoring.coreos.com/winobs-windows-exporter"}; !slices.Equal(gone, want) {
 		t.Errorf("the prune removed %v, want %v", gone, want)
 	}
-	b.kubectl("get", "configmap", "not-ours", "-n", "monitoring")
+	b.kubectl("get", "configmap", "not-ours", "-n", "winobs")
 	if again := b.kubectl(prune...); strings.Contains(again, "created") || strings.Contains(again, "configured") || strings.Contains(again, "pruned") {
 		t.Errorf("a second apply changed something:\n%s", again)
 	}
 
-	// Uninstall: nothing of ours stays, nothing else goes.
+	// Uninstall: nothing of ours stays (the namespace it created included),
+	// nothing else goes.
 	b.kubectl("delete", "-k", up, "--wait=true")
 	b.waitFor("nothing of winobs left", func() error {
 		left := strings.Join(b.ours(), " ")
 		if strings.TrimSpace(left) != "" {
 			return fmt.Errorf("left: %s", left)
+		}
+		if _, err := b.try("get", "namespace", "winobs"); err == nil {
+			return fmt.Errorf("namespace winobs is still there")
 		}
 		return nil
 	})
@@ -114,7 +127,7 @@ func TestClusterInABox(t *testing.T) {
 
 	// Pod Security: the same bundle in a namespace at baseline is refused,
 	// with the message a user would see in the DaemonSet's events.
-	outB := b.render("strict", true)
+	outB := b.renderConfig("strict", "createNamespace: false\n"+b.config("strict", true, "kps"))
 	b.kubectl("create", "namespace", "strict")
 	b.kubectl("label", "namespace", "strict", "pod-security.kubernetes.io/enforce=baseline")
 	b.kubectl("apply", "-k", outB)
@@ -284,6 +297,8 @@ apiServer:
   port: %d
 loki:
   url: http://127.0.0.1:3100/loki/api/v1/push
+shipper:
+  deploy: true
 `, ns, release, exporter, b.apiPort)
 }
 

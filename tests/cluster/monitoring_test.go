@@ -80,7 +80,6 @@ func TestClusterMonitoring(t *testing.T) {
 	t.Setenv("KUBECONFIG", b.kubeconfig)
 	b.runPath("prometheus-operator", filepath.Join(op, "operator"), fmt.Sprintf("--web.listen-address=127.0.0.1:%d", freePort(t)))
 	b.kubectl("create", "namespace", "monitoring")
-	b.kubectl("label", "namespace", "monitoring", "pod-security.kubernetes.io/enforce=privileged")
 	b.kubectlIn(`apiVersion: v1
 kind: Secret
 metadata: {name: kps-kube-state-metrics, namespace: monitoring}
@@ -93,16 +92,17 @@ stringData:
 `, "apply", "-f", "-")
 	b.kubectlIn(kpsPrometheus, "apply", "-f", "-")
 
-	// The README's commands, with a config for this cluster.
-	out := b.renderConfig("monitoring", b.config("monitoring", true, "kps"))
+	// The README's commands, with a config for this cluster: the bundle in
+	// winobs's own namespace, kube-prometheus-stack's Prometheus in its.
+	out := b.renderConfig("winobs", b.config("winobs", true, "kps"))
 	b.kubectl("apply", "-k", out)
 	b.waitFor("the exporter on both Windows nodes", func() error {
-		return b.onExactly("monitoring", "winobs-windows-exporter", windowsNodes)
+		return b.onExactly("winobs", "winobs-windows-exporter", windowsNodes)
 	})
 
 	p := startPrometheus(t, b, promBin)
 	p.syncUntil("the operator's configuration with winobs's rules and monitor", func(cfg string, rules []string) error {
-		if !strings.Contains(cfg, "podMonitor/monitoring/winobs-windows-exporter/") {
+		if !strings.Contains(cfg, "podMonitor/winobs/winobs-windows-exporter/") {
 			return fmt.Errorf("no scrape job of winobs's PodMonitor")
 		}
 		if len(rules) == 0 {
@@ -209,11 +209,11 @@ spec:
 	}{
 		{"the rules' release label wrong", "rules-loaded", "is not loaded",
 			func() {
-				b.kubectl("apply", "-k", b.renderConfig("monitoring", b.config("monitoring", true, "kube-prometheus-stack")))
+				b.kubectl("apply", "-k", b.renderConfig("winobs", b.config("winobs", true, "kube-prometheus-stack")))
 				p.syncUntil("the rules dropped", func(_ string, rules []string) error { return none(rules, "winobs") })
 			},
 			func() {
-				b.kubectl("apply", "-k", b.renderConfig("monitoring", b.config("monitoring", true, "kps")))
+				b.kubectl("apply", "-k", b.renderConfig("winobs", b.config("winobs", true, "kps")))
 				p.syncUntil("the rules back", func(_ string, rules []string) error { return some(rules, "winobs") })
 			}},
 		// Our PodMonitor drops the target's namespace/pod/container before
@@ -222,13 +222,13 @@ spec:
 		// the container labels to exported_*.
 		{"the PodMonitor without honorLabels", "", "",
 			func() {
-				b.kubectl("patch", "podmonitor", "winobs-windows-exporter", "-n", "monitoring", "--type=json", "-p", `[{"op":"remove","path":"/spec/podMetricsEndpoints/0/honorLabels"}]`)
+				b.kubectl("patch", "podmonitor", "winobs-windows-exporter", "-n", "winobs", "--type=json", "-p", `[{"op":"remove","path":"/spec/podMetricsEndpoints/0/honorLabels"}]`)
 				p.syncUntil("honor_labels off", func(cfg string, _ []string) error { return exporterJob(cfg, false, true) })
 			},
 			func() {}},
 		{"the PodMonitor without honorLabels or its labeldrop", "container-labels", "exported_namespace",
 			func() {
-				b.kubectl("patch", "podmonitor", "winobs-windows-exporter", "-n", "monitoring", "--type=json", "-p", `[{"op":"remove","path":"/spec/podMetricsEndpoints/0/relabelings/3"}]`)
+				b.kubectl("patch", "podmonitor", "winobs-windows-exporter", "-n", "winobs", "--type=json", "-p", `[{"op":"remove","path":"/spec/podMetricsEndpoints/0/relabelings/3"}]`)
 				p.syncUntil("honor_labels and the labeldrop off", func(cfg string, _ []string) error { return exporterJob(cfg, false, false) })
 			},
 			func() {
@@ -685,7 +685,7 @@ func some(rules []string, part string) error {
 // exporterJob checks the PodMonitor's job: honor_labels, and the labeldrop
 // of the target's namespace/pod/container.
 func exporterJob(cfg string, honors, drops bool) error {
-	_, job, ok := strings.Cut(cfg, "job_name: podMonitor/monitoring/winobs-windows-exporter/")
+	_, job, ok := strings.Cut(cfg, "job_name: podMonitor/winobs/winobs-windows-exporter/")
 	if !ok {
 		return fmt.Errorf("no job of the PodMonitor")
 	}
