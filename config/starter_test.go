@@ -49,7 +49,7 @@ func TestWarnings(t *testing.T) {
 	}
 	// A cluster name Grafana cannot carry in a variable (each character as
 	// TestGrafanaLimitsAreDocumented measured), and one it can.
-	for name, warned := range map[string]bool{`eu "west"`: true, `eu\west`: true, `eu's`: true, `eu.west|1 $x {y} [z] é`: false} {
+	for name, warned := range map[string]bool{`eu "west"`: true, `eu\west`: true, `eu's`: true, "eu`west": true, `eu.west|1 $x {y} [z] é`: false} {
 		c.Cluster.Name = name
 		if got := paths(Warnings(c)); (got == "cluster.name") != warned {
 			t.Errorf("cluster name %q: warnings %q, want a cluster.name warning: %v", name, got, warned)

@@ -66,9 +66,12 @@ func Warnings(c *Config) Problems {
 	}
 	// Measured through Grafana's own code (tests: TestGrafanaLimitsAreDocumented).
 	if strings.ContainsAny(c.Cluster.Name, `"'\`) {
-		out = append(out, Problem{Path: "cluster.name", Msg: "holds a '\"', a \"'\" or a '\\', which Grafana cannot carry in a single-value variable: " +
-			"its Prometheus data source (with prometheusSpecialCharsInLabelValues off, the default) breaks on '\"' and \"'\", its Loki data source on all three, " +
-			"so the dashboard queries holding $cluster break or select nothing when this cluster is chosen (docs/dashboards.md); rules and alerts are not affected"})
+		out = append(out, Problem{Path: "cluster.name", Msg: "holds a '\"', a \"'\" or a '\\', which Grafana's Loki data source cannot carry in the cluster variable: " +
+			"the log panels' queries break or select nothing when this cluster is chosen (docs/dashboards.md); the Prometheus panels, rules and alerts are not affected"})
+	}
+	if strings.Contains(c.Cluster.Name, "`") {
+		out = append(out, Problem{Path: "cluster.name", Msg: "holds a '`', which ends the backquoted string the dashboards' PromQL matches the cluster with: " +
+			"their Prometheus panels break when this cluster is chosen (docs/dashboards.md); the log panels, rules and alerts are not affected"})
 	}
 	if c.LogAgent.Default == AgentShipper && !c.WindowsExporter.Deploy {
 		out = append(out, Problem{Path: "windowsExporter.deploy", Related: "logAgent.default", Msg: "is false while the eventlog-shipper is the default log agent: " +

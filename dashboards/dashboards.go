@@ -114,8 +114,13 @@ func newDashboard(v view.Dashboards, q queries, uid, desc string, datasources ..
 		b.WithVariable(dashboard.NewDatasourceVariableBuilder(ds).Label(map[string]string{promVar: "Prometheus", lokiVar: "Loki"}[ds]).Type(ds))
 	}
 	if v.Cluster.Multi() {
+		// Loki's streams carry the cluster wherever the agents ship (they
+		// write it), Prometheus' series only where something puts it on
+		// them: a dashboard with Loki lists the clusters from Loki, so its
+		// LogQL selects the cluster's streams while its PromQL also takes
+		// series without the label (vocab.VarOrAbsent).
 		cluster := queryVar("cluster", promDS, q.clusterValues(), false)
-		if !slices.Contains(datasources, promVar) {
+		if slices.Contains(datasources, lokiVar) {
 			cluster = queryVar("cluster", lokiDS, q.clusterLogValues(), false)
 		}
 		b.WithVariable(cluster.Current(dashboard.VariableOption{Text: str(v.Cluster.Name), Value: str(v.Cluster.Name)}))

@@ -118,13 +118,13 @@ func TestThresholdsFollowAlertConfig(t *testing.T) {
 // A configured cluster adds the variable and narrows every query.
 func TestClusterVariable(t *testing.T) {
 	single, _ := json.Marshal(build(t, nil))
-	if bytes.Contains(single, []byte("$cluster")) {
+	if bytes.Contains(single, []byte("$cluster")) || bytes.Contains(single, []byte("${cluster")) {
 		t.Error("single-cluster dashboards select on $cluster")
 	}
 	ds := build(t, func(c *config.Config) { c.Cluster.Name, c.Cluster.Label = "lab", "k8s_cluster" })
 	for _, d := range ds[:2] { // the Prometheus dashboards
 		raw, _ := json.Marshal(d)
-		if !bytes.Contains(raw, []byte(`k8s_cluster=\"$cluster\"`)) || !strings.Contains(string(raw), `"name":"cluster"`) {
+		if !bytes.Contains(raw, []byte("k8s_cluster=~`${cluster:regex}|`")) || !strings.Contains(string(raw), `"name":"cluster"`) {
 			t.Errorf("%s: no cluster variable or matcher", *d.Uid)
 		}
 	}

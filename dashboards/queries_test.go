@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/prometheus/common/model"
+	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/promql/parser"
 
 	"github.com/winobs/winobs/config"
@@ -165,7 +166,7 @@ type v2Query struct {
 }
 
 var (
-	grafanaVar  = regexp.MustCompile(`\$\{?([A-Za-z_]\w*)\}?`)
+	grafanaVar  = regexp.MustCompile(`\$\{([A-Za-z_]\w*)(?::\w+)?\}|\$([A-Za-z_]\w*)`)
 	labelValues = regexp.MustCompile(`^label_values\((.*), *(\w+)\)$`)
 )
 
@@ -173,7 +174,7 @@ var (
 // variables by a duration, the others by a value.
 func substituteVariables(expr string) string {
 	return grafanaVar.ReplaceAllStringFunc(expr, func(m string) string {
-		if strings.HasPrefix(strings.Trim(m, "${}"), "__") {
+		if strings.HasPrefix(strings.TrimLeft(m, "${"), "__") {
 			return "5m"
 		}
 		return "x"
@@ -238,8 +239,9 @@ func TestDashboardLogQLUsesEventLineFields(t *testing.T) {
 }
 
 // TestDashboardQueriesSelectTheCluster: with cluster.name set, every
-// PromQL selector and every LogQL stream selector of every dashboard query
-// selects the cluster variable (except the cluster variable's own query).
+// PromQL selector of every dashboard query selects the cluster variable or
+// no cluster label (=~`${cluster:regex}|`), and every LogQL stream selector
+// the cluster variable exactly (except the cluster variable's own query).
 func TestDashboardQueriesSelectTheCluster(t *testing.T) {
 	cfg := config.Default()
 	// A cluster label other than the default proves it is read from the config.
@@ -247,7 +249,7 @@ func TestDashboardQueriesSelectTheCluster(t *testing.T) {
 	label := cfg.Cluster.Label
 	const sentinel = "__cluster__"
 	for _, q := range dashboardQueriesFor(t, cfg) {
-		expr := strings.ReplaceAll(q.expr, "$cluster", sentinel)
+		expr := strings.ReplaceAll(strings.ReplaceAll(q.expr, "${cluster:regex}", sentinel), "$cluster", sentinel)
 		if m := labelValues.FindStringSubmatch(expr); m != nil {
 			if m[2] == label {
 				continue // the cluster variable lists the clusters
@@ -272,11 +274,11 @@ func TestDashboardQueriesSelectTheCluster(t *testing.T) {
 				return nil
 			}
 			for _, m := range vs.LabelMatchers {
-				if m.Name == label && m.Value == sentinel {
+				if m.Name == label && m.Type == labels.MatchRegexp && m.Value == sentinel+"|" {
 					return nil
 				}
 			}
-			t.Errorf("%s: %s does not select %s=\"$cluster\"", q.where, vs, label)
+			t.Errorf("%s: %s does not select %s=~`${cluster:regex}|`", q.where, vs, label)
 			return nil
 		})
 	}

@@ -691,9 +691,20 @@ func (r *run) clusterLabel(ctx context.Context) Check {
 			return failed(c, err)
 		}
 	}
+	// What the exporter's own series carry: the dashboards read them so
+	// (docs/dashboards.md, "The cluster label").
+	ss, err := r.query(ctx, fmt.Sprintf(`count by (%s) (%s)`, name, vocab.Selector{vocab.Eq(contract.LabelJob, r.cfg.WindowsExporter.Job)}.Of("up")))
+	if err != nil {
+		return failed(c, err)
+	}
+	values := label(ss, name)
+	unlabelled := slices.Contains(values, "")
 	if v, ok := ext[name]; ok {
 		if v == want {
 			c.Status, c.Evidence = Pass, []string{fmt.Sprintf("external label %s=%q: Prometheus adds it to everything it sends (remote write, federation, alerts)", name, want)}
+			if unlabelled {
+				c.Evidence = append(c.Evidence, fmt.Sprintf("its own series carry no %s (only an external label): read on this Prometheus, the dashboards take them as this cluster's", name))
+			}
 			return c
 		}
 		c.Status = Fail
@@ -701,14 +712,12 @@ func (r *run) clusterLabel(ctx context.Context) Check {
 		c.Fix = "make cluster.name and the external label the same name (kube-prometheus-stack: prometheus.prometheusSpec.externalLabels)"
 		return c
 	}
-	ss, err := r.query(ctx, fmt.Sprintf(`count by (%s) (%s)`, name, vocab.Selector{vocab.Eq(contract.LabelJob, r.cfg.WindowsExporter.Job)}.Of("up")))
-	if err != nil {
-		return failed(c, err)
-	}
-	values := label(ss, name)
 	if !slices.Contains(values, want) {
 		c.Status = Fail
 		c.Evidence = []string{fmt.Sprintf("no external label %s, and its values on the exporter's up series are %s; want %q", name, names(quoteAll(values)), want)}
+		if unlabelled {
+			c.Evidence = append(c.Evidence, fmt.Sprintf("read on this Prometheus, the dashboards show its series without %s as this cluster's; its alerts and what it remote-writes carry no cluster", name))
+		}
 		c.Fix = fmt.Sprintf("set the external label %s: %q on this Prometheus (kube-prometheus-stack: prometheus.prometheusSpec.externalLabels; docs/rulers.md), or cluster.name/cluster.label to what your series carry", name, want)
 		return c
 	}

@@ -592,8 +592,11 @@ func TestClusterLabel(t *testing.T) {
 		return func(f *fakeProm) { f.external = map[string]string{"cluster": v} }
 	}
 	rep := runDoctor(t, cfg, c, external("eu-1"), nil)
+	// It says so in the dashboards' terms (docs/dashboards.md, which
+	// TestClusterLabelThroughGrafana holds).
 	if got := statuses(rep)["cluster-label"]; got.Status != Pass ||
-		!strings.Contains(strings.Join(got.Evidence, " "), `external label cluster="eu-1"`) {
+		!strings.Contains(strings.Join(got.Evidence, " "), `external label cluster="eu-1"`) ||
+		!strings.Contains(strings.Join(got.Evidence, " "), "its own series carry no cluster (only an external label): read on this Prometheus, the dashboards take them as this cluster's") {
 		t.Errorf("external label: %+v", got)
 	}
 	// And every other Prometheus check passes on those unlabelled series.
@@ -605,8 +608,14 @@ func TestClusterLabel(t *testing.T) {
 	if got := statuses(runDoctor(t, cfg, c, external("us-2"), nil))["cluster-label"]; got.Status != Fail {
 		t.Errorf("another external label: %+v", got)
 	}
-	if got := statuses(runDoctor(t, cfg, c, nil, nil))["cluster-label"]; got.Status != Fail || !strings.Contains(got.Fix, "externalLabels") {
+	if got := statuses(runDoctor(t, cfg, c, nil, nil))["cluster-label"]; got.Status != Fail || !strings.Contains(got.Fix, "externalLabels") ||
+		!strings.Contains(strings.Join(got.Evidence, " "), "the dashboards show its series without cluster as this cluster's; its alerts and what it remote-writes carry no cluster") {
 		t.Errorf("no label anywhere: %+v", got)
+	}
+	// On the series and external: nothing said of unlabelled series.
+	c.clusterName = "eu-1"
+	if got := statuses(runDoctor(t, cfg, c, external("eu-1"), nil))["cluster-label"]; got.Status != Pass || len(got.Evidence) != 1 {
+		t.Errorf("on the series and external: %+v", got)
 	}
 }
 

@@ -169,8 +169,11 @@ func (v varValue) format() string {
 }
 
 var (
-	grafanaVarRef  = regexp.MustCompile(`\$\{(\w+)(?::\w+)?\}|\$(\w+)|\[\[(\w+)\]\]`)
-	labelValuesArg = regexp.MustCompile(`(?s)^label_values\((.*),\s*(\w+)\)$`)
+	grafanaVarRef = regexp.MustCompile(`\$\{(\w+)(?::(\w+))?\}|\$(\w+)|\[\[(\w+)\]\]`)
+	// grafanaRegexEscape is what Grafana's regex format escapes
+	// (escapeRegex in @grafana/scenes).
+	grafanaRegexEscape = regexp.MustCompile(`[\\^$*+?.()|\[\]{}/]`)
+	labelValuesArg     = regexp.MustCompile(`(?s)^label_values\((.*),\s*(\w+)\)$`)
 )
 
 // dashRunner runs a dashboard's queries on the synthetic cluster.
@@ -179,7 +182,7 @@ type dashRunner struct{ rb *ruleBench }
 func (r dashRunner) substitute(expr string, vals map[string]varValue) string {
 	return grafanaVarRef.ReplaceAllStringFunc(expr, func(m string) string {
 		sub := grafanaVarRef.FindStringSubmatch(m)
-		name := sub[1] + sub[2] + sub[3]
+		name := sub[1] + sub[3] + sub[4]
 		switch name {
 		case "__rate_interval":
 			return dashRateInterval
@@ -191,6 +194,9 @@ func (r dashRunner) substitute(expr string, vals map[string]varValue) string {
 			return "1800"
 		}
 		if v, ok := vals[name]; ok {
+			if sub[2] == "regex" && len(v.values) == 1 {
+				return grafanaRegexEscape.ReplaceAllString(v.values[0], `\$0`)
+			}
 			return v.format()
 		}
 		return m // unknown variables are left as they are, as Grafana does
@@ -265,7 +271,10 @@ func (r dashRunner) resolve(b testing.TB, vars []grafanaVar, chosen map[string]s
 	var cost time.Duration
 	for _, v := range vars {
 		if v.Type != "query" || isLoki(v.Datasource) {
-			if v.Type == "query" { // a Loki variable: everything
+			switch c, ok := chosen[v.Name]; {
+			case v.Type == "query" && ok: // a Loki variable chosen (the cluster)
+				vals[v.Name] = varValue{values: []string{c}}
+			case v.Type == "query": // a Loki variable: everything
 				vals[v.Name] = varValue{allText: ".*"}
 			}
 			continue

@@ -31,6 +31,8 @@ import (
 type harnessInput struct {
 	Dashboards []harnessDashboard  `json:"dashboards"`
 	Labels     map[string][]string `json:"labels"`
+	// LokiLabels are Loki's label values where they differ from Labels.
+	LokiLabels map[string][]string `json:"lokiLabels,omitempty"`
 	States     []harnessState      `json:"states"`
 }
 
@@ -43,6 +45,9 @@ type harnessDashboard struct {
 type harnessState struct {
 	Name string         `json:"name"`
 	Set  map[string]any `json:"set,omitempty"`
+	// URL opens the dashboard from a link carrying these query parameters
+	// (var-cluster=…), applied before the variables load.
+	URL string `json:"url,omitempty"`
 }
 
 // harnessResult is one dashboard in one state, as the harness reports it.
@@ -489,11 +494,20 @@ func (c *checker) compare(where, ds, template, got string, vars map[string]varia
 			continue
 		}
 		v, ok := vars[refs[0][1]]
-		if len(refs) != 1 || w.Value != refs[0][0] || !ok {
+		// A variable is a matcher's whole value, or, =~`${v:regex}|`, the
+		// variable or no such label (vocab.VarOrAbsent).
+		orAbsent := w.Type == labels.MatchRegexp && w.Value == refs[0][0]+"|"
+		if len(refs) != 1 || (w.Value != refs[0][0] && !orAbsent) || !ok {
 			c.errorf(ds, "%s: matcher %s: a variable must be a matcher's whole value", where, w)
 			continue
 		}
 		checked++
+		if orAbsent {
+			if !h.Matches("") {
+				c.errorf(ds, "%s: matcher %s does not match a series without %s", where, h, h.Name)
+			}
+			v.options = slices.DeleteFunc(slices.Clone(v.options), func(o string) bool { return o == "" })
+		}
 		if msg := selectsExactly(h, w.Type, v); msg != "" {
 			c.errorf(ds, "%s: matcher %s holding $%s = %q: %s\n  sent: %s", where, h, refs[0][1], v.values, msg, got)
 		}
@@ -679,7 +693,7 @@ func TestGrafanaLimitsAreDocumented(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	specials := map[string]string{`"`: `q"uote`, `\`: `back\slash`, `'`: `it's`}
+	specials := map[string]string{`"`: `q"uote`, `\`: `back\slash`, `'`: `it's`, "`": "back`tick"}
 	single := map[string]string{"cluster": cfg.Cluster.Label}
 	multi := map[string]string{"instance": "instance", "node": "node"}
 	lbls := map[string][]string{}
@@ -716,8 +730,12 @@ func TestGrafanaLimitsAreDocumented(t *testing.T) {
 		t.Fatal(err)
 	}
 	verdict := map[bool]string{true: "breaks", false: "arrives intact"}
-	for _, char := range []string{`"`, `'`, `\`} {
-		row := fmt.Sprintf("| `%s` in a value | %s | %s | %s | %s |", char,
+	for _, char := range []string{`"`, `'`, `\`, "`"} {
+		code := "`" + char + "`"
+		if char == "`" {
+			code = "`` ` ``"
+		}
+		row := fmt.Sprintf("| %s in a value | %s | %s | %s | %s |", code,
 			verdict[broken["single "+char+" prometheus"]], verdict[broken["single "+char+" loki"]],
 			verdict[broken["multi "+char+" prometheus"]], verdict[broken["multi "+char+" loki"]])
 		t.Logf("measured: %s", row)

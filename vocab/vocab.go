@@ -26,6 +26,9 @@ type Matcher struct {
 	Name, Op, Value string
 	// Variable: Value names a dashboard variable, written "$Value".
 	Variable bool
+	// orAbsent: the variable's value, regex-escaped by Grafana, or no
+	// label at all (VarOrAbsent).
+	orAbsent bool
 }
 
 // Eq builds an equality matcher (NotEq, Re, NotRe and Var the others).
@@ -40,7 +43,20 @@ func Var(name, op, variable string) Matcher {
 	return Matcher{Name: name, Op: op, Value: variable, Variable: true}
 }
 
+// VarOrAbsent matches a label against a single-value dashboard variable or
+// its absence: name=~`${variable:regex}|`. Grafana escapes the value for a
+// regular expression (the backquoted string keeps its backslashes), so the
+// chosen value matches exactly, whatever it holds but a backquote; the empty
+// alternative matches series without the label, as a Prometheus keeps its
+// own cluster's series when the cluster is only its external label.
+func VarOrAbsent(name, variable string) Matcher {
+	return Matcher{Name: name, Op: "=~", Value: variable, Variable: true, orAbsent: true}
+}
+
 func (m Matcher) String() string {
+	if m.orAbsent {
+		return m.Name + m.Op + "`${" + m.Value + ":regex}|`"
+	}
 	if m.Variable {
 		return m.Name + m.Op + `"$` + m.Value + `"`
 	}
@@ -102,9 +118,11 @@ func Literal(s string) string {
 type Terms struct {
 	// ClusterLabel is kept by every aggregation and join.
 	ClusterLabel string
-	// cluster is what every selector adds: nothing for rules,
-	// cluster="$cluster" on a multi-cluster config's dashboards.
-	cluster                        Selector
+	// cluster is what every PromQL selector adds: nothing for rules,
+	// the $cluster variable or no cluster label on a multi-cluster config's
+	// dashboards; lokiCluster what every LogQL one adds (the agents write
+	// the cluster on every stream).
+	cluster, lokiCluster           Selector
 	exporter, ksm, events, podLogs Matcher
 	services                       config.Services
 }
@@ -123,11 +141,16 @@ func ForRules(cfg *config.Config) Terms {
 }
 
 // ForDashboards is the vocabulary of the dashboards: with a cluster name in
-// the config, every selector also selects the $cluster variable.
+// the config, every selector also selects the $cluster variable. A PromQL
+// selector also takes series without the cluster label: a Prometheus whose
+// cluster is only an external label keeps its series so, and they are the
+// chosen cluster's when Grafana reads that Prometheus (docs/dashboards.md).
+// LogQL's streams always carry it: the agents write it.
 func ForDashboards(cfg *config.Config) Terms {
 	t := ForRules(cfg)
 	if cfg.Cluster.Multi() {
-		t.cluster = Selector{Var(cfg.Cluster.Label, "=", "cluster")}
+		t.cluster = Selector{VarOrAbsent(cfg.Cluster.Label, "cluster")}
+		t.lokiCluster = Selector{Var(cfg.Cluster.Label, "=", "cluster")}
 	}
 	return t
 }
@@ -138,6 +161,7 @@ func ForCluster(cfg *config.Config) Terms {
 	t := ForRules(cfg)
 	if cfg.Cluster.Multi() {
 		t.cluster = Selector{Eq(cfg.Cluster.Label, cfg.Cluster.Name)}
+		t.lokiCluster = t.cluster
 	}
 	return t
 }
@@ -158,7 +182,9 @@ func (t Terms) KSM(ms ...Matcher) Selector { return t.job(t.ksm, ms) }
 func (t Terms) Cluster(ms ...Matcher) Selector { return slices.Clip(t.cluster).With(ms...) }
 
 // Events selects the event log streams (LogQL).
-func (t Terms) Events(ms ...Matcher) Selector { return t.job(t.events, ms) }
+func (t Terms) Events(ms ...Matcher) Selector {
+	return Selector{t.events}.With(t.lokiCluster...).With(ms...)
+}
 
 // AllEvents selects the event log streams of every cluster (the Loki
 // dashboard's cluster variable lists them).
@@ -170,7 +196,9 @@ func (t Terms) AllEvents() Selector { return Selector{t.events} }
 func (t Terms) AllExporters() Selector { return Selector{t.exporter} }
 
 // PodLogs selects the pod log streams (LogQL).
-func (t Terms) PodLogs(ms ...Matcher) Selector { return t.job(t.podLogs, ms) }
+func (t Terms) PodLogs(ms ...Matcher) Selector {
+	return Selector{t.podLogs}.With(t.lokiCluster...).With(ms...)
+}
 
 // By is an aggregation's label list: the cluster label, then labels.
 func (t Terms) By(labels ...string) string {

@@ -45,17 +45,18 @@ func TestLiteral(t *testing.T) {
 
 // One form: job, then the cluster, then the extra matchers; the rules'
 // selectors name no cluster, a multi-cluster config's dashboards select
-// $cluster; With never changes the selector it extends.
+// $cluster (PromQL: or series without the label; LogQL: exactly); With never
+// changes the selector it extends.
 func TestSelectors(t *testing.T) {
 	cfg := config.Default()
 	cfg.Cluster.Name, cfg.Cluster.Label = "eu", "k8s_cluster"
 	r, d := ForRules(cfg), ForDashboards(cfg)
 	for got, want := range map[string]string{
 		r.Exporter().String(): `{job="windows-exporter"}`,
-		d.Exporter(Var("instance", "=~", "instance")).String():                   `{job="windows-exporter", k8s_cluster="$cluster", instance=~"$instance"}`,
-		d.KSM(Eq("resource", "memory")).Of("kube_pod_container_resource_limits"): `kube_pod_container_resource_limits{job="kube-state-metrics", k8s_cluster="$cluster", resource="memory"}`,
+		d.Exporter(Var("instance", "=~", "instance")).String():                   `{job="windows-exporter", k8s_cluster=~` + "`${cluster:regex}|`" + `, instance=~"$instance"}`,
+		d.KSM(Eq("resource", "memory")).Of("kube_pod_container_resource_limits"): `kube_pod_container_resource_limits{job="kube-state-metrics", k8s_cluster=~` + "`${cluster:regex}|`" + `, resource="memory"}`,
 		r.Cluster().Of(Records.ContainerInfo):                                    Records.ContainerInfo,
-		d.Cluster(NotEq("pod", "")).Of(Records.ContainerInfo):                    Records.ContainerInfo + `{k8s_cluster="$cluster", pod!=""}`,
+		d.Cluster(NotEq("pod", "")).Of(Records.ContainerInfo):                    Records.ContainerInfo + `{k8s_cluster=~` + "`${cluster:regex}|`" + `, pod!=""}`,
 		d.Events(Var("node", "=~", "node")).String():                             `{job="windows-events", k8s_cluster="$cluster", node=~"$node"}`,
 		d.AllEvents().String():                                                   `{job="windows-events"}`,
 		r.By("instance", "node"):                                                 "k8s_cluster, instance, node",

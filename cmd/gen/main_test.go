@@ -131,6 +131,23 @@ func TestInitThenRender(t *testing.T) {
 			t.Errorf("init's next steps for a shared namespace lack %q:\n%s", want, stdout.String())
 		}
 	}
+	// A platform's preset, and an unknown platform: a usage error, nothing written.
+	stdout.Reset()
+	aks := filepath.Join(dir, "aks.yaml")
+	if code := run([]string{"init", "--config", aks, "--platform", "aks"}, &stdout, &stderr); code != 0 {
+		t.Fatalf("init --platform aks: exit %d: %s", code, stderr.String())
+	}
+	if written, err := config.Load(aks); err != nil || written.APIServer.Port != 443 || written.ServiceCIDR != "10.0.0.0/16" {
+		t.Errorf("init --platform aks: %v", err)
+	}
+	stderr.Reset()
+	if code := run([]string{"init", "--config", filepath.Join(dir, "os.yaml"), "--platform", "openshift"}, &stdout, &stderr); code != 2 ||
+		!strings.Contains(stderr.String(), "aks, eks, gke, kubeadm") {
+		t.Errorf("init --platform openshift: exit %d: %s", code, stderr.String())
+	}
+	if _, err := os.Stat(filepath.Join(dir, "os.yaml")); err == nil {
+		t.Error("init --platform openshift wrote a file")
+	}
 	// Without flags, every example value is named with the flag that sets it.
 	stderr.Reset()
 	if code := run([]string{"init", "--config", filepath.Join(dir, "lab.yaml")}, &stdout, &stderr); code != 0 {

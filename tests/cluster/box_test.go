@@ -153,7 +153,11 @@ func clusterBin(t *testing.T) string {
 
 // start runs etcd, the API server, the controller manager, the scheduler
 // and kwok; each stops with the test.
-func start(t *testing.T, bin string) *box {
+func start(t *testing.T, bin string) *box { return startShaped(t, bin, "10.96.0.0/16") }
+
+// startShaped is start with the Service range a platform gives its
+// clusters.
+func startShaped(t *testing.T, bin, serviceCIDR string) *box {
 	dir := t.TempDir()
 	b := &box{t: t, bin: bin, dir: dir, exited: make(chan string, 8)}
 	pki := newPKI(t, dir)
@@ -168,7 +172,7 @@ func start(t *testing.T, bin string) *box {
 		"--bind-address=127.0.0.1", "--advertise-address=127.0.0.1", fmt.Sprintf("--secure-port=%d", api),
 		"--tls-cert-file="+pki.serverCert, "--tls-private-key-file="+pki.serverKey, "--client-ca-file="+pki.caCert,
 		"--service-account-issuer=https://kubernetes.default.svc", "--service-account-key-file="+pki.saKey,
-		"--service-account-signing-key-file="+pki.saKey, "--service-cluster-ip-range=10.96.0.0/16",
+		"--service-account-signing-key-file="+pki.saKey, "--service-cluster-ip-range="+serviceCIDR,
 		"--authorization-mode=RBAC", "--enable-priority-and-fairness=false",
 		// The kubernetes Service's endpoint may not be a loopback address.
 		"--endpoint-reconciler-type=none",

@@ -4,7 +4,8 @@
 // output and checks it with Prometheus' parser.
 //
 // Input (stdin, JSON): {dashboards: [{file, model}], labels: {label: [values]},
-// states: [{name, set: {variable: [values] | "$__all"}}]}.
+// lokiLabels?: {label: [values]} (Loki's, where they differ),
+// states: [{name, url?: "var-x=…", set: {variable: [values] | "$__all"}}]}.
 // Output (stdout, JSON): one record per dashboard × state.
 'use strict';
 
@@ -20,6 +21,9 @@ const { LokiStandIn } = require('./loki.cjs');
 
 const input = JSON.parse(fs.readFileSync(0, 'utf8'));
 const labels = input.labels || {};
+// Loki's label values, where they differ from Prometheus' (a cluster label
+// the agents write on every stream while Prometheus' series lack it).
+const lokiLabels = { ...labels, ...(input.lokiLabels || {}) };
 
 // What the data sources send to Grafana's backend, tagged with what asked.
 let tag = null;
@@ -87,7 +91,7 @@ let sources = {};
 function freshSources() {
   sources = {
     'prom-uid': new PrometheusDatasource(settings.prometheus, templateSrv),
-    'loki-uid': new LokiStandIn(settings.loki, templateSrv, labels, (rec) => sent.push({ tag, ...rec })),
+    'loki-uid': new LokiStandIn(settings.loki, templateSrv, lokiLabels, (rec) => sent.push({ tag, ...rec })),
   };
 }
 
@@ -232,6 +236,9 @@ async function runState(dash, state) {
   sent.length = 0;
   window.__grafanaSceneContext = b.scene;
   tag = { dashboard: dash.file, state: state.name, phase: 'open' };
+  // Opened from a link: the URL's values are applied before activation, as
+  // Grafana's UrlSyncManager does on load (scenes' own sync).
+  if (state.url) scenes.sceneUtils.syncStateFromSearchParams(b.scene, new URLSearchParams(state.url));
   const deactivate = b.scene.activate();
   await settle(b.scene);
   for (const v of b.set.state.variables) {
