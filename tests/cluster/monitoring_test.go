@@ -201,7 +201,7 @@ spec:
 
 	// gen doctor: every check passes on the healthy box; each breakage
 	// fails exactly its own check, with its fix.
-	cfgFile := filepath.Join(b.dir, "monitoring.yaml")
+	cfgFile := filepath.Join(b.dir, "winobs.yaml") // the config renderConfig kept
 	b.doctorSays(t, cfgFile, p.url, nil)
 	for _, br := range []struct {
 		name, check, says string
