@@ -7,12 +7,16 @@ import (
 	"io/fs"
 	"os/exec"
 	"path/filepath"
+	"reflect"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/winobs/winobs/contract"
+	"github.com/winobs/winobs/internal/fixture"
+	"github.com/winobs/winobs/vocab"
 )
 
 // builderPackages render the artifact families, each from its view.
@@ -120,23 +124,7 @@ func TestOnlyContractSpellsTheNames(t *testing.T) {
 	}
 	exempt := []string{"contract/", "internal/lokitest/", "shipper/eventxml/", "tests/", "internal/logqlcheck/"}
 	logCall := map[string]bool{"Debug": true, "Info": true, "Warn": true, "Error": true, "With": true}
-	checked := 0
-	err := filepath.WalkDir(".", func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.IsDir() && (d.Name() == "node_modules" || d.Name() == "testdata" || strings.HasPrefix(d.Name(), ".")) && path != "." {
-			return filepath.SkipDir
-		}
-		if d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") ||
-			slices.ContainsFunc(exempt, func(p string) bool { return strings.HasPrefix(path, p) }) {
-			return nil
-		}
-		f, err := parser.ParseFile(token.NewFileSet(), path, nil, 0)
-		if err != nil {
-			return err
-		}
-		checked++
+	checked := walkSources(t, exempt, func(path string, f *ast.File) {
 		skip := map[ast.Node]bool{}
 		ast.Inspect(f, func(n ast.Node) bool {
 			switch n := n.(type) {
@@ -157,11 +145,7 @@ func TestOnlyContractSpellsTheNames(t *testing.T) {
 			}
 			return true
 		})
-		return nil
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
 	if checked < 50 {
 		t.Errorf("read only %d files", checked)
 	}
@@ -172,6 +156,80 @@ func TestOnlyContractSpellsTheNames(t *testing.T) {
 	for _, d := range strings.Fields(string(out)) {
 		if strings.HasPrefix(d, "github.com/winobs/winobs/") && d != "github.com/winobs/winobs/contract" {
 			t.Errorf("contract imports %s: it must stay a leaf every part can read", d)
+		}
+	}
+}
+
+// walkSources parses every non-test Go file of the repository outside
+// exempt (path prefixes), node_modules and testdata, and returns how many.
+func walkSources(t *testing.T, exempt []string, visit func(path string, f *ast.File)) int {
+	t.Helper()
+	checked := 0
+	err := filepath.WalkDir(".", func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && (d.Name() == "node_modules" || d.Name() == "testdata" || strings.HasPrefix(d.Name(), ".")) && path != "." {
+			return filepath.SkipDir
+		}
+		if d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") ||
+			slices.ContainsFunc(exempt, func(p string) bool { return strings.HasPrefix(path, p) }) {
+			return nil
+		}
+		f, err := parser.ParseFile(token.NewFileSet(), path, nil, 0)
+		if err != nil {
+			return err
+		}
+		checked++
+		visit(path, f)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return checked
+}
+
+// Every windows_exporter metric name the rules, dashboards and doctor read
+// is spelled once, in vocab.Metrics, with the releases that serve it: no
+// other non-test Go file holds one in a string (a template writes
+// $[FieldName]), so the next rename is one edit.
+func TestOnlyVocabSpellsExporterMetrics(t *testing.T) {
+	v := reflect.ValueOf(vocab.Metrics)
+	var names []string
+	for i := range v.NumField() {
+		names = append(names, regexp.QuoteMeta(v.Field(i).String()))
+		if !strings.HasPrefix(v.Field(i).String(), "windows_") {
+			t.Errorf("vocab.Metrics.%s = %q is not a windows_exporter name", v.Type().Field(i).Name, v.Field(i).String())
+		}
+	}
+	spelt := regexp.MustCompile(`\b(` + strings.Join(names, "|") + `)\b`)
+	// internal/fixture reads the recorded exporter name lists, which hold
+	// them as recorded; the check below holds vocab to those recordings.
+	checked := walkSources(t, []string{"vocab/metrics.go", "tests/", "internal/fixture/"}, func(path string, f *ast.File) {
+		ast.Inspect(f, func(n ast.Node) bool {
+			if lit, ok := n.(*ast.BasicLit); ok && lit.Kind == token.STRING {
+				if m := spelt.FindString(lit.Value); m != "" {
+					t.Errorf("%s spells %s: use vocab.Metrics (a template: $[field])", path, m)
+				}
+			}
+			return true
+		})
+	})
+	if checked < 50 {
+		t.Errorf("read only %d files", checked)
+	}
+	// Every name is one a recorded exporter serves (0.31.8's list, or the
+	// legacy names the rules read after an or).
+	known := fixture.KnownMetrics(t)
+	for i := range v.NumField() {
+		if _, ok := known[v.Field(i).String()]; !ok {
+			t.Errorf("vocab.Metrics.%s = %q: no recorded windows_exporter serves it", v.Type().Field(i).Name, v.Field(i).String())
+		}
+	}
+	for _, name := range []string{vocab.Metrics.MemoryCommitLimit, vocab.Metrics.BootTime030} {
+		if vocab.Metrics.Versions(name) == contract.ExporterRange {
+			t.Errorf("%s: its rename is not recorded in vocab.MetricVersions", name)
 		}
 	}
 }

@@ -52,9 +52,9 @@ func nodes(v view.Dashboards, q queries) *dashboard.DashboardBuilder {
 		WithPanel(graph("Committed, commit limit and physical memory",
 			"Committed memory is what Windows has promised; the commit limit is RAM plus page files. Above physical memory the node pages.",
 			units.BytesIEC, []query{
-				prom(q.nodeGauge("windows_memory_committed_bytes"), "{{instance}} committed"),
-				prom(q.nodeGauge("windows_memory_commit_limit"), "{{instance}} commit limit"),
-				prom(q.nodeGauge("windows_memory_physical_total_bytes"), "{{instance}} physical"),
+				prom(q.nodeGauge(vocab.Metrics.MemoryCommitted), "{{instance}} committed"),
+				prom(q.nodeGauge(vocab.Metrics.MemoryCommitLimit), "{{instance}} commit limit"),
+				prom(q.nodeGauge(vocab.Metrics.MemoryPhysicalTotal), "{{instance}} physical"),
 			})).
 		WithPanel(graph("Commit / physical memory",
 			"Committed bytes over installed RAM. Above the dashed line while paging is high, the node is overcommitted: every container slows down.",
@@ -76,8 +76,8 @@ func nodes(v view.Dashboards, q queries) *dashboard.DashboardBuilder {
 			units.PercentUnit, []query{prom(q.diskBusy(), "{{instance}} {{volume}}")})).
 		WithPanel(graph("Network", "Bits per second per adapter; received above the axis, sent below.",
 			units.BitsPerSecondSI, []query{
-				prom(q.netBits("received"), "{{instance}} {{nic}} received"),
-				prom("-"+q.netBits("sent"), "{{instance}} {{nic}} sent"),
+				prom(q.netBits(vocab.Metrics.NetBytesReceived), "{{instance}} {{nic}} received"),
+				prom("-"+q.netBits(vocab.Metrics.NetBytesSent), "{{instance}} {{nic}} sent"),
 			})).
 		WithPanel(graph("Network errors and discards", "Receive and transmit errors and discards per packet, per adapter; the dashed line is the alert threshold.",
 			units.PercentUnit, []query{prom(q.nodeRecord(vocab.Records.NetworkErrorRatio), "{{instance}} {{nic}}")}, a.NetworkErrors.Ratio)).

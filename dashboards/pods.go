@@ -41,9 +41,9 @@ func pods(v view.Dashboards, q queries) *dashboard.DashboardBuilder {
 		WithPanel(graph("Restarts", "Container restarts. A restart with reason Error after commit neared the limit is a failed allocation.",
 			units.Short, []query{prom(q.podRestarts(), "{{pod}}/{{container}}")})).
 		WithPanel(graph("Network received", "Per pod, the HNS endpoint counted once.",
-			units.BitsPerSecondSI, []query{prom(q.podNetworkBits("receive"), "{{pod}}")})).
+			units.BitsPerSecondSI, []query{prom(q.podNetworkBits(vocab.Metrics.ContainerNetworkReceive), "{{pod}}")})).
 		WithPanel(graph("Network sent", "Per pod, the HNS endpoint counted once.",
-			units.BitsPerSecondSI, []query{prom(q.podNetworkBits("transmit"), "{{pod}}")})).
+			units.BitsPerSecondSI, []query{prom(q.podNetworkBits(vocab.Metrics.ContainerNetworkTransmit), "{{pod}}")})).
 		WithRow(dashboard.NewRowBuilder("All Windows containers")).
 		WithPanel(grid("Closest to their memory limit", "Every Windows container, highest committed memory / limit first.",
 			units.PercentUnit, nil, []column{

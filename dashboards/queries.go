@@ -46,7 +46,7 @@ func labelValues(metric string, sel vocab.Selector, label string) string {
 }
 
 func (q queries) instanceValues() string {
-	return labelValues("windows_exporter_build_info", q.t.Exporter(), "instance")
+	return labelValues(vocab.Metrics.BuildInfo, q.t.Exporter(), "instance")
 }
 
 func (q queries) namespaceValues() string {
@@ -66,7 +66,7 @@ func (q queries) containerIDValues() string {
 }
 
 func (q queries) clusterValues() string {
-	return labelValues("windows_exporter_build_info", q.t.AllExporters(), q.t.ClusterLabel)
+	return labelValues(vocab.Metrics.BuildInfo, q.t.AllExporters(), q.t.ClusterLabel)
 }
 
 // clusterLogValues lists the clusters of a dashboard that reads only Loki.
@@ -79,7 +79,7 @@ func lokiValues(sel vocab.Selector, label string) string {
 // Windows nodes: fleet table columns (instant, one row per instance).
 
 func (q queries) fleetOS() string {
-	return fmt.Sprintf("max by (instance, product, build_number, revision) (%s)", q.fleet().Of("windows_os_info"))
+	return fmt.Sprintf("max by (instance, product, build_number, revision) (%s)", q.fleet().Of(vocab.Metrics.OSInfo))
 }
 
 func (q queries) fleetUptime() string {
@@ -90,7 +90,7 @@ func (q queries) fleetUptime() string {
 // the rules match it).
 func (q queries) fleetService(name string) string {
 	return fmt.Sprintf(`max by (instance) (%s)`,
-		q.fleet(vocab.Re("name", "(?i)"+regexp.QuoteMeta(name)), vocab.Eq("state", "running")).Of("windows_service_state"))
+		q.fleet(vocab.Re("name", "(?i)"+regexp.QuoteMeta(name)), vocab.Eq("state", "running")).Of(vocab.Metrics.ServiceState))
 }
 
 func (q queries) fleetRecord(record string) string {
@@ -110,22 +110,22 @@ func (q queries) nodeGauge(metric string) string { return q.node().Of(metric) }
 // diskBusy is bounded at 100 %: read+write seconds can exceed the interval
 // on a queueing disk, idle time cannot.
 func (q queries) diskBusy() string {
-	return fmt.Sprintf("clamp(1 - rate(%s[$__rate_interval]), 0, 1)", q.node(vocab.Volumes).Of("windows_logical_disk_idle_seconds_total"))
+	return fmt.Sprintf("clamp(1 - rate(%s[$__rate_interval]), 0, 1)", q.node(vocab.Volumes).Of(vocab.Metrics.LogicalDiskIdle))
 }
 
 // Network in bits: the exporter's counters are bytes.
-func (q queries) netBits(direction string) string {
-	return fmt.Sprintf("rate(%s[$__rate_interval]) * 8", q.node().Of("windows_net_bytes_"+direction+"_total"))
+func (q queries) netBits(counter string) string {
+	return fmt.Sprintf("rate(%s[$__rate_interval]) * 8", q.node().Of(counter))
 }
 
 func (q queries) serviceStates() string {
-	return q.node(q.t.ServiceMatcher()).Of("windows_service_state") + " == 1"
+	return q.node(q.t.ServiceMatcher()).Of(vocab.Metrics.ServiceState) + " == 1"
 }
 
-func (q queries) collectorSuccess() string { return q.node().Of("windows_exporter_collector_success") }
+func (q queries) collectorSuccess() string { return q.node().Of(vocab.Metrics.CollectorSuccess) }
 
 func (q queries) collectorDuration() string {
-	return q.node().Of("windows_exporter_collector_duration_seconds")
+	return q.node().Of(vocab.Metrics.CollectorDuration)
 }
 
 // Windows pods.
@@ -146,11 +146,11 @@ func (q queries) podRate(counter string) string {
 }
 
 func (q queries) podWorkingSet() string {
-	return q.t.ContainerView(q.podContainers().Of("windows_container_memory_usage_private_working_set_bytes"), q.podInfo())
+	return q.t.ContainerView(q.podContainers().Of(vocab.Metrics.ContainerWorkingSet), q.podInfo())
 }
 
 func (q queries) podCPUCores() string {
-	return q.t.ContainerView(q.podRate("windows_container_cpu_usage_seconds_total"), q.podInfo())
+	return q.t.ContainerView(q.podRate(vocab.Metrics.ContainerCPU), q.podInfo())
 }
 
 // podResource is a kube-state-metrics limit or request of the containers
@@ -160,8 +160,8 @@ func (q queries) podResource(metric, resource string) string {
 }
 
 // podNetworkBits shows a pod's traffic in bits per second.
-func (q queries) podNetworkBits(direction string) string {
-	return q.t.PodNetworkView(q.podRate("windows_container_network_"+direction+"_bytes_total"), q.podInfo()) + "\n* 8"
+func (q queries) podNetworkBits(counter string) string {
+	return q.t.PodNetworkView(q.podRate(counter), q.podInfo()) + "\n* 8"
 }
 
 func (q queries) podRestarts() string {

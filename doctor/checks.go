@@ -313,7 +313,7 @@ func orNode(node string) string {
 // exporterVersion: every exporter runs a version the rules are tested with.
 func (r *run) exporterVersion(ctx context.Context) Check {
 	c := Check{ID: "exporter-version", Title: "every exporter runs a tested windows_exporter version (" + contract.ExporterRange + ")"}
-	ss, err := r.query(ctx, fmt.Sprintf(`count by (version) (%s)`, r.t.Exporter().Of("windows_exporter_build_info")))
+	ss, err := r.query(ctx, fmt.Sprintf(`count by (version) (%s)`, r.t.Exporter().Of(vocab.Metrics.BuildInfo)))
 	if err != nil {
 		return failed(c, err)
 	}
@@ -334,7 +334,7 @@ func (r *run) exporterVersion(ctx context.Context) Check {
 	case len(ss) == 0 && r.exportersUp == 0:
 		return skip(c, noExporter)
 	case len(ss) == 0:
-		c.Status, c.Fix = Fail, "exporter targets are up but none reports windows_exporter_build_info: is the job's target really windows_exporter?"
+		c.Status, c.Fix = Fail, "exporter targets are up but none reports "+vocab.Metrics.BuildInfo+": is the job's target really windows_exporter?"
 	case len(bad) > 0:
 		c.Status, c.Fix = Fail, "untested versions "+names(bad)+": metric names may have changed (0.32 renames the commit limit); pin windowsExporter.image to a tested version ("+r.runbook(rules.AlertExporterVersionUntested)+")"
 	default:
@@ -349,7 +349,7 @@ func (r *run) collectors(ctx context.Context) Check {
 	if r.exportersUp == 0 {
 		return skip(c, noExporter)
 	}
-	ss, err := r.query(ctx, r.t.Exporter().Of("windows_exporter_collector_success")+" == 0")
+	ss, err := r.query(ctx, r.t.Exporter().Of(vocab.Metrics.CollectorSuccess)+" == 0")
 	if err != nil {
 		return failed(c, err)
 	}
@@ -497,7 +497,7 @@ func (r *run) records(ctx context.Context) Check {
 // commitPerNode: the commit charge record exists for every scraped node.
 func (r *run) commitPerNode(ctx context.Context) Check {
 	return r.scrapedWithout(ctx, Check{ID: "commit-per-node", Title: "the commit charge record covers every scraped Windows node",
-		Fix: "see commit-limit-metric: the record needs windows_memory_committed_bytes and windows_memory_commit_limit"},
+		Fix: "see commit-limit-metric: the record needs " + vocab.Metrics.MemoryCommitted + " and " + vocab.Metrics.MemoryCommitLimit},
 		vocab.Records.NodeCommitRatio, r.t.Cluster())
 }
 
@@ -506,7 +506,7 @@ func (r *run) commitPerNode(ctx context.Context) Check {
 func (r *run) commitLimitMetric(ctx context.Context) Check {
 	return r.scrapedWithout(ctx, Check{ID: "commit-limit-metric", Title: "every scraped node reports its commit limit",
 		Fix: "the memory collector is off or the exporter is 0.32+ (" + r.runbook(rules.AlertNodeCommitLimitMetricAbsent) + ")"},
-		"windows_memory_commit_limit", r.t.Exporter())
+		vocab.Metrics.MemoryCommitLimit, r.t.Exporter())
 }
 
 // scrapedWithout fails c, naming them, when exporter targets that are up
@@ -599,7 +599,7 @@ func (r *run) containerCoverage(ctx context.Context) Check {
 		}
 		c.Status = Fail
 		c.Evidence = append(c.Evidence, "missing: "+names(ns))
-		c.Fix = "the exporter's container collector does not report them: check windows_container_available on their node, and that kube-state-metrics reports their container_id"
+		c.Fix = "the exporter's container collector does not report them: check " + vocab.Metrics.ContainerAvailable + " on their node, and that kube-state-metrics reports their container_id"
 		return c
 	}
 	c.Status = Pass
@@ -634,13 +634,13 @@ func (r *run) containerLabels(ctx context.Context) Check {
 	if r.exportersUp == 0 {
 		return skip(c, noExporter)
 	}
-	exported, err := r.query(ctx, "count("+r.t.Exporter(vocab.NotEq("exported_pod", "")).Of("windows_container_available")+")")
+	exported, err := r.query(ctx, "count("+r.t.Exporter(vocab.NotEq("exported_pod", "")).Of(vocab.Metrics.ContainerAvailable)+")")
 	if err != nil {
 		return failed(c, err)
 	}
 	own, err := r.query(ctx, fmt.Sprintf(`count(%s and on (%s) %s)`,
-		r.t.Exporter(vocab.Eq("exported_pod", ""), vocab.NotEq("pod", "")).Of("windows_container_available"), r.t.By("instance", "namespace", "pod"),
-		r.t.Exporter().Of("windows_exporter_build_info")))
+		r.t.Exporter(vocab.Eq("exported_pod", ""), vocab.NotEq("pod", "")).Of(vocab.Metrics.ContainerAvailable), r.t.By("instance", "namespace", "pod"),
+		r.t.Exporter().Of(vocab.Metrics.BuildInfo)))
 	if err != nil {
 		return failed(c, err)
 	}

@@ -112,7 +112,7 @@ func alertDefs(t vocab.Terms, a *config.Alerts) []alertDef {
 				max by ($[cluster], instance, node, name) (
 				  $[running]
 				) == 0`,
-			args:    vocab.Args{"running": t.Exporter(t.ServiceMatcher(), vocab.Eq("state", "running")).Of("windows_service_state")},
+			args:    vocab.Args{"running": t.Exporter(t.ServiceMatcher(), vocab.Eq("state", "running")).Of(vocab.Metrics.ServiceState)},
 			hold:    a.NodeServices.For,
 			summary: "Service {{ $labels.name }} is not running on Windows node " + nodeRef + ".",
 			description: "The Windows service {{ $labels.name }} on " + nodeRef + " has not been in the running state for " + string(a.NodeServices.For) +
@@ -147,7 +147,7 @@ func alertDefs(t vocab.Terms, a *config.Alerts) []alertDef {
 		},
 		{
 			name: AlertExporterCollectorFailing, severity: "warning",
-			expr:    `max by ($[cluster], instance, node, collector) (windows_exporter_collector_success{$[exporter]}) == 0`,
+			expr:    `max by ($[cluster], instance, node, collector) ($[CollectorSuccess]{$[exporter]}) == 0`,
 			hold:    a.CollectorFailing.For,
 			summary: "windows-exporter collector {{ $labels.collector }} fails on " + nodeRef + ".",
 			description: "The {{ $labels.collector }} collector of windows-exporter on " + nodeRef + " has reported failure for " + string(a.CollectorFailing.For) +
@@ -155,22 +155,22 @@ func alertDefs(t vocab.Terms, a *config.Alerts) []alertDef {
 		},
 		{
 			name: AlertExporterVersionUntested, severity: "info",
-			expr:    `max by ($[cluster], instance, node, version) (windows_exporter_build_info{$[exporter], $[untested]})`,
+			expr:    `max by ($[cluster], instance, node, version) ($[BuildInfo]{$[exporter], $[untested]})`,
 			args:    vocab.Args{"untested": vocab.NotRe("version", vocab.SupportedExporterVersions).String()},
 			hold:    a.ExporterVersion.For,
 			summary: "windows-exporter {{ $labels.version }} on " + nodeRef + " is outside the tested versions.",
 			description: "winobs rules are tested against windows_exporter " + contract.ExporterRange + ". Version {{ $labels.version }} may have renamed metrics " +
-				"(0.32 renames windows_memory_commit_limit), which silently empties rules and dashboards.",
+				"(0.32 renames " + vocab.Metrics.MemoryCommitLimit + "), which silently empties rules and dashboards.",
 		},
 		{
 			name: AlertNodeCommitLimitMetricAbsent, severity: "warning",
 			expr: `
-				max by ($[cluster], instance, node) (windows_memory_committed_bytes{$[exporter]})
+				max by ($[cluster], instance, node) ($[MemoryCommitted]{$[exporter]})
 				unless on ($[cluster], instance)
-				windows_memory_commit_limit{$[exporter]}`,
+				$[MemoryCommitLimit]{$[exporter]}`,
 			hold:        a.CommitLimitMissing.For,
 			summary:     "Windows node " + nodeRef + " reports no commit limit.",
-			description: "windows-exporter on " + nodeRef + " reports committed memory but no windows_memory_commit_limit, so the commit charge alert cannot fire for this node.",
+			description: "windows-exporter on " + nodeRef + " reports committed memory but no " + vocab.Metrics.MemoryCommitLimit + ", so the commit charge alert cannot fire for this node.",
 		},
 		volumeFree("warning", a.VolumeFree.Warning, "the kubelet garbage-collects unused images from 85 % used."),
 		volumeFree("critical", a.VolumeFree.Critical, "the kubelet evicts pods below 10 % free on the node's filesystem."),
@@ -178,7 +178,7 @@ func alertDefs(t vocab.Terms, a *config.Alerts) []alertDef {
 			name: AlertNodeVolumeFillingUp, severity: "warning",
 			expr: `
 				max by ($[cluster], instance, node, volume) (
-				  predict_linear(windows_logical_disk_free_bytes{$[exporter], $[volumes]}[$[lookback]], $[horizonSeconds])
+				  predict_linear($[LogicalDiskFree]{$[exporter], $[volumes]}[$[lookback]], $[horizonSeconds])
 				) < 0
 				and on ($[cluster], instance, volume)
 				$[VolumeFreeRatio] < $[freeBelow]`,

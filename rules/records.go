@@ -53,7 +53,7 @@ func recordDefs(t vocab.Terms) []struct{ record, expr string } {
 		max by ($[cluster], container_id, namespace, pod, container) (
 		  label_replace(label_replace(label_replace(
 		    max by ($[cluster], container_id, exported_namespace, exported_pod, exported_container) (
-		      windows_container_available{$[exporter], exported_namespace!=""}
+		      $[ContainerAvailable]{$[exporter], exported_namespace!=""}
 		    ),
 		  "namespace", "$1", "exported_namespace", "(.*)"),
 		  "pod", "$1", "exported_pod", "(.*)"),
@@ -61,18 +61,18 @@ func recordDefs(t vocab.Terms) []struct{ record, expr string } {
 		)
 		or on ($[cluster], container_id)
 		max by ($[cluster], container_id, namespace, pod, container) (
-		  windows_container_available{$[exporter], exported_namespace=""}
+		  $[ContainerAvailable]{$[exporter], exported_namespace=""}
 		  unless on ($[cluster], instance, namespace, pod)
-		  windows_exporter_build_info{$[exporter]}
+		  $[BuildInfo]{$[exporter]}
 		)
 		or on ($[cluster], container_id)
 		max by ($[cluster], container_id, namespace, pod, container) (
 		  kube_pod_container_info{$[ksm]}
 		  and on ($[cluster], container_id)
-		  windows_container_available{$[exporter], exported_namespace=""}
+		  $[ContainerAvailable]{$[exporter], exported_namespace=""}
 		)`},
 
-		{vocab.Records.ContainerCommitBytes, t.ContainerView(t.Exporter().Of("windows_container_memory_usage_commit_bytes"), "$[ContainerInfo]")},
+		{vocab.Records.ContainerCommitBytes, t.ContainerView(t.Exporter().Of(vocab.Metrics.ContainerCommit), "$[ContainerInfo]")},
 		{vocab.Records.ContainerMemoryLimitBytes, t.ContainerResourceView("kube_pod_container_resource_limits", "memory", t.KSM(), "$[ContainerInfo]")},
 		{vocab.Records.ContainerCommitToLimit, `
 		$[ContainerCommitBytes]
@@ -84,11 +84,11 @@ func recordDefs(t vocab.Terms) []struct{ record, expr string } {
 
 		// windows_exporter_build_info is present whatever collectors are enabled.
 		{vocab.Records.NodeInfo, `
-		max by ($[cluster], instance, node) (windows_exporter_build_info{$[exporter], node!=""})
+		max by ($[cluster], instance, node) ($[BuildInfo]{$[exporter], node!=""})
 		or on ($[cluster], instance)
 		max by ($[cluster], instance, node) (
 		  label_replace(
-		    max by ($[cluster], instance) (windows_exporter_build_info{$[exporter]}),
+		    max by ($[cluster], instance) ($[BuildInfo]{$[exporter]}),
 		    "internal_ip", "$1", "instance", "\\[?(.*?)\\]?(?::[0-9]+)?"
 		  )
 		  * on ($[cluster], internal_ip) group_left (node)
@@ -97,61 +97,61 @@ func recordDefs(t vocab.Terms) []struct{ record, expr string } {
 		// Every ratio divides by a capacity > 0: a collector glitch reporting 0
 		// gives no series rather than +Inf (and a critical page).
 		{vocab.Records.NodeCommitRatio, `
-		max by ($[cluster], instance, node) (windows_memory_committed_bytes{$[exporter]})
+		max by ($[cluster], instance, node) ($[MemoryCommitted]{$[exporter]})
 		/
-		(max by ($[cluster], instance, node) (windows_memory_commit_limit{$[exporter]}) > 0)`},
+		(max by ($[cluster], instance, node) ($[MemoryCommitLimit]{$[exporter]}) > 0)`},
 		{vocab.Records.NodeCommitToPhysical, `
-		max by ($[cluster], instance, node) (windows_memory_committed_bytes{$[exporter]})
+		max by ($[cluster], instance, node) ($[MemoryCommitted]{$[exporter]})
 		/
-		(max by ($[cluster], instance, node) (windows_memory_physical_total_bytes{$[exporter]}) > 0)`},
+		(max by ($[cluster], instance, node) ($[MemoryPhysicalTotal]{$[exporter]}) > 0)`},
 		{vocab.Records.NodeMemoryUtilisation, `
 		1 -
-		max by ($[cluster], instance, node) (windows_memory_available_bytes{$[exporter]})
+		max by ($[cluster], instance, node) ($[MemoryAvailable]{$[exporter]})
 		/
-		(max by ($[cluster], instance, node) (windows_memory_physical_total_bytes{$[exporter]}) > 0)`},
+		(max by ($[cluster], instance, node) ($[MemoryPhysicalTotal]{$[exporter]}) > 0)`},
 		{vocab.Records.NodeCPUUtilisation, `
 		1 - avg by ($[cluster], instance, node) (
-		  max by ($[cluster], instance, node, core) (rate(windows_cpu_time_total{$[exporter], mode="idle"}[5m]))
+		  max by ($[cluster], instance, node, core) (rate($[CPUTime]{$[exporter], mode="idle"}[5m]))
 		)`},
 		{vocab.Records.NodePagingRate, `
-		max by ($[cluster], instance, node) (rate(windows_memory_swap_page_operations_total{$[exporter]}[5m]))`},
+		max by ($[cluster], instance, node) (rate($[MemorySwapPageOperations]{$[exporter]}[5m]))`},
 		{vocab.Records.NodeClockOffset, `
-		max by ($[cluster], instance, node) (abs(windows_time_computed_time_offset_seconds{$[exporter]}))`},
+		max by ($[cluster], instance, node) (abs($[TimeOffset]{$[exporter]}))`},
 		{vocab.Records.NodeTimeSources, `
-		max by ($[cluster], instance, node) (windows_time_ntp_client_time_sources{$[exporter]})`},
+		max by ($[cluster], instance, node) ($[NTPTimeSources]{$[exporter]})`},
 
 		// Volumes with a drive letter only: the HarddiskVolumeN partitions
 		// (recovery, EFI, reserved) are full by design and nothing writes to them.
 		{vocab.Records.VolumeFreeRatio, `
-		max by ($[cluster], instance, node, volume) (windows_logical_disk_free_bytes{$[exporter], $[volumes]})
+		max by ($[cluster], instance, node, volume) ($[LogicalDiskFree]{$[exporter], $[volumes]})
 		/
-		(max by ($[cluster], instance, node, volume) (windows_logical_disk_size_bytes{$[exporter], $[volumes]}) > 0)`},
+		(max by ($[cluster], instance, node, volume) ($[LogicalDiskSize]{$[exporter], $[volumes]}) > 0)`},
 		// Seconds spent per I/O: the latency counters' rate over the operations'.
 		{vocab.Records.VolumeLatency, `
 		(
-		  max by ($[cluster], instance, node, volume) (rate(windows_logical_disk_read_latency_seconds_total{$[exporter], $[volumes]}[5m]))
-		  + max by ($[cluster], instance, node, volume) (rate(windows_logical_disk_write_latency_seconds_total{$[exporter], $[volumes]}[5m]))
+		  max by ($[cluster], instance, node, volume) (rate($[LogicalDiskReadLatency]{$[exporter], $[volumes]}[5m]))
+		  + max by ($[cluster], instance, node, volume) (rate($[LogicalDiskWriteLatency]{$[exporter], $[volumes]}[5m]))
 		)
 		/
 		(
 		  (
-		    max by ($[cluster], instance, node, volume) (rate(windows_logical_disk_reads_total{$[exporter], $[volumes]}[5m]))
-		    + max by ($[cluster], instance, node, volume) (rate(windows_logical_disk_writes_total{$[exporter], $[volumes]}[5m]))
+		    max by ($[cluster], instance, node, volume) (rate($[LogicalDiskReads]{$[exporter], $[volumes]}[5m]))
+		    + max by ($[cluster], instance, node, volume) (rate($[LogicalDiskWrites]{$[exporter], $[volumes]}[5m]))
 		  ) > 0
 		)`},
 		{vocab.Records.NetworkErrorRatio, `
 		(
-		  max by ($[cluster], instance, node, nic) (rate(windows_net_packets_received_errors_total{$[exporter]}[5m]))
-		  + max by ($[cluster], instance, node, nic) (rate(windows_net_packets_outbound_errors_total{$[exporter]}[5m]))
-		  + max by ($[cluster], instance, node, nic) (rate(windows_net_packets_received_discarded_total{$[exporter]}[5m]))
-		  + max by ($[cluster], instance, node, nic) (rate(windows_net_packets_outbound_discarded_total{$[exporter]}[5m]))
+		  max by ($[cluster], instance, node, nic) (rate($[NetPacketsReceivedErrors]{$[exporter]}[5m]))
+		  + max by ($[cluster], instance, node, nic) (rate($[NetPacketsOutboundErrors]{$[exporter]}[5m]))
+		  + max by ($[cluster], instance, node, nic) (rate($[NetPacketsReceivedDiscarded]{$[exporter]}[5m]))
+		  + max by ($[cluster], instance, node, nic) (rate($[NetPacketsOutboundDiscarded]{$[exporter]}[5m]))
 		)
 		/
-		(max by ($[cluster], instance, node, nic) (rate(windows_net_packets_total{$[exporter]}[5m])) > 0)`},
+		(max by ($[cluster], instance, node, nic) (rate($[NetPackets]{$[exporter]}[5m])) > 0)`},
 		{vocab.Records.PagefileUsage, `
 		1 -
-		max by ($[cluster], instance, node, file) (windows_pagefile_free_bytes{$[exporter]})
+		max by ($[cluster], instance, node, file) ($[PagefileFree]{$[exporter]})
 		/
-		(max by ($[cluster], instance, node, file) (windows_pagefile_limit_bytes{$[exporter]}) > 0)`},
+		(max by ($[cluster], instance, node, file) ($[PagefileLimit]{$[exporter]}) > 0)`},
 	}
 }

@@ -20,11 +20,7 @@ var SupportedExporterVersions = func() string {
 
 // bootTimeNames are the boot time's names in windows_exporter 0.31 (and
 // 0.30.6+), 0.30 and 0.29: whichever the node's exporter has.
-var bootTimeNames = []string{
-	"windows_system_boot_time_timestamp",
-	"windows_system_boot_time_timestamp_seconds",
-	"windows_system_system_up_time",
-}
+var bootTimeNames = []string{Metrics.BootTime031, Metrics.BootTime030, Metrics.SystemUpTime029}
 
 // BootTime is the node's boot time, as a Unix timestamp, under whichever
 // name its exporter version uses, aggregated by the given labels.

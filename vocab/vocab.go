@@ -233,6 +233,7 @@ func (t Terms) Expand(tmpl string, args Args) (string, error) {
 		"volumes":  Volumes.String(),
 	}
 	maps.Copy(terms, recordPlaceholders)
+	maps.Copy(terms, metricPlaceholders)
 	var errs []string
 	for name, v := range args {
 		if _, ok := terms[name]; ok {
