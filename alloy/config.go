@@ -145,7 +145,7 @@ func podLogBlocks(v view.Alloy) []*builder.Block {
 	return []*builder.Block{discover, rel, match, source, process}
 }
 
-// LogMonitor's shapes (../shared/reference/logmonitor.md, section 4): its
+// LogMonitor's shapes (its lines in tests/alloy/testdata/logmonitor.jsonl): its
 // JSON lines start with the source type, with or without a space after the
 // colon (EventLog and File put one, ETW and Process do not); its own
 // diagnostics are plain text. The patterns are anchored, so no other line

@@ -78,7 +78,8 @@ const (
 )
 
 // Loki's default per-tenant limits that winobs's output must stay within
-// (limits_config; ../shared/reference/loki-push.md quotes them), and the
+// (limits_config, as Loki 3.7.6 documents and answers them: its 400 bodies
+// in testdata/loki), and the
 // margins winobs keeps under them.
 const (
 	// LokiMaxLabelNames is max_label_names_per_series.

@@ -38,6 +38,13 @@ var ShipperMetrics = []string{ShipperEventsRead, ShipperEventsSent, ShipperEvent
 	ShipperPushErrors, ShipperPushRetries, ShipperCheckpointTime, ShipperCheckpointID, ShipperPending, ShipperRecordLag,
 	ShipperResubscribes, ShipperRenderErrors, ShipperInFlightBytes, ShipperTruncated, ShipperRestamped, ShipperDumpReopens, ShipperPresumed, ShipperLanes}
 
+// The labels of the eventlog-shipper's metrics besides the channel: why an
+// event was dropped or re-stamped, and a failed push's HTTP status.
+const (
+	LabelReason = "reason"
+	LabelStatus = "status"
+)
+
 // Reasons the eventlog-shipper gives up on an event (reason of
 // events_dropped_total) or sends it with another timestamp than TimeCreated
 // (reason of events_restamped_total).
@@ -53,6 +60,9 @@ const (
 	// DropUnconfirmed: Loki answered a 400 that could not be attributed
 	// entry by entry, and no later 204 confirmed the entry.
 	DropUnconfirmed = "rejected_400"
+	// DropRejected: Loki refused the whole request (a 422) in its own
+	// words, or it could not be made at all.
+	DropRejected = "rejected_422"
 
 	RestampTooOld       = "too_old"        // older than limits.maxEntryAge
 	RestampTooFarBehind = "too_far_behind" // behind its stream's newest, or the oldest time Loki named
@@ -62,7 +72,7 @@ const (
 // ShipperDropReasons are the reasons the eventlog-shipper gives up on an
 // event; each is exported from start (at 0) for every channel.
 var ShipperDropReasons = []string{DropTooLarge, DropTooOld, DropOlderThanMax, DropMalformed, DropCorrupt,
-	DropTooNew, DropTooFarBehind, DropStreamRefused, DropUnconfirmed, "rejected_422"}
+	DropTooNew, DropTooFarBehind, DropStreamRefused, DropUnconfirmed, DropRejected}
 
 // ShipperRestampReasons are those of events_restamped_total, exported from
 // start for every channel.

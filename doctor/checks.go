@@ -818,8 +818,8 @@ func (r *run) shipperCounters(ctx context.Context) Check {
 	}
 	var problems []string
 	for _, m := range []struct{ metric, by, what string }{
-		{contract.ShipperEventsDropped, "reason", "dropped"},
-		{contract.ShipperPushErrors, "status", "push errors"},
+		{contract.ShipperEventsDropped, contract.LabelReason, "dropped"},
+		{contract.ShipperPushErrors, contract.LabelStatus, "push errors"},
 	} {
 		ss, err := r.query(ctx, fmt.Sprintf("sum by (instance, %s) (increase(%s[1h])) > 0", m.by, r.t.Exporter().Of(m.metric)))
 		if err != nil {

@@ -10,7 +10,6 @@ import (
 	"log/slog"
 	"net/http"
 	"regexp"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -352,7 +351,7 @@ func (c *Client) send(ctx context.Context, w work, rep *Report) error {
 			return nil
 		case Rejected:
 			c.record(r, -1)
-			c.dropAll(w.streams, "rejected_"+strconv.Itoa(r.Status), rep)
+			c.dropAll(w.streams, contract.DropRejected, rep)
 			return nil
 		}
 		if mayHaveStored(r) {
