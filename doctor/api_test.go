@@ -222,7 +222,8 @@ func TestRulesLoadedOnRecordedAnswers(t *testing.T) {
 		if r.rules, err = rules.Build(view.Of(r.cfg).Rules); err != nil {
 			t.Fatal(err)
 		}
-		c := r.rulesLoaded(context.Background())
+		r.promGroups, r.promGroupsErr = r.prom.Rules(context.Background())
+		c := r.rulesLoaded(context.Background(), Check{})
 		text := strings.Join(c.Evidence, "\n")
 		switch {
 		case tc.want == "" && c.Status != Pass:

@@ -781,8 +781,9 @@ func TestMultiTenantLoki(t *testing.T) {
 		{"other", Fail, `tenant "other" holds no logs at all`},
 		{"windows", Pass, "300 nodes, channels Application, System"},
 	} {
-		r := &run{cfg: cfg, t: vocab.ForCluster(cfg), lt: vocab.ForCluster(cfg), loki: newTestAPI(t, "Loki", loki, Auth{Tenant: tc.tenant}), windowsNodes: nodes}
-		got := r.eventsPerNode(context.Background())
+		r := &run{cfg: cfg, loki: newTestAPI(t, "Loki", loki, Auth{Tenant: tc.tenant}),
+			facts: facts{t: vocab.ForCluster(cfg), lt: vocab.ForCluster(cfg), windowsNodes: nodes}}
+		got := r.eventsPerNode(context.Background(), Check{})
 		if text := strings.Join(append(got.Evidence, got.Fix), " "); got.Status != tc.status || !strings.Contains(text, tc.want) {
 			t.Errorf("tenant %q: %s %s, want %q", tc.tenant, got.Status, text, tc.want)
 		}
