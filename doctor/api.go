@@ -7,8 +7,6 @@ package doctor
 
 import (
 	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -54,10 +52,8 @@ func message(s string) string {
 // auth password, each read from a file, never from a flag or the
 // environment, so no credential reaches a process list or a log.
 type Auth struct {
-	BearerTokenFile string
-	Username        string
-	PasswordFile    string
-	CAFile          string
+	endpoint.Credentials
+	endpoint.TLS
 	// Tenant is sent as X-Scope-OrgID (a multi-tenant Loki or Mimir).
 	Tenant string
 }
@@ -71,8 +67,9 @@ type API struct {
 }
 
 // NewAPI checks the URL (http or https, no credentials, no secret in the
-// query) and builds a client that verifies TLS, follows no redirect and
-// times out.
+// query) and builds the client (endpoint.NewHTTPClient: TLS verified, a
+// client certificate when auth names one, the environment's proxy, no
+// redirect followed) that times out.
 func NewAPI(name, rawURL string, auth Auth, timeout time.Duration) (*API, error) {
 	u, err := endpoint.ParseURL(rawURL)
 	if err != nil {
@@ -84,27 +81,11 @@ func NewAPI(name, rawURL string, auth Auth, timeout time.Duration) (*API, error)
 	if auth.BearerTokenFile != "" && auth.Username != "" {
 		return nil, fmt.Errorf("%s: use a bearer token or basic auth, not both", name)
 	}
-	tlsConfig := &tls.Config{MinVersion: tls.VersionTLS12}
-	if auth.CAFile != "" {
-		pem, err := conffile.ReadFile(auth.CAFile, 1<<20)
-		if err != nil {
-			return nil, fmt.Errorf("%s CA file %s: %w", name, auth.CAFile, err)
-		}
-		pool := x509.NewCertPool()
-		if !pool.AppendCertsFromPEM(pem) {
-			return nil, fmt.Errorf("%s CA file %s holds no PEM certificate", name, auth.CAFile)
-		}
-		tlsConfig.RootCAs = pool
+	client, err := endpoint.NewHTTPClient(auth.TLS, timeout)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
 	}
-	transport := http.DefaultTransport.(*http.Transport).Clone()
-	transport.TLSClientConfig = tlsConfig
-	transport.Proxy = http.ProxyFromEnvironment
-	return &API{name: name, base: u, auth: auth, client: &http.Client{
-		Timeout:   timeout,
-		Transport: transport,
-		// A redirect could carry the credentials elsewhere: report it.
-		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
-	}}, nil
+	return &API{name: name, base: u, auth: auth, client: client}, nil
 }
 
 // Error is an API answer doctor could not use, worded for the user.
@@ -218,23 +199,7 @@ func (a *API) notJSON(path string, status int, body []byte) error {
 	return &Error{API: a.name, Path: path, Status: status, Msg: "the answer is not " + a.name + "'s API (" + text + ")"}
 }
 
-func (a *API) authorize(req *http.Request) error {
-	switch {
-	case a.auth.BearerTokenFile != "":
-		b, err := conffile.ReadFile(a.auth.BearerTokenFile, 64<<10)
-		if err != nil {
-			return fmt.Errorf("bearer token file %s: %w", a.auth.BearerTokenFile, err)
-		}
-		req.Header.Set("Authorization", "Bearer "+strings.TrimSpace(string(b)))
-	case a.auth.Username != "":
-		b, err := conffile.ReadFile(a.auth.PasswordFile, 64<<10)
-		if err != nil {
-			return fmt.Errorf("password file %s: %w", a.auth.PasswordFile, err)
-		}
-		req.SetBasicAuth(a.auth.Username, strings.TrimRight(string(b), "\r\n"))
-	}
-	return nil
-}
+func (a *API) authorize(req *http.Request) error { return a.auth.Authorize(req) }
 
 // Sample is one series of an instant vector.
 type Sample struct {

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/winobs/winobs/config"
+	"github.com/winobs/winobs/endpoint"
 	"github.com/winobs/winobs/internal/fixture"
 	"github.com/winobs/winobs/rules"
 	"github.com/winobs/winobs/view"
@@ -156,7 +157,7 @@ func TestAPIFailuresAreWorded(t *testing.T) {
 			"the answer is not Prometheus's API (<html><body>Grafana</body></html>)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			a := newTestAPI(t, tc.api, tc.handler, Auth{BearerTokenFile: token})
+			a := newTestAPI(t, tc.api, tc.handler, Auth{Credentials: endpoint.Credentials{BearerTokenFile: token}})
 			_, err := a.BuildInfo(ctx)
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("got %v, want %q", err, tc.want)
@@ -188,15 +189,15 @@ func TestNewAPIRefusesUnsafeURLs(t *testing.T) {
 	}{
 		{"https://bob:pw@prom.example", Auth{}, "must not carry credentials"},
 		{"https://prom.example/?access_token=x", Auth{}, "must not carry a secret"},
-		{"http://prom.example:9090", Auth{BearerTokenFile: "/t"}, "plain http"},
+		{"http://prom.example:9090", Auth{Credentials: endpoint.Credentials{BearerTokenFile: "/t"}}, "plain http"},
 		{"ftp://prom.example", Auth{}, "absolute http(s) URL"},
-		{"https://prom.example", Auth{BearerTokenFile: "/t", Username: "u", PasswordFile: "/p"}, "not both"},
+		{"https://prom.example", Auth{Credentials: endpoint.Credentials{BearerTokenFile: "/t", Username: "u", PasswordFile: "/p"}}, "not both"},
 	} {
 		if _, err := NewAPI("Prometheus", tc.url, tc.auth, time.Second); err == nil || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), ":pw@") {
 			t.Errorf("%s: %v, want %q", tc.url, err, tc.want)
 		}
 	}
-	if _, err := NewAPI("Prometheus", "http://127.0.0.1:9090", Auth{BearerTokenFile: "/t"}, time.Second); err != nil {
+	if _, err := NewAPI("Prometheus", "http://127.0.0.1:9090", Auth{Credentials: endpoint.Credentials{BearerTokenFile: "/t"}}, time.Second); err != nil {
 		t.Errorf("a loopback port-forward may use http: %v", err)
 	}
 }

@@ -1,7 +1,8 @@
 // Package endpoint describes the Loki push endpoint that gen's config, the
-// shipper's config and the shipper's Loki client all talk about, and the
-// checks every description of it needs. It is a leaf: both binaries import
-// it, it imports only conffile.
+// shipper's config and the shipper's Loki client all talk about, the checks
+// every description of it needs, and the one HTTP client both binaries
+// reach an API with (NewHTTPClient, Credentials). It is a leaf: both
+// binaries import it; of winobs it imports only conffile.
 package endpoint
 
 import (

@@ -32,6 +32,8 @@ func runDoctor(args []string, stdout, stderr io.Writer) int {
 		fs.StringVar(&a.auth.Username, a.name+"-username", "", "basic auth user name for "+a.name)
 		fs.StringVar(&a.auth.PasswordFile, a.name+"-password-file", "", "file holding the basic auth password for "+a.name)
 		fs.StringVar(&a.auth.CAFile, a.name+"-ca-file", "", "CA bundle to verify "+a.name+"'s certificate (default: the system roots)")
+		fs.StringVar(&a.auth.CertFile, a.name+"-cert-file", "", "client certificate for "+a.name+" (a server that asks for one; with --"+a.name+"-key-file)")
+		fs.StringVar(&a.auth.KeyFile, a.name+"-key-file", "", "the client certificate's private key for "+a.name)
 	}
 	fs.StringVar(&promAuth.Tenant, "prometheus-tenant", "", "X-Scope-OrgID for a multi-tenant Prometheus API (Mimir, Cortex)")
 	lokiTenant := fs.String("loki-tenant", "", "X-Scope-OrgID for a multi-tenant Loki (default: the config's loki.tenant)")

@@ -3,8 +3,6 @@ package loki
 import (
 	"bytes"
 	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"fmt"
 	"io"
 	"log/slog"
@@ -15,7 +13,6 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/winobs/winobs/conffile"
 	"github.com/winobs/winobs/contract"
 	"github.com/winobs/winobs/endpoint"
 
@@ -57,8 +54,9 @@ type Client struct {
 	lastLog time.Time
 }
 
-// NewClient checks cfg and builds the HTTP client; TLS certificates are
-// always verified, against CAFile when set.
+// NewClient checks cfg and builds the HTTP client (endpoint.NewHTTPClient:
+// TLS always verified, against CAFile when set; a redirect is a delivery
+// failure, never followed).
 func NewClient(cfg Config) (*Client, error) {
 	if cfg.Timeout == 0 {
 		cfg.Timeout = 10 * time.Second
@@ -69,17 +67,9 @@ func NewClient(cfg Config) (*Client, error) {
 	if cfg.MaxBackoff == 0 {
 		cfg.MaxBackoff = 5 * time.Minute
 	}
-	tr := http.DefaultTransport.(*http.Transport).Clone()
-	if cfg.CAFile != "" {
-		pem, err := readSecret(cfg.CAFile, 1<<20)
-		if err != nil {
-			return nil, fmt.Errorf("reading CA file: %w", err)
-		}
-		pool := x509.NewCertPool()
-		if !pool.AppendCertsFromPEM(pem) {
-			return nil, fmt.Errorf("CA file %s holds no PEM certificate", cfg.CAFile)
-		}
-		tr.TLSClientConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
+	hc, err := endpoint.NewHTTPClient(cfg.TLS(), cfg.Timeout)
+	if err != nil {
+		return nil, err
 	}
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.DiscardHandler)
@@ -87,11 +77,6 @@ func NewClient(cfg Config) (*Client, error) {
 	if cfg.FailureLogEvery == 0 {
 		cfg.FailureLogEvery = time.Minute
 	}
-	hc := &http.Client{Transport: tr, Timeout: cfg.Timeout,
-		// A redirect is a delivery failure, never followed: a 301 would turn
-		// the POST into a body-less GET, and a 307 to http:// would resend
-		// the batch and the credentials in clear text.
-		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	return &Client{cfg: cfg, http: hc, now: time.Now, logs: ratelog.New(cfg.Log, cfg.FailureLogEvery)}, nil
 }
 
@@ -209,36 +194,8 @@ func lokiRefusal(contentType, body string) bool {
 // streams.
 var lokiLine = regexp.MustCompile(`^(?i:max entry size '\d+' bytes exceeded for stream ')|^(entry for stream '\{.*\}' |stream '\{.*\}' has |entry with timestamp .* ignored, reason: '|user '[^']*', total ignored: \d+ out of \d+ for stream: \{|error at insertion: |error at least one valid stream is required)`)
 
-// maxSecret bounds a token or password file: a real one is far smaller.
-const maxSecret = 64 << 10
-
-// readSecret reads a secret file bounded (conffile.ReadFile: regular files
-// only), so a path pointing at a device or a huge file cannot exhaust memory.
-func readSecret(path string, max int64) ([]byte, error) {
-	b, err := conffile.ReadFile(path, max)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	return b, nil
-}
-
-func (c *Client) authorize(req *http.Request) error {
-	switch {
-	case c.cfg.BearerTokenFile != "":
-		tok, err := readSecret(c.cfg.BearerTokenFile, maxSecret)
-		if err != nil {
-			return fmt.Errorf("reading bearer token: %w", err)
-		}
-		req.Header.Set("Authorization", "Bearer "+strings.TrimSpace(string(tok)))
-	case c.cfg.BasicAuth.Username != "":
-		pw, err := readSecret(c.cfg.BasicAuth.PasswordFile, maxSecret)
-		if err != nil {
-			return fmt.Errorf("reading password: %w", err)
-		}
-		req.SetBasicAuth(c.cfg.BasicAuth.Username, strings.TrimRight(string(pw), "\r\n"))
-	}
-	return nil
-}
+// authorize sets the request's credentials, read from their files now.
+func (c *Client) authorize(req *http.Request) error { return c.cfg.Credentials().Authorize(req) }
 
 func firstLine(s string) string {
 	s, _, _ = strings.Cut(s, "\n")
