@@ -137,6 +137,15 @@ func ago(now, t time.Time) string {
 
 // countIn reads a count() answer: none is 0, else one whole, non-negative
 // number; anything else is a server doctor cannot believe.
+// count runs a count() query and reads its one number (0 when empty).
+func (r *run) count(ctx context.Context, expr string) (int, error) {
+	ss, err := r.query(ctx, expr)
+	if err != nil {
+		return 0, err
+	}
+	return countIn(ss)
+}
+
 func countIn(ss []Sample) (int, error) {
 	switch len(ss) {
 	case 0:
@@ -161,4 +170,15 @@ func quoteAll(ss []string) []string {
 		out[i] = strconv.Quote(s)
 	}
 	return out
+}
+
+// verdict fails c with the problems first in its evidence and fix, or
+// passes it when there are none.
+func verdict(c Check, problems []string, fix string) Check {
+	if len(problems) > 0 {
+		c.Status, c.Evidence, c.Fix = Fail, append(problems, c.Evidence...), fix
+		return c
+	}
+	c.Status = Pass
+	return c
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/winobs/winobs/contract"
+	"github.com/winobs/winobs/vocab"
 )
 
 // eventsPerNode: every Windows node's events reached Loki in the last hour.
@@ -16,12 +17,10 @@ import (
 // by default: 250 nodes of two channels); the channels from a query by
 // channel, a handful of series.
 func (r *run) eventsPerNode(ctx context.Context, c Check) Check {
-	nodes, err := r.loki.LabelValues(ctx, contract.LabelNode, r.lt.Events().String(), time.Hour)
-	if err != nil {
-		return failed(c, err)
-	}
-	if len(nodes) == 0 {
-		return r.noStreams(ctx, c, r.cfg.Logs.EventsJob, fmt.Sprintf("no stream with job %q in the last hour: check logs.eventsJob and loki.url", r.cfg.Logs.EventsJob))
+	nodes, done := r.streamNodes(ctx, c, r.lt.Events(), r.cfg.Logs.EventsJob,
+		fmt.Sprintf("no stream with job %q in the last hour: check logs.eventsJob and loki.url", r.cfg.Logs.EventsJob))
+	if done != nil {
+		return *done
 	}
 	ss, err := r.loki.Query(ctx, fmt.Sprintf(`sum by (channel) (count_over_time(%s [1h]))`, r.lt.Events()))
 	if err != nil {
@@ -72,13 +71,26 @@ func (r *run) noStreams(ctx context.Context, c Check, job, fix string) Check {
 
 // podLogs: Windows pod logs reached Loki in the last hour.
 func (r *run) podLogs(ctx context.Context, c Check) Check {
-	nodes, err := r.loki.LabelValues(ctx, contract.LabelNode, r.lt.PodLogs().String(), time.Hour)
-	if err != nil {
-		return failed(c, err)
-	}
-	if len(nodes) == 0 {
-		return r.noStreams(ctx, c, r.cfg.Logs.PodLogsJob, fmt.Sprintf("no stream with job %q: the Alloy DaemonSet reads C:\\var\\log\\pods on nodes labelled for it (logAgent); check its log", r.cfg.Logs.PodLogsJob))
+	nodes, done := r.streamNodes(ctx, c, r.lt.PodLogs(), r.cfg.Logs.PodLogsJob,
+		fmt.Sprintf("no stream with job %q: the Alloy DaemonSet reads C:\\var\\log\\pods on nodes labelled for it (logAgent); check its log", r.cfg.Logs.PodLogsJob))
+	if done != nil {
+		return *done
 	}
 	c.Status, c.Evidence = Pass, []string{fmt.Sprintf("lines from %d nodes", len(nodes))}
 	return c
+}
+
+// streamNodes lists the nodes with streams of sel in the last hour; with
+// none (or an error), done is the check saying so.
+func (r *run) streamNodes(ctx context.Context, c Check, sel vocab.Selector, job, fix string) (nodes []string, done *Check) {
+	nodes, err := r.loki.LabelValues(ctx, contract.LabelNode, sel.String(), time.Hour)
+	if err != nil {
+		c = failed(c, err)
+		return nil, &c
+	}
+	if len(nodes) == 0 {
+		c = r.noStreams(ctx, c, job, fix)
+		return nil, &c
+	}
+	return nodes, nil
 }

@@ -60,13 +60,7 @@ func (r *run) rulesLoaded(_ context.Context, c Check) Check {
 		}
 		c.Evidence = append(c.Evidence, fmt.Sprintf("%s: %d rules, every %s, last evaluated %s", g.Name, len(g.Rules), interval, ago(now, g.LastEvaluation)))
 	}
-	if len(problems) > 0 {
-		c.Status, c.Evidence = Fail, append(problems, c.Evidence...)
-		c.Fix = "a group that is not loaded is not selected by your Prometheus: prometheus.ruleLabels must match its ruleSelector (or load rules/*.yaml); re-apply the current render"
-		return c
-	}
-	c.Status = Pass
-	return c
+	return verdict(c, problems, "a group that is not loaded is not selected by your Prometheus: prometheus.ruleLabels must match its ruleSelector (or load rules/*.yaml); re-apply the current render")
 }
 
 // records: every record winobs renders produces series.
@@ -153,7 +147,7 @@ func (r *run) windowsContainers() string {
 // container.
 func (r *run) containerCoverage(ctx context.Context, c Check) Check {
 	by := r.t.By("namespace", "pod", "container")
-	all, err := r.query(ctx, "count("+r.windowsContainers()+")")
+	m, err := r.count(ctx, "count("+r.windowsContainers()+")")
 	if err != nil {
 		return failed(c, err)
 	}
@@ -161,15 +155,7 @@ func (r *run) containerCoverage(ctx context.Context, c Check) Check {
 	if err != nil {
 		return failed(c, err)
 	}
-	nMissing, err := r.query(ctx, fmt.Sprintf("count(%s unless on (%s) %s)", r.windowsContainers(), by, r.t.Cluster().Of(vocab.Records.ContainerInfo)))
-	if err != nil {
-		return failed(c, err)
-	}
-	m, err := countIn(all)
-	if err != nil {
-		return failed(c, err)
-	}
-	miss, err := countIn(nMissing)
+	miss, err := r.count(ctx, fmt.Sprintf("count(%s unless on (%s) %s)", r.windowsContainers(), by, r.t.Cluster().Of(vocab.Records.ContainerInfo)))
 	if err != nil {
 		return failed(c, err)
 	}
@@ -204,21 +190,13 @@ func (r *run) containerCoverage(ctx context.Context, c Check) Check {
 // where winobs's own monitor (honorLabels) scrapes, and never the exporter
 // pod's own.
 func (r *run) containerLabels(ctx context.Context, c Check) Check {
-	exported, err := r.query(ctx, "count("+r.t.Exporter(vocab.NotEq("exported_pod", "")).Of(vocab.Metrics.ContainerAvailable)+")")
+	nExported, err := r.count(ctx, "count("+r.t.Exporter(vocab.NotEq("exported_pod", "")).Of(vocab.Metrics.ContainerAvailable)+")")
 	if err != nil {
 		return failed(c, err)
 	}
-	own, err := r.query(ctx, fmt.Sprintf(`count(%s and on (%s) %s)`,
+	nOwn, err := r.count(ctx, fmt.Sprintf(`count(%s and on (%s) %s)`,
 		r.t.Exporter(vocab.Eq("exported_pod", ""), vocab.NotEq("pod", "")).Of(vocab.Metrics.ContainerAvailable), r.t.By("instance", "namespace", "pod"),
 		r.t.Exporter().Of(vocab.Metrics.BuildInfo)))
-	if err != nil {
-		return failed(c, err)
-	}
-	nExported, err := countIn(exported)
-	if err != nil {
-		return failed(c, err)
-	}
-	nOwn, err := countIn(own)
 	if err != nil {
 		return failed(c, err)
 	}
@@ -234,13 +212,7 @@ func (r *run) containerLabels(ctx context.Context, c Check) Check {
 	if n := nOwn; n > 0 {
 		problems = append(problems, fmt.Sprintf("%d container series carry the exporter pod's own namespace/pod (an exporter before 0.31, or containers whose labels it could not read from containerd): winobs's info record takes theirs from kube-state-metrics, any other query attributes them to the exporter", n))
 	}
-	if len(problems) > 0 {
-		c.Status, c.Evidence = Fail, append(problems, c.Evidence...)
-		c.Fix = "exported_*: set kube-prometheus-stack's windowsMonitoring.enabled: false (two exporters fight over port 9182), or windowsExporter.deploy: false to use its exporter; the exporter pod's labels: run windows_exporter 0.31 (windowsExporter.image)"
-		return c
-	}
-	c.Status = Pass
-	return c
+	return verdict(c, problems, "exported_*: set kube-prometheus-stack's windowsMonitoring.enabled: false (two exporters fight over port 9182), or windowsExporter.deploy: false to use its exporter; the exporter pod's labels: run windows_exporter 0.31 (windowsExporter.image)")
 }
 
 // alertsFiring: no winobs alert fires now; the firing ones, grouped.
