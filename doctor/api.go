@@ -81,6 +81,12 @@ func NewAPI(name, rawURL string, auth Auth, timeout time.Duration) (*API, error)
 	if auth.BearerTokenFile != "" && auth.Username != "" {
 		return nil, fmt.Errorf("%s: use a bearer token or basic auth, not both", name)
 	}
+	if (auth.Username == "") != (auth.PasswordFile == "") {
+		return nil, fmt.Errorf("%s: basic auth needs both the user name and the password file (--%s-username, --%[2]s-password-file)", name, strings.ToLower(name))
+	}
+	if msg := endpoint.CheckTenant(auth.Tenant); auth.Tenant != "" && msg != "" {
+		return nil, fmt.Errorf("%s tenant (X-Scope-OrgID): %s", name, msg)
+	}
 	client, err := endpoint.NewHTTPClient(auth.TLS, timeout)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)

@@ -192,6 +192,9 @@ func TestNewAPIRefusesUnsafeURLs(t *testing.T) {
 		{"http://prom.example:9090", Auth{Credentials: endpoint.Credentials{BearerTokenFile: "/t"}}, "plain http"},
 		{"ftp://prom.example", Auth{}, "absolute http(s) URL"},
 		{"https://prom.example", Auth{Credentials: endpoint.Credentials{BearerTokenFile: "/t", Username: "u", PasswordFile: "/p"}}, "not both"},
+		{"https://prom.example", Auth{Credentials: endpoint.Credentials{PasswordFile: "/p"}}, "basic auth needs both"},
+		{"https://prom.example", Auth{Tenant: "team\nX-Evil: 1"}, "tenant (X-Scope-OrgID)"},
+		{"https://prom.example", Auth{TLS: endpoint.TLS{CertFile: "/c"}}, "both its certificate file and its key file"},
 	} {
 		if _, err := NewAPI("Prometheus", tc.url, tc.auth, time.Second); err == nil || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), ":pw@") {
 			t.Errorf("%s: %v, want %q", tc.url, err, tc.want)
@@ -218,9 +221,9 @@ func TestRulesLoadedOnRecordedAnswers(t *testing.T) {
 	} {
 		mux := http.NewServeMux()
 		mux.HandleFunc("/api/v1/rules", recorded(t, filepath.Join("prometheus-api", "e2e"), tc.body))
-		r := &run{cfg: config.Default(), prom: newTestAPI(t, "Prometheus", mux, Auth{}), now: func() time.Time { return tc.now }}
+		r := &run{v: view.ForDoctor(config.Default()), prom: newTestAPI(t, "Prometheus", mux, Auth{}), now: func() time.Time { return tc.now }}
 		var err error
-		if r.rules, err = rules.Build(view.Of(r.cfg).Rules); err != nil {
+		if r.rules, err = rules.Build(r.v.Rules); err != nil {
 			t.Fatal(err)
 		}
 		r.promGroups, r.promGroupsErr = r.prom.Rules(context.Background())

@@ -66,7 +66,7 @@ func names(ns []string) string {
 
 // runbook is an alert's runbook link, as the rules' runbook_url gives it
 // (alerts.runbookURL).
-func (r *run) runbook(alert string) string { return rules.RunbookURL(r.cfg.Alerts.RunbookURL, alert) }
+func (r *run) runbook(alert string) string { return rules.RunbookURL(r.v.RunbookURL, alert) }
 
 // skip marks c skipped, saying why.
 func skip(c Check, why string) Check {

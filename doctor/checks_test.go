@@ -425,7 +425,7 @@ func runDoctor(t *testing.T, cfg *config.Config, c cluster, mutate func(*fakePro
 	if loki != nil {
 		l = newTestAPI(t, "Loki", loki, Auth{})
 	}
-	return Run(context.Background(), cfg, prom, l)
+	return Run(context.Background(), view.ForDoctor(cfg), prom, l)
 }
 
 func statuses(rep Report) map[string]Check {
@@ -626,7 +626,7 @@ func TestUnreachablePrometheusAndJSON(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rep := Run(context.Background(), config.Default(), prom, nil)
+	rep := Run(context.Background(), view.ForDoctor(config.Default()), prom, nil)
 	if len(rep.Checks) != 2 || rep.Checks[0].Status != Fail || rep.Checks[1].Status != Skip || rep.OK() {
 		t.Errorf("%+v", rep.Checks)
 	}
@@ -726,7 +726,7 @@ func TestHostileNumbersFail(t *testing.T) {
 			}
 		})
 		prom := newTestAPI(t, "Prometheus", srv, Auth{})
-		rep := Run(context.Background(), config.Default(), prom, nil)
+		rep := Run(context.Background(), view.ForDoctor(config.Default()), prom, nil)
 		st := statuses(rep)
 		for _, id := range []string{"exporter-version", "container-coverage", "container-labels"} {
 			if st[id].Status == Pass {
@@ -781,7 +781,7 @@ func TestMultiTenantLoki(t *testing.T) {
 		{"other", Fail, `tenant "other" holds no logs at all`},
 		{"windows", Pass, "300 nodes, channels Application, System"},
 	} {
-		r := &run{cfg: cfg, loki: newTestAPI(t, "Loki", loki, Auth{Tenant: tc.tenant}),
+		r := &run{v: view.ForDoctor(cfg), loki: newTestAPI(t, "Loki", loki, Auth{Tenant: tc.tenant}),
 			facts: facts{t: vocab.ForCluster(cfg), lt: vocab.ForCluster(cfg), windowsNodes: nodes}}
 		got := r.eventsPerNode(context.Background(), Check{})
 		if text := strings.Join(append(got.Evidence, got.Fix), " "); got.Status != tc.status || !strings.Contains(text, tc.want) {

@@ -109,7 +109,7 @@ func TestDoctorAgainstRealPrometheus(t *testing.T) {
 			if dir := os.Getenv("WINOBS_RECORD_DIR"); dir != "" {
 				record(t, url, dir, strings.Fields(tc.name)[0])
 			}
-			rep := Run(ctx, cfg, prom, nil)
+			rep := Run(ctx, view.ForDoctor(cfg), prom, nil)
 			var out bytes.Buffer
 			rep.WriteText(&out)
 			t.Log(out.String())

@@ -17,8 +17,8 @@ import (
 // by default: 250 nodes of two channels); the channels from a query by
 // channel, a handful of series.
 func (r *run) eventsPerNode(ctx context.Context, c Check) Check {
-	nodes, done := r.streamNodes(ctx, c, r.lt.Events(), r.cfg.Logs.EventsJob,
-		fmt.Sprintf("no stream with job %q in the last hour: check logs.eventsJob and loki.url", r.cfg.Logs.EventsJob))
+	nodes, done := r.streamNodes(ctx, c, r.lt.Events(), r.v.EventsJob,
+		fmt.Sprintf("no stream with job %q in the last hour: check logs.eventsJob and loki.url", r.v.EventsJob))
 	if done != nil {
 		return *done
 	}
@@ -71,8 +71,8 @@ func (r *run) noStreams(ctx context.Context, c Check, job, fix string) Check {
 
 // podLogs: Windows pod logs reached Loki in the last hour.
 func (r *run) podLogs(ctx context.Context, c Check) Check {
-	nodes, done := r.streamNodes(ctx, c, r.lt.PodLogs(), r.cfg.Logs.PodLogsJob,
-		fmt.Sprintf("no stream with job %q: the Alloy DaemonSet reads C:\\var\\log\\pods on nodes labelled for it (logAgent); check its log", r.cfg.Logs.PodLogsJob))
+	nodes, done := r.streamNodes(ctx, c, r.lt.PodLogs(), r.v.PodLogsJob,
+		fmt.Sprintf("no stream with job %q: the Alloy DaemonSet reads C:\\var\\log\\pods on nodes labelled for it (logAgent); check its log", r.v.PodLogsJob))
 	if done != nil {
 		return *done
 	}

@@ -9,7 +9,6 @@ import (
 	"regexp"
 	"slices"
 
-	"github.com/winobs/winobs/config"
 	"github.com/winobs/winobs/contract"
 	"github.com/winobs/winobs/rules"
 	"github.com/winobs/winobs/vocab"
@@ -22,18 +21,18 @@ func (r *run) nodesScraped(ctx context.Context, c Check) Check {
 	}
 	missing, down := r.missing, r.down
 	c.Evidence = append(c.Evidence, fmt.Sprintf("%d Windows nodes in kube-state-metrics, %d exporter targets (job %q), %d down",
-		len(r.windowsNodes), r.targets, r.cfg.WindowsExporter.Job, len(down)))
+		len(r.windowsNodes), r.targets, r.v.ExporterJob, len(down)))
 	switch {
 	case len(r.windowsNodes) == 0:
-		c.Status, c.Fix = Fail, fmt.Sprintf("kube-state-metrics (job %q) reports no node with a Windows os_image: check that job name (kubeStateMetrics.job) and that Prometheus scrapes it", r.cfg.KubeStateMetrics.Job)
+		c.Status, c.Fix = Fail, fmt.Sprintf("kube-state-metrics (job %q) reports no node with a Windows os_image: check that job name (kubeStateMetrics.job) and that Prometheus scrapes it", r.v.KSMJob)
 		if down := r.ksmDown(ctx); down != "" {
 			c.Evidence = append(c.Evidence, "kube-state-metrics targets down: "+down)
-			c.Fix = fmt.Sprintf("kube-state-metrics (job %q) is down: its pod's status and log say why; until it is back, no container has its pod's labels", r.cfg.KubeStateMetrics.Job)
+			c.Fix = fmt.Sprintf("kube-state-metrics (job %q) is down: its pod's status and log say why; until it is back, no container has its pod's labels", r.v.KSMJob)
 		}
 	case len(missing) > 0:
 		c.Status = Fail
 		c.Evidence = append(c.Evidence, fmt.Sprintf("%d of %d Windows nodes have no exporter target: %s", len(missing), len(r.windowsNodes), names(missing)))
-		c.Fix = fmt.Sprintf("check the exporter DaemonSet runs on those nodes (nodes.selector, nodes.tolerations), that the monitor is selected by your Prometheus (windowsExporter.monitorLabels) and that its job is %q (%s)", r.cfg.WindowsExporter.Job, r.runbook(rules.AlertExporterDown))
+		c.Fix = fmt.Sprintf("check the exporter DaemonSet runs on those nodes (nodes.selector, nodes.tolerations), that the monitor is selected by your Prometheus (windowsExporter.monitorLabels) and that its job is %q (%s)", r.v.ExporterJob, r.runbook(rules.AlertExporterDown))
 	case len(down) > 0:
 		c.Status = Fail
 		c.Evidence = append(c.Evidence, "targets down: "+names(down))
@@ -65,7 +64,7 @@ func (r *run) ksmDown(ctx context.Context) string {
 // shipper's DaemonSet (in the config's namespace) on.
 func (r *run) shipperNodes(ctx context.Context) ([]string, error) {
 	ss, err := r.query(ctx, fmt.Sprintf("count by (%s) (%s)", contract.LabelNode,
-		r.t.KSM(vocab.Eq("namespace", r.cfg.Namespace), vocab.Eq("created_by_kind", "DaemonSet"), vocab.Eq("created_by_name", contract.ShipperName)).Of("kube_pod_info")))
+		r.t.KSM(vocab.Eq("namespace", r.v.Namespace), vocab.Eq("created_by_kind", "DaemonSet"), vocab.Eq("created_by_name", contract.ShipperName)).Of("kube_pod_info")))
 	return label(ss, contract.LabelNode), err
 }
 
@@ -158,10 +157,10 @@ func (r *run) scrapedWithout(ctx context.Context, c Check, metric string, sel vo
 // but never shows in its own query answers: so the configuration is read
 // first, and the series only when it is not there.
 func (r *run) clusterLabel(ctx context.Context, c Check) Check {
-	if !r.cfg.Cluster.Multi() {
+	if !r.v.Cluster.Multi() {
 		return skip(c, "single cluster (cluster.name is empty): nothing to check")
 	}
-	name, want := r.cfg.Cluster.Label, r.cfg.Cluster.Name
+	name, want := r.v.Cluster.Label, r.v.Cluster.Name
 	ext := r.external
 	if ext == nil {
 		var err error
@@ -171,7 +170,7 @@ func (r *run) clusterLabel(ctx context.Context, c Check) Check {
 	}
 	// What the exporter's own series carry: the dashboards read them so
 	// (docs/dashboards.md, "The cluster label").
-	ss, err := r.query(ctx, fmt.Sprintf(`count by (%s) (%s)`, name, vocab.Selector{vocab.Eq(contract.LabelJob, r.cfg.WindowsExporter.Job)}.Of("up")))
+	ss, err := r.query(ctx, fmt.Sprintf(`count by (%s) (%s)`, name, vocab.Selector{vocab.Eq(contract.LabelJob, r.v.ExporterJob)}.Of("up")))
 	if err != nil {
 		return failed(c, err)
 	}
@@ -215,9 +214,9 @@ func (r *run) shipperCounters(ctx context.Context, c Check) Check {
 		return failed(c, err)
 	}
 	if channels == 0 {
-		shipperDefault := r.cfg.LogAgent.Default == config.AgentShipper
+		shipperDefault := r.v.ShipperDefault
 		switch {
-		case shipperDefault && !r.cfg.WindowsExporter.Deploy:
+		case shipperDefault && !r.v.ExporterDeployed:
 			c.Status, c.Evidence = Fail, []string{"the eventlog-shipper is the log agent of every unlabelled node, but no " + contract.ShipperEventsRead + " reaches Prometheus"}
 			c.Fix = "its counters are a textfile that winobs's exporter reads (shipper.textfileDir), and windowsExporter.deploy is false: its drops are invisible; deploy winobs's exporter, or have yours read that directory (--collector.textfile.directories)"
 		case shipperDefault && r.exportersUp == 0:

@@ -203,7 +203,7 @@ func (r *run) containerLabels(ctx context.Context, c Check) Check {
 	var problems []string
 	if n := nExported; n > 0 {
 		msg := fmt.Sprintf("%d container series carry exported_namespace/exported_pod: the monitor scrapes without honorLabels", n)
-		if r.cfg.WindowsExporter.Deploy {
+		if r.v.ExporterDeployed {
 			problems = append(problems, msg+", but winobs deploys its own monitor with honorLabels: another monitor (kube-prometheus-stack's windowsMonitoring) scrapes the same exporter")
 		} else {
 			c.Evidence = append(c.Evidence, msg+" (kube-prometheus-stack's ServiceMonitor): the info record maps them back")

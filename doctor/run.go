@@ -8,18 +8,17 @@ import (
 
 	"github.com/prometheus/prometheus/model/rulefmt"
 
-	"github.com/winobs/winobs/config"
 	"github.com/winobs/winobs/contract"
 	"github.com/winobs/winobs/rules"
 	"github.com/winobs/winobs/view"
 	"github.com/winobs/winobs/vocab"
 )
 
-// run is one doctor run: what it asks (the config, its rules, the APIs)
+// run is one doctor run: what it asks (the config's view, its rules, the APIs)
 // and the facts, gathered once before any check runs and read, never
 // changed, by the checks.
 type run struct {
-	cfg   *config.Config
+	v     view.Doctor
 	prom  *API
 	loki  *API
 	rules rulefmt.RuleGroups
@@ -129,12 +128,12 @@ func (r *run) do(ctx context.Context, specs []spec) []Check {
 	return out
 }
 
-// Run checks what gen renders for cfg against prom (and loki, when not
-// nil). Each check is bounded by ctx.
-func Run(ctx context.Context, cfg *config.Config, prom, loki *API) Report {
-	groups, err := rules.Build(view.Of(cfg).Rules)
-	r := &run{cfg: cfg, prom: prom, loki: loki, rules: groups, now: time.Now}
-	r.t, r.lt = vocab.ForCluster(cfg), vocab.ForCluster(cfg)
+// Run checks what gen renders for the config v views against prom (and
+// loki, when not nil). Each check is bounded by ctx.
+func Run(ctx context.Context, v view.Doctor, prom, loki *API) Report {
+	groups, err := rules.Build(v.Rules)
+	r := &run{v: v, prom: prom, loki: loki, rules: groups, now: time.Now}
+	r.t, r.lt = v.Terms, v.Terms
 	rep := Report{Prometheus: prom.base.Redacted()}
 	if loki != nil {
 		rep.Loki = loki.base.Redacted()
@@ -169,14 +168,14 @@ func Run(ctx context.Context, cfg *config.Config, prom, loki *API) Report {
 // gather asks Prometheus, once, what several checks read.
 func (r *run) gather(ctx context.Context) facts {
 	f := facts{t: r.t, lt: r.lt, loaded: map[string]bool{}}
-	cfg := r.cfg
+	cluster := r.v.Cluster
 	// Select as the rules do (no cluster matcher) when Prometheus adds the
 	// cluster on the way out, or when no series carries it: then only
 	// cluster-label fails, and the other checks still see the data.
 	var err error
-	if f.external, err = r.prom.ExternalLabels(ctx); err == nil && cfg.Cluster.Multi() &&
-		(f.external[cfg.Cluster.Label] == cfg.Cluster.Name || !r.seriesCarryCluster(ctx, f.t)) {
-		f.t = vocab.ForRules(cfg)
+	if f.external, err = r.prom.ExternalLabels(ctx); err == nil && cluster.Multi() &&
+		(f.external[cluster.Label] == cluster.Name || !r.seriesCarryCluster(ctx, f.t)) {
+		f.t = r.v.RuleTerms
 	}
 	ss, err := r.prom.Query(ctx, fmt.Sprintf(`max by (node) (%s)`, f.t.KSM(vocab.Re("os_image", "(?i).*windows.*")).Of("kube_node_info")))
 	f.windowsNodes, f.nodesErr = label(ss, contract.LabelNode), err

@@ -9,7 +9,7 @@ import (
 
 	"github.com/winobs/winobs/config"
 	"github.com/winobs/winobs/doctor"
-	"github.com/winobs/winobs/endpoint"
+	"github.com/winobs/winobs/view"
 )
 
 // runDoctor checks the user's cluster against what gen renders for the
@@ -44,10 +44,6 @@ func runDoctor(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "gen doctor: --prometheus URL is required and --output is text or json; run \"gen doctor --help\"")
 		return 2
 	}
-	if (promAuth.Username == "") != (promAuth.PasswordFile == "") || (lokiAuth.Username == "") != (lokiAuth.PasswordFile == "") {
-		fmt.Fprintln(stderr, "gen doctor: basic auth needs both --*-username and --*-password-file")
-		return 2
-	}
 	cfg, _, err := config.Read(*configPath)
 	if err != nil {
 		return configFailed(stderr, "gen doctor", err)
@@ -57,12 +53,8 @@ func runDoctor(args []string, stdout, stderr io.Writer) int {
 	if *lokiTenant != "" {
 		lokiAuth.Tenant = *lokiTenant
 	}
-	for flag, t := range map[string]string{"--prometheus-tenant": promAuth.Tenant, "--loki-tenant": *lokiTenant} {
-		if msg := endpoint.CheckTenant(t); t != "" && msg != "" {
-			fmt.Fprintf(stderr, "gen doctor: %s: %s\n", flag, msg)
-			return 2
-		}
-	}
+	// doctor.NewAPI checks the URL, the credentials and the tenant, as
+	// endpoint checks the agents'.
 	prom, err := doctor.NewAPI("Prometheus", *promURL, promAuth, *reqTimeout)
 	if err != nil {
 		fmt.Fprintf(stderr, "gen doctor: %v\n", err)
@@ -77,7 +69,7 @@ func runDoctor(args []string, stdout, stderr io.Writer) int {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
 	defer cancel()
-	rep := doctor.Run(ctx, cfg, prom, loki)
+	rep := doctor.Run(ctx, view.ForDoctor(cfg), prom, loki)
 	if *output == "json" {
 		err = rep.WriteJSON(stdout)
 	} else {
