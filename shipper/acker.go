@@ -10,6 +10,7 @@ import (
 
 	"github.com/winobs/winobs/contract"
 	"github.com/winobs/winobs/shipper/checkpoint"
+	"github.com/winobs/winobs/shipper/lanes"
 	"github.com/winobs/winobs/shipper/loki"
 	"github.com/winobs/winobs/shipper/ratelog"
 	"github.com/winobs/winobs/shipper/shipconfig"
@@ -152,6 +153,14 @@ func beyond(cp, mark checkpoint.Checkpoint) bool {
 
 // acked is the last delivered position of a channel.
 func (a *acker) acked(channel string) (checkpoint.Checkpoint, bool) { return a.store.Peek(channel) }
+
+// saveLanes writes a channel's lane plans beside its checkpoints: the
+// acker owns every durable write of the shipper's state.
+func (a *acker) saveLanes(channel string, p lanes.Plans) error { return a.store.SaveLanes(channel, p) }
+
+// lanes reads a channel's saved lane plans, with a note when the file was
+// damaged or of an older version.
+func (a *acker) lanes(channel string) (lanes.Plans, string, error) { return a.store.Lanes(channel) }
 
 // save records positions, and any still unsaved from earlier batches. A
 // position that cannot be saved is delivered but not recorded. Stopping

@@ -289,7 +289,7 @@ func (c *Controller) Assign(name, stream string, id uint64, n int) int {
 func (c *Controller) reconsider(name, stream string, st *channel, w *window, id uint64, elapsed time.Duration) {
 	p := st.plans.For(stream)
 	k, from := p.last()
-	want := c.want(w, k, float64(w.bytes)/elapsed.Seconds(), int(elapsed/Window))
+	want := c.decide(w, k, float64(w.bytes)/elapsed.Seconds(), int(elapsed/Window))
 	if want == k || id <= st.floor || id <= from {
 		return
 	}
@@ -316,10 +316,10 @@ func (c *Controller) adopt(name, stream string, st *channel, next Plans) bool {
 	return true
 }
 
-// want is the lane count a stream's rate calls for, given k lanes now and
-// the windows the rate was measured over. It changes only the window's
-// count of low windows.
-func (c *Controller) want(w *window, k int, rate float64, windows int) int {
+// decide is the lane count a stream's rate calls for, given k lanes now
+// and the windows the rate was measured over; it counts the window's low
+// windows towards a decrease (the one state it changes).
+func (c *Controller) decide(w *window, k int, rate float64, windows int) int {
 	maxK := max(1, c.Max)
 	if c.PerLane <= 0 {
 		return min(k, maxK)
