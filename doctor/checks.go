@@ -1,7 +1,6 @@
 package doctor
 
 import (
-	"context"
 	"fmt"
 	"math"
 	"slices"
@@ -82,30 +81,6 @@ func groupMissing(group string) string {
 	return "the " + group + " group is not loaded: nothing to check (see rules-loaded)"
 }
 
-func (r *run) reachable(ctx context.Context, api *API, id string) Check {
-	c := Check{ID: id, Title: api.name + " answers its API"}
-	v, err := api.BuildInfo(ctx)
-	if err != nil {
-		c.Status, c.Evidence = Fail, []string{err.Error()}
-		example := "http://prometheus-operated.monitoring:9090"
-		if api.name == "Loki" {
-			example = "http://loki-gateway.loki (the gateway, or Loki's own :3100)"
-		}
-		c.Fix = "check the URL (the base URL, such as " + example + "), the network path from here, and the credentials"
-		return c
-	}
-	if v == "" {
-		v = "(version not stamped)"
-	}
-	c.Status, c.Evidence = Pass, []string{api.name + " " + v + " at " + api.base.Redacted()}
-	return c
-}
-
-// query runs expr on Prometheus and returns its samples.
-func (r *run) query(ctx context.Context, expr string) ([]Sample, error) {
-	return r.prom.Query(ctx, expr)
-}
-
 // label collects one label's values from samples.
 func label(ss []Sample, name string) []string {
 	var out []string
@@ -133,17 +108,6 @@ func ago(now, t time.Time) string {
 		return "never"
 	}
 	return now.Sub(t).Round(time.Second).String() + " ago"
-}
-
-// countIn reads a count() answer: none is 0, else one whole, non-negative
-// number; anything else is a server doctor cannot believe.
-// count runs a count() query and reads its one number (0 when empty).
-func (r *run) count(ctx context.Context, expr string) (int, error) {
-	ss, err := r.query(ctx, expr)
-	if err != nil {
-		return 0, err
-	}
-	return countIn(ss)
 }
 
 func countIn(ss []Sample) (int, error) {

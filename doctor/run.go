@@ -238,3 +238,38 @@ func (r *run) seriesCarryCluster(ctx context.Context, t vocab.Terms) bool {
 	ss, err := r.prom.Query(ctx, "count("+t.Cluster().Of("up")+")")
 	return err != nil || len(ss) > 0
 }
+
+func (r *run) reachable(ctx context.Context, api *API, id string) Check {
+	c := Check{ID: id, Title: api.name + " answers its API"}
+	v, err := api.BuildInfo(ctx)
+	if err != nil {
+		c.Status, c.Evidence = Fail, []string{err.Error()}
+		example := "http://prometheus-operated.monitoring:9090"
+		if api.name == "Loki" {
+			example = "http://loki-gateway.loki (the gateway, or Loki's own :3100)"
+		}
+		c.Fix = "check the URL (the base URL, such as " + example + "), the network path from here, and the credentials"
+		return c
+	}
+	if v == "" {
+		v = "(version not stamped)"
+	}
+	c.Status, c.Evidence = Pass, []string{api.name + " " + v + " at " + api.base.Redacted()}
+	return c
+}
+
+// query runs expr on Prometheus and returns its samples.
+func (r *run) query(ctx context.Context, expr string) ([]Sample, error) {
+	return r.prom.Query(ctx, expr)
+}
+
+// countIn reads a count() answer: none is 0, else one whole, non-negative
+// number; anything else is a server doctor cannot believe.
+// count runs a count() query and reads its one number (0 when empty).
+func (r *run) count(ctx context.Context, expr string) (int, error) {
+	ss, err := r.query(ctx, expr)
+	if err != nil {
+		return 0, err
+	}
+	return countIn(ss)
+}

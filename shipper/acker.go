@@ -154,13 +154,13 @@ func beyond(cp, mark checkpoint.Checkpoint) bool {
 // acked is the last delivered position of a channel.
 func (a *acker) acked(channel string) (checkpoint.Checkpoint, bool) { return a.store.Peek(channel) }
 
-// saveLanes writes a channel's lane plans beside its checkpoints: the
+// savePlans writes a channel's lane plans beside its checkpoints: the
 // acker owns every durable write of the shipper's state.
-func (a *acker) saveLanes(channel string, p lanes.Plans) error { return a.store.SaveLanes(channel, p) }
+func (a *acker) savePlans(channel string, p lanes.Plans) error { return a.store.SavePlans(channel, p) }
 
-// lanes reads a channel's saved lane plans, with a note when the file was
+// plans reads a channel's saved lane plans, with a note when the file was
 // damaged or of an older version.
-func (a *acker) lanes(channel string) (lanes.Plans, string, error) { return a.store.Lanes(channel) }
+func (a *acker) plans(channel string) (lanes.Plans, string, error) { return a.store.Plans(channel) }
 
 // save records positions, and any still unsaved from earlier batches. A
 // position that cannot be saved is delivered but not recorded. Stopping

@@ -989,7 +989,7 @@ func (h *harness) lanePlan() lanes.Plan {
 	if err != nil {
 		h.t.Fatal(err)
 	}
-	p, _, _ := store.Lanes("System")
+	p, _, _ := store.Plans("System")
 	return p.For("WINNODE01")
 }
 

@@ -113,7 +113,7 @@ func New(cfg *shipconfig.Config, log *slog.Logger) (*Shipper, error) {
 func newLanes(cfg *shipconfig.Config, ack *acker, m *metrics, log *slog.Logger) *lanes.Controller {
 	logs := ratelog.New(log, time.Minute)
 	return &lanes.Controller{PerLane: float64(cfg.Limits.StreamBytesPerSecond), Max: cfg.Limits.Lanes(), Now: time.Now,
-		Save: ack.saveLanes,
+		Save: ack.savePlans,
 		Acked: func(ch string) uint64 {
 			cp, _ := ack.acked(ch)
 			return cp.RecordID
@@ -188,7 +188,7 @@ func (s *Shipper) resume() {
 			s.format.replaying(sent)
 			floor = max(floor, sent.RecordID)
 		}
-		plan, note, err := s.acker.lanes(ch)
+		plan, note, err := s.acker.plans(ch)
 		if note != "" || err != nil {
 			s.log.Error("LANE PLAN PROBLEM: replayed events may land in another stream and show twice in Loki", "channel", ch, "note", note, "error", err)
 		}

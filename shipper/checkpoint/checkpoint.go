@@ -132,11 +132,11 @@ type planFile struct {
 	Saved time.Time  `json:"saved"`
 }
 
-// SaveLanes stores a channel's lane plans before any event is pushed under
+// SavePlans stores a channel's lane plans before any event is pushed under
 // them, with the previous plans kept as a backup: a replay needs the plan
 // its events were first pushed under, or it lands them in other streams,
 // where Loki's dedupe does not see them.
-func (s *Store) SaveLanes(channel string, p lanes.Plans) error {
+func (s *Store) SavePlans(channel string, p lanes.Plans) error {
 	data, err := seal(planFile{Channel: channel, Plans: p, Saved: s.now().UTC()})
 	if err != nil {
 		return err
@@ -144,10 +144,10 @@ func (s *Store) SaveLanes(channel string, p lanes.Plans) error {
 	return s.replace(s.lanesPath(channel), "lane plan", data)
 }
 
-// Lanes returns a channel's lane plans: none on a first start, the previous
+// Plans returns a channel's lane plans: none on a first start, the previous
 // copy (with a note to report) when the current file is unreadable, and an
 // error (wrapping ErrCorrupt for a damaged file) when no copy can be read.
-func (s *Store) Lanes(channel string) (p lanes.Plans, note string, err error) {
+func (s *Store) Plans(channel string) (p lanes.Plans, note string, err error) {
 	path := s.lanesPath(channel)
 	cur, err := readLanes(path, channel)
 	if err == nil {

@@ -387,13 +387,13 @@ func TestSentMarkInPlace(t *testing.T) {
 // whole-channel plan of an earlier version is read as the channel's plan.
 func TestLanePlans(t *testing.T) {
 	s := store(t)
-	if p, note, err := s.Lanes("Security"); !reflect.DeepEqual(p, lanes.Plans{}) || note != "" || err != nil {
+	if p, note, err := s.Plans("Security"); !reflect.DeepEqual(p, lanes.Plans{}) || note != "" || err != nil {
 		t.Fatalf("first start: %v %q %v", p, note, err)
 	}
 	first := lanes.Plans{Streams: map[string]lanes.Plan{"WINNODE01": {{From: 100, K: 2}}}}
 	second := lanes.Plans{Streams: map[string]lanes.Plan{"WINNODE01": {{From: 100, K: 2}, {From: 900, K: 4}}, "WINNODE02": {{From: 950, K: 2}}}}
 	for _, p := range []lanes.Plans{first, second} {
-		if err := s.SaveLanes("Security", p); err != nil {
+		if err := s.SavePlans("Security", p); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -433,17 +433,17 @@ func TestLanePlans(t *testing.T) {
 	} {
 		os.Remove(path + ".gone")
 		tc.damage()
-		p, note, err := s.Lanes("Security")
+		p, note, err := s.Plans("Security")
 		if (err != nil) != tc.err || (note != "") != tc.note || !reflect.DeepEqual(p, tc.want) {
 			t.Errorf("%s: plan %v, note %q, err %v; want %v, note %v, err %v", tc.name, p, note, err, tc.want, tc.note, tc.err)
 		}
 		if tc.err && !errors.Is(err, ErrCorrupt) {
 			t.Errorf("%s: %v does not wrap ErrCorrupt", tc.name, err)
 		}
-		if err := s.SaveLanes("Security", first); err != nil { // restore: current = first, previous copy = whatever was there
+		if err := s.SavePlans("Security", first); err != nil { // restore: current = first, previous copy = whatever was there
 			t.Fatal(err)
 		}
-		if err := s.SaveLanes("Security", second); err != nil {
+		if err := s.SavePlans("Security", second); err != nil {
 			t.Fatal(err)
 		}
 	}
