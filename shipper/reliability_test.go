@@ -1065,8 +1065,17 @@ func TestReliabilityLanesFullStateDisk(t *testing.T) {
 		case 1: // full from the second run on
 			cp, _ = store.Peek("System")
 			plan, delivered = h.lanePlan(), h.recv.Stats().Distinct
+			// A kill mid-write can leave a temporary copy behind as a
+			// file: it goes first, or the directory standing for the full
+			// disk could not be made and the disk would not be full.
 			for _, f := range full {
-				os.MkdirAll(filepath.Join(h.dir, "state", f, "full"), 0o700)
+				p := filepath.Join(h.dir, "state", f)
+				if fi, err := os.Lstat(p); err == nil && !fi.IsDir() {
+					os.Remove(p)
+				}
+				if err := os.MkdirAll(filepath.Join(p, "full"), 0o700); err != nil {
+					t.Fatalf("filling the disk: %v", err)
+				}
 			}
 		case 3: // the disk refused every new file, and delivery went on
 			if now, _ := store.Peek("System"); now.RecordID != cp.RecordID || !slices.Equal(h.lanePlan(), plan) {
