@@ -119,10 +119,11 @@ func newDashboard(v view.Dashboards, q queries, uid, desc string, datasources ..
 		// them: a dashboard with Loki lists the clusters from Loki, so its
 		// LogQL selects the cluster's streams while its PromQL also takes
 		// series without the label (vocab.VarOrAbsent).
-		cluster := queryVar("cluster", promDS, q.clusterValues(), false)
+		ds, values := promDS, q.clusterValues()
 		if slices.Contains(datasources, lokiVar) {
-			cluster = queryVar("cluster", lokiDS, q.clusterLogValues(), false)
+			ds, values = lokiDS, q.clusterLogValues()
 		}
+		cluster := queryVar("cluster", ds, values, false)
 		b.WithVariable(cluster.Current(dashboard.VariableOption{Text: str(v.Cluster.Name), Value: str(v.Cluster.Name)}))
 	}
 	for _, other := range order {

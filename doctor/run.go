@@ -132,8 +132,9 @@ func (r *run) do(ctx context.Context, specs []spec) []Check {
 // loki, when not nil). Each check is bounded by ctx.
 func Run(ctx context.Context, v view.Doctor, prom, loki *API) Report {
 	groups, err := rules.Build(v.Rules)
-	r := &run{v: v, prom: prom, loki: loki, rules: groups, now: time.Now}
-	r.t, r.lt = v.Terms, v.Terms
+	// Until gather knows better (a reachable Prometheus), this cluster's
+	// terms select; the Loki checks read them whatever Prometheus says.
+	r := &run{v: v, prom: prom, loki: loki, rules: groups, now: time.Now, facts: facts{t: v.Terms, lt: v.Terms}}
 	rep := Report{Prometheus: prom.base.Redacted()}
 	if loki != nil {
 		rep.Loki = loki.base.Redacted()
@@ -167,7 +168,7 @@ func Run(ctx context.Context, v view.Doctor, prom, loki *API) Report {
 
 // gather asks Prometheus, once, what several checks read.
 func (r *run) gather(ctx context.Context) facts {
-	f := facts{t: r.t, lt: r.lt, loaded: map[string]bool{}}
+	f := facts{t: r.v.Terms, lt: r.v.Terms, loaded: map[string]bool{}}
 	cluster := r.v.Cluster
 	// Select as the rules do (no cluster matcher) when Prometheus adds the
 	// cluster on the way out, or when no series carries it: then only
