@@ -46,8 +46,9 @@ func pushLive(t *testing.T, recv *lokitest.Receiver, labels string) {
 }
 
 // Backfill 3 h old into streams that already hold a live event: Loki
-// ignores every entry too far behind, naming ten per answer and, of the
-// streams of one request, only the last failing one; all of them are
+// ignores every entry too far behind, naming ten per answer and answering
+// for the last stream of a request only (a 204 there hides the ignored
+// entries of the others: the shipper sends one stream a request); all are
 // re-stamped inside its window, stored, counted as sent and as re-stamped,
 // and a rerun sends nothing. Forwarded events bring many computers, so many
 // streams, into one batch.

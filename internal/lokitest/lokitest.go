@@ -379,17 +379,18 @@ func (r *Receiver) push(streams map[string][]entry, order []string) (int, string
 			continue
 		}
 		r.received += len(valid)
-		if msg := r.ingest(labels, valid, r.shards(labels, valid, now)); msg != "" {
-			// The ingester's Push keeps only the last failing stream's
-			// error (instance.Push: appendErr = err; continue).
-			ingester = msg
-		}
+		// The ingester's answer is its last stream's (instance.Push sets
+		// appendErr for every stream): an earlier stream's ignored
+		// entries go unsaid when a later one is taken whole.
+		ingester = r.ingest(labels, valid, r.shards(labels, valid, now))
 	}
 	switch {
+	case ingester != "":
+		// The ingester's error is returned in place of the distributor's
+		// refusals (PushWithResolver: tracker.err before validationErr).
+		return http.StatusBadRequest, ingester + "\n"
 	case len(distributor) > 0:
 		return http.StatusBadRequest, strings.Join(distributor, "\n") + "\n"
-	case ingester != "":
-		return http.StatusBadRequest, ingester + "\n"
 	}
 	return http.StatusNoContent, ""
 }
@@ -440,7 +441,8 @@ func (r *Receiver) validate(entries []entry, named string, now time.Time) (valid
 // ingest is the ingester, per stream (a shard is a stream of its own):
 // entries too far behind the newest are ignored, at most 10 of them named,
 // then the total; identical entries are dropped. It returns the last
-// stream's ignored-entries error, as Loki does, or "".
+// shard's ignored-entries error, as Loki does, or "" when that one took
+// every entry.
 func (r *Receiver) ingest(labels string, valid []entry, shards int) string {
 	type ignoredIn struct {
 		lines    []string
@@ -484,8 +486,11 @@ func (r *Receiver) ingest(labels string, valid []entry, shards int) string {
 		}
 		r.byLine[e.line][stored{key, e.ts}] = true
 	}
+	// Each shard is a stream of the ingester's request, in shard order:
+	// the last one's answer is the request's.
 	msg := ""
 	for _, key := range blockOrder {
+		msg = ""
 		if bl := blocks[key]; bl.n > 0 {
 			msg = strings.Join(bl.lines, "\n") + fmt.Sprintf("\nuser 'fake', total ignored: %d out of %d for stream: %s", bl.n, bl.total, lokiName(key))
 		}

@@ -158,26 +158,32 @@ func equalInts(a, b []int) bool {
 // with service_name added).
 const demo = `{channel="System", job="demo"}`
 
-// A partial 400 in a real Loki's words (testdata/loki): the batch goes
-// again, the stored entry unchanged (Loki drops it as identical), the
-// too-old one re-stamped inside Loki's window, the too-far-behind one too,
-// the over-long one truncated with the marker; nothing is dropped.
+// A partial 400 in a real Loki's words (testdata/loki), each answering the
+// one stream of a request. The distributor's words (too old, too long) come
+// only when the ingester took every entry that reached it, so the entries
+// they do not name are stored and only the named ones go again: re-stamped
+// inside Loki's window, or truncated with the marker. The ingester's words
+// hide the distributor's: "1 out of 1" of four entries sent says three
+// never reached it, so every entry under the floor it names (to the second)
+// is re-stamped above it and the others go again unchanged (Loki drops the
+// stored ones as identical). Nothing is dropped.
 func TestPartialRejectionRealBodies(t *testing.T) {
 	tooOld := time.Date(2026, 11, 25, 7, 26, 19, 123456700, time.UTC)
 	behind := time.Date(2026, 12, 3, 5, 26, 19, 899513623, time.UTC)
 	stored := time.Date(2026, 12, 3, 7, 25, 0, 0, time.UTC)
 	long := time.Date(2026, 12, 3, 7, 26, 0, 0, time.UTC)
+	// Five minutes above the oldest time Loki named, as the stream's newest
+	// entry moves on; a nanosecond apart in their order of time.
+	aboveFloor := time.Date(2026, 12, 3, 6, 30, 21, 0, time.UTC)
 	for _, tc := range []struct {
-		file     string
-		entry    int
-		wantTime time.Time
-		wantLen  int
+		file   string
+		resent []int             // the entries sent again, in order
+		want   map[int]time.Time // their new times, by entry
+		trunc  int               // the entry truncated, or -1
 	}{
-		{"400-too-old.txt", 0, time.Date(2026, 11, 26, 8, 26, 19, 0, time.UTC), 0},
-		// Five minutes above the oldest time Loki named, as the stream's
-		// newest entry moves on.
-		{"400-too-far-behind.txt", 1, time.Date(2026, 12, 3, 6, 30, 21, 0, time.UTC), 0},
-		{"400-max-entry-size.txt", 3, long, 262144},
+		{"400-too-old.txt", []int{0}, map[int]time.Time{0: time.Date(2026, 11, 26, 8, 26, 19, 0, time.UTC)}, -1},
+		{"400-max-entry-size.txt", []int{3}, nil, 3},
+		{"400-too-far-behind.txt", []int{0, 1, 2, 3}, map[int]time.Time{0: aboveFloor, 1: aboveFloor.Add(1)}, -1},
 	} {
 		t.Run(tc.file, func(t *testing.T) {
 			c, rec, dropped := setup(t, Config{}, status(400, string(fixture.Read(t, "loki", tc.file))))
@@ -188,24 +194,29 @@ func TestPartialRejectionRealBodies(t *testing.T) {
 			if err := c.Send(context.Background(), streams); err != nil {
 				t.Fatal(err)
 			}
-			if len(rec.requests) != 2 || len(dropped) != 0 {
-				t.Fatalf("%d requests, dropped %v", len(rec.requests), dropped)
+			if len(rec.requests) != 2 || len(dropped) != 0 || c.last.Stored[demo] != 4 {
+				t.Fatalf("%d requests, dropped %v, stored %d: want 2 requests, all 4 stored", len(rec.requests), dropped, c.last.Stored[demo])
 			}
 			resent := rec.requests[1].Streams[0].Entries
-			for i, e := range resent {
+			if len(resent) != len(tc.resent) {
+				t.Fatalf("%d entries sent again, want %d", len(resent), len(tc.resent))
+			}
+			for j, e := range resent {
+				i := tc.resent[j]
 				orig := streams[0].Entries[i]
+				wantTime, moved := tc.want[i]
 				switch {
-				case i != tc.entry:
-					if !e.Timestamp.Equal(orig.Time) || e.Line != string(orig.Line) {
-						t.Errorf("entry %d changed on resend", i)
-					}
-				case tc.wantLen > 0:
-					if !strings.HasSuffix(e.Line, TruncatedMarker) || len(e.Line) > tc.wantLen || len(e.Line) < tc.wantLen-4 || !utf8.ValidString(e.Line) {
+				case i == tc.trunc:
+					if !strings.HasSuffix(e.Line, TruncatedMarker) || len(e.Line) > 262144 || len(e.Line) < 262140 || !utf8.ValidString(e.Line) {
 						t.Errorf("over-long entry resent with %d bytes", len(e.Line))
 					}
+				case moved:
+					if !e.Timestamp.Equal(wantTime) || e.Line != string(orig.Line) {
+						t.Errorf("entry %d resent at %v, want %v", i, e.Timestamp, wantTime)
+					}
 				default:
-					if !e.Timestamp.Equal(tc.wantTime) || e.Line != string(orig.Line) {
-						t.Errorf("rejected entry resent at %v, want %v", e.Timestamp, tc.wantTime)
+					if !e.Timestamp.Equal(orig.Time) || e.Line != string(orig.Line) {
+						t.Errorf("entry %d changed on resend", i)
 					}
 				}
 			}
@@ -224,11 +235,16 @@ func TestPartialRejectionOlderWording(t *testing.T) {
 	if err := c.Send(context.Background(), streams); err != nil {
 		t.Fatal(err)
 	}
+	// The distributor's words alone: the entry they do not name is stored,
+	// not sent again.
 	resent := rec.requests[1].Streams[0].Entries
+	if len(resent) != 2 {
+		t.Fatalf("%d entries sent again, want the 2 named", len(resent))
+	}
 	if !resent[0].Timestamp.Equal(time.Date(2026, 11, 25, 1, 0, 0, 0, time.UTC)) {
 		t.Errorf("too-old entry resent at %v", resent[0].Timestamp)
 	}
-	if l := resent[2].Line; !strings.HasSuffix(l, TruncatedMarker) || len(l) > 60 {
+	if l := resent[1].Line; !strings.HasSuffix(l, TruncatedMarker) || len(l) > 60 {
 		t.Errorf("over-long entry resent as %q", l)
 	}
 	if len(dropped) != 0 {
@@ -251,9 +267,9 @@ func TestRejectedIsDroppedAndCounted(t *testing.T) {
 		t.Errorf("an unknown 400 reason: %d requests, dropped %v", len(rec0.requests), dropped2)
 	}
 	// Rejected again after every repair (Loki's window keeps moving): after
-	// maxRepairs rounds the entry is dropped as too old; the other one was
-	// never confirmed by a 204 (a distributor's 400 can hide the ingester's
-	// answer), so it is counted as dropped too, never as sent.
+	// maxRepairs rounds the entry is dropped as too old; the other one is
+	// stored (the distributor's words alone come only when the ingester took
+	// every entry that reached it) and is not sent again.
 	again := func(pr *push.PushRequest) (int, string) {
 		ts := pr.Streams[0].Entries[0].Timestamp.UTC()
 		return 400, "entry for stream '" + labels + "' has timestamp too old: " + ts.Format(time.RFC3339) +
@@ -265,7 +281,7 @@ func TestRejectedIsDroppedAndCounted(t *testing.T) {
 	}
 	c, rec, dropped3 := setup(t, Config{}, answers...)
 	c.Send(context.Background(), batch(5, 1799999999e9))
-	if len(rec.requests) != maxRepairs+2 || dropped3[contract.DropTooOld] != 1 || dropped3[contract.DropUnconfirmed] != 1 || len(c.last.Stored) != 0 {
+	if len(rec.requests) != maxRepairs+2 || dropped3[contract.DropTooOld] != 1 || dropped3[contract.DropUnconfirmed] != 0 || c.last.Stored[labels] != 1 {
 		t.Errorf("%d requests, dropped %v, stored %v", len(rec.requests), dropped3, c.last.Stored)
 	}
 	// A repair that changes nothing is not sent again.

@@ -26,6 +26,9 @@ type Entry struct {
 	// request may have stored in the stream (a replayed batch can be a part
 	// of the one Loki stored).
 	StoredUpTo time.Time
+	// aboveFloor: an earlier answer of this Send showed the entry reached
+	// Loki's ingester at or above its stream's too-far-behind floor.
+	aboveFloor bool
 }
 
 // Stream is entries sharing one label set.

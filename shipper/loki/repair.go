@@ -104,6 +104,9 @@ type mark struct {
 	fault fault
 	limit int       // tooLong: the line size Loki takes
 	at    time.Time // re-stamps: the new time (zero: now)
+	// aboveFloor: unnamed, and at or above the too-far-behind floor the
+	// answer gave, so it was stored unless the distributor refused it.
+	aboveFloor bool
 }
 
 // ignored is one ingester block: the entries it named, its total, and the
@@ -118,10 +121,12 @@ type ignored struct {
 // verdict is a 400 read against the batch it answered.
 type verdict struct {
 	marks [][]mark // per stream, per entry
-	// proven: per stream, the ingester's answer for it was attributed
-	// entry by entry, so its unnamed entries are stored. Only streams Loki
-	// named can be: its ingester reports the last failing stream of a
-	// request, and a distributor's rejection hides the ingester's answer.
+	// proven: per stream, Loki's answer for it was attributed entry by
+	// entry, so its unnamed entries are stored. A request holds one stream
+	// (Send): either the ingester refused some of its entries, and its
+	// answer (which then hides the distributor's) says how many of how
+	// many reached it, or the ingester took every entry that reached it and
+	// the answer is the distributor's refusals alone.
 	proven       []bool
 	unattributed int               // lines that name nothing of this batch
 	floors       map[int]time.Time // per stream, the oldest time its ingester takes
@@ -217,6 +222,9 @@ func judge(streams []Stream, body string, now time.Time) *verdict {
 	v.proven = make([]bool, len(streams))
 	for i := range rd.blocks {
 		v.proven[i] = attributed[i] && !rd.distributor
+	}
+	if len(streams) == 1 && len(rd.blocks) == 0 && rd.distributor && v.unattributed == 0 {
+		v.proven[0] = true // the distributor's words: the ingester took the rest
 	}
 	return v
 }
@@ -384,6 +392,32 @@ func (v *verdict) attribute(ix *batchIndex, i int, blocks []ignored) bool {
 			consistent = consistent && next.After(last) && !next.Before(floorMin)
 		}
 	}
+	if !consistent && !sharded && !floorMin.IsZero() && floorMin.Equal(floorMax) {
+		// One floor for the request (its entries in time order): every
+		// entry under it was ignored or refused, every entry above it was
+		// stored unless the distributor refused it, which an ingester's
+		// answer hides (Loki's total then counts fewer entries than were
+		// sent). Loki prints the floor to the second: the entries of that
+		// second are re-stamped too, a possible second copy rather than a
+		// possible loss.
+		edge := floorMax.Add(time.Second)
+		fits := true
+		for _, t := range named {
+			fits = fits && t.Before(edge)
+		}
+		if fits {
+			rank := 0
+			for _, k := range eligible {
+				if es[k].Time.Before(edge) {
+					v.marks[i][k] = mark{fault: behind, at: at.Add(time.Duration(rank))}
+					rank++
+					continue
+				}
+				v.marks[i][k].aboveFloor = true
+			}
+			return false
+		}
+	}
 	if !consistent {
 		names := map[int64]bool{}
 		for _, t := range named {
@@ -448,6 +482,15 @@ func (v *verdict) repair(w work, rep *Report) (next work, progress bool) {
 				continue
 			case m.fault == unnamed:
 				e.MaybeStored = true
+				e.aboveFloor = e.aboveFloor || m.aboveFloor
+			case m.fault == behind && e.aboveFloor:
+				// It reached the ingester above its floor before, so it was
+				// stored then (what the distributor refuses it refuses
+				// again, and then no ingester sees it to name it).
+				rep.stored(s.Labels, reason)
+				rep.Presumed[s.Labels]++
+				progress = true
+				continue
 			case m.fault == behind && e.MaybeStored && own:
 				rep.stored(s.Labels, reason)
 				rep.Presumed[s.Labels]++

@@ -63,20 +63,22 @@ func TestTooFarBehindBeyondTheNamedTen(t *testing.T) {
 
 // What Loki says is checked against the batch before any entry is taken as
 // stored: a total that does not match the batch, a named time the batch does
-// not hold, or a sharded stream leaves the unnamed entries unconfirmed. Only
-// the named ones are repaired, and whatever a 204 does not confirm later is
-// dropped, never counted as sent.
+// not hold, or a sharded stream leaves the unnamed entries unconfirmed. The
+// entries under the one floor Loki named are repaired (ignored or refused,
+// none was stored), or only the named ones where the floor is a shard's;
+// whatever a 204 does not confirm later is dropped, never counted as sent.
 func TestTooFarBehindUnprovenAnswers(t *testing.T) {
 	body := string(fixture.Read(t, "loki", "400-too-far-behind-12-of-13.txt"))
 	now := time.Date(2026, 12, 3, 16, 29, 45, 0, time.UTC)
 	for _, tc := range []struct {
-		name string
-		body string
+		name   string
+		body   string
+		marked int
 	}{
-		{"total over another count", strings.Replace(body, "out of 13", "out of 14", 1)},
-		{"total higher than the oldest entries allow", strings.Replace(body, "total ignored: 12", "total ignored: 13", 1)},
-		{"a named time the batch lacks", strings.Replace(body, "13:29:44.066618735", "13:29:44.5", 1)},
-		{"a sharded stream", strings.Replace(body, `node="win-node-3", `, `node="win-node-3", __stream_shard__="1", `, 1)},
+		{"total over another count", strings.Replace(body, "out of 13", "out of 14", 1), 12},
+		{"total higher than the oldest entries allow", strings.Replace(body, "total ignored: 12", "total ignored: 13", 1), 12},
+		{"a named time the batch lacks", strings.Replace(body, "13:29:44.066618735", "13:29:44.5", 1), 12},
+		{"a sharded stream", strings.Replace(body, `node="win-node-3", `, `node="win-node-3", __stream_shard__="1", `, 1), 10},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			v := judge(behind12(), tc.body, now)
@@ -86,8 +88,8 @@ func TestTooFarBehindUnprovenAnswers(t *testing.T) {
 					named++
 				}
 			}
-			if v.proven[0] || named > 10 {
-				t.Errorf("proven %v, %d entries marked (at most the 10 named)", v.proven[0], named)
+			if v.proven[0] || named != tc.marked || v.marks[0][12].fault != unnamed {
+				t.Errorf("proven %v, %d entries marked (want %d), the one above the floor %v", v.proven[0], named, tc.marked, v.marks[0][12].fault)
 			}
 			// Loki keeps refusing: the batch ends dropped, none of it sent.
 			c, _, dropped := setup(t, Config{}, status(400, tc.body), status(400, tc.body))
