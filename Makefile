@@ -20,7 +20,6 @@ ALLOY_VERSION := $(call version,alloy)
 # archives are written to bin/ (a Linux docker cannot load Windows images).
 SHIPPER_IMAGE ?= $(call version,eventlogShipperImage)
 ALLOY_IMAGE ?= $(call version,alloyHostProcessImage)
-ALLOY_ZIP_SHA256 ?=
 PUSH ?= 0
 image_output = $(if $(filter 1,$(PUSH)),--push,--output type=oci,dest=$(BIN)/$(1).oci.tar)
 
@@ -30,7 +29,7 @@ RACE_PKGS := ./shipper/... ./internal/lokitest/...
 # Packages with Windows-only files, linted for Windows too.
 WINDOWS_PKGS := ./shipper/... ./cmd/eventlog-shipper/...
 
-.PHONY: gen cluster-e2e grafana-harness alloy-harness loki release-gen test-loaded doctor-e2e images help generate test race lint tidy-check vet fmt-check windows winapi-check check-generated ci bench promtool-test \
+.PHONY: image-shipper image-alloy pin-alloy gen cluster-e2e grafana-harness alloy-harness loki release-gen test-loaded doctor-e2e images help generate test race lint tidy-check vet fmt-check windows winapi-check check-generated ci bench promtool-test \
 	reliability update-crds print-versions
 
 help: ## list targets
@@ -195,20 +194,38 @@ update-crds: ## refresh testdata/crds from the prometheus-operator module named 
 	for k in podmonitors servicemonitors prometheusrules; do \
 		install -m 644 "$$dir/example/prometheus-operator-crd/monitoring.coreos.com_$$k.yaml" testdata/crds/; done
 
-images: ## build the shipper and Alloy HostProcess images with docker buildx (windows/amd64; PUSH=1 pushes)
-	@mkdir -p $(BIN)
-	@driver=$$(docker buildx inspect 2>/dev/null | sed -n 's/^Driver: *//p' | head -1); \
+images: image-shipper image-alloy ## build the shipper and Alloy HostProcess images with docker buildx (windows/amd64; PUSH=1 pushes)
+
+# buildx's default driver cannot write Windows images to OCI archives.
+buildx_check = @mkdir -p $(BIN); driver=$$(docker buildx inspect 2>/dev/null | sed -n 's/^Driver: *//p' | head -1); \
 	if [ "$(PUSH)" != 1 ] && [ "$$driver" = docker ]; then \
-		echo "make images: buildx's default 'docker' driver cannot write OCI archives of Windows images."; \
+		echo "make $@: buildx's default 'docker' driver cannot write OCI archives of Windows images."; \
 		echo "Run first:  docker buildx create --name winobs --driver docker-container --use"; \
 		echo "(or PUSH=1 with a registry you are logged in to)"; exit 2; fi
+
+image-shipper: ## build the eventlog-shipper's HostProcess image (PUSH=1 pushes it to SHIPPER_IMAGE)
+	$(buildx_check)
 	docker buildx build --platform windows/amd64 -f images/eventlog-shipper/Dockerfile \
 		--build-arg GO_IMAGE=$(call version,goImage) --build-arg BASE_IMAGE=$(call version,hostProcessBaseImage) \
 		--build-arg VERSION=$(WINOBS_VERSION) -t $(SHIPPER_IMAGE) $(call image_output,eventlog-shipper) .
+
+image-alloy: ## build the Alloy HostProcess image from the pinned release zip (images/alloy/pins; PUSH=1 pushes it to ALLOY_IMAGE)
+	@images/alloy/pinned.sh $(ALLOY_VERSION) >/dev/null || exit 2
+	$(buildx_check)
 	docker buildx build --platform windows/amd64 -f images/alloy/Dockerfile \
 		--build-arg FETCH_IMAGE=$(call version,fetchImage) --build-arg BASE_IMAGE=$(call version,hostProcessBaseImage) \
-		--build-arg ALLOY_VERSION=$(ALLOY_VERSION) --build-arg ALLOY_ZIP_SHA256=$(ALLOY_ZIP_SHA256) \
+		--build-arg ALLOY_VERSION=$(ALLOY_VERSION) --build-arg ALLOY_ZIP_SHA256=$$(images/alloy/pinned.sh $(ALLOY_VERSION)) \
 		-t $(ALLOY_IMAGE) $(call image_output,alloy-hostprocess) images/alloy
+
+pin-alloy: ## record the SHA-256 of versions.json's Alloy Windows zip in images/alloy/pins (needs GitHub; review and commit it)
+	@set -eu; d=$$(mktemp -d); trap 'rm -rf "$$d"' EXIT; \
+	url=https://github.com/grafana/alloy/releases/download/$(ALLOY_VERSION); \
+	curl -fsSL --proto '=https' -o "$$d/alloy-windows-amd64.exe.zip" "$$url/alloy-windows-amd64.exe.zip"; \
+	curl -fsSL --proto '=https' -o "$$d/SHA256SUMS" "$$url/SHA256SUMS"; \
+	grep ' alloy-windows-amd64.exe.zip$$' "$$d/SHA256SUMS" > "$$d/pin"; \
+	(cd "$$d" && sha256sum -c pin); \
+	install -m 644 "$$d/pin" images/alloy/pins/$(ALLOY_VERSION).sha256; \
+	echo "pinned: $$(cat images/alloy/pins/$(ALLOY_VERSION).sha256); compare with the release page, then commit it"
 
 print-versions: ## the versions this Makefile read from versions.json
 	@echo winobs=$(WINOBS_VERSION)

@@ -7,6 +7,7 @@ package images_test
 import (
 	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -291,5 +292,108 @@ func TestDockerignoreKeepsTheBuildInputs(t *testing.T) {
 				t.Errorf(".dockerignore line %q drops %s", line, kept)
 			}
 		}
+	}
+}
+
+// Every action a workflow runs is named by its commit, the release it was
+// in a comment: a tag can be moved to other code, and the release job may
+// write packages.
+func TestActionsArePinnedByCommit(t *testing.T) {
+	files, err := filepath.Glob("../.github/workflows/*.yml")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no workflows: %v", err)
+	}
+	uses := regexp.MustCompile(`(?m)^\s*(?:-\s+)?uses:\s*(.*)$`)
+	pinned := regexp.MustCompile(`^[\w.-]+/[\w./-]+@[0-9a-f]{40} # v\d+\.\d+\.\d+$`)
+	n := 0
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range uses.FindAllStringSubmatch(string(b), -1) {
+			n++
+			if !pinned.MatchString(strings.TrimSpace(m[1])) {
+				t.Errorf("%s: uses %q: want owner/repo@<40-hex commit> # vX.Y.Z", filepath.Base(f), m[1])
+			}
+		}
+	}
+	if n == 0 {
+		t.Error("no uses: read in the workflows")
+	}
+}
+
+// alloy.exe runs as SYSTEM on every node: the Alloy image is built only
+// from a zip whose hash this repository pins. pinned.sh prints the pin of a
+// version, and refuses a missing or malformed one with the command that
+// records it; the Makefile asks it before any build, and the Dockerfile
+// checks the zip against the pin it is given, never without one.
+func TestAlloyIsBuiltOnlyFromAPinnedZip(t *testing.T) {
+	dir := t.TempDir()
+	script, err := os.ReadFile("alloy/pinned.sh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(dir, "pins"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "pinned.sh"), script, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	hash := strings.Repeat("0123456789abcdef", 4)
+	for _, tc := range []struct {
+		name, pin string // pin "" writes no file
+		code      int
+		out       string
+	}{
+		{"no pin", "", 2, "make pin-alloy"},
+		{"a sum of another file", hash + "  alloy-linux-amd64.zip\n", 2, "want one line"},
+		{"upper-case hex", strings.ToUpper(hash) + "  alloy-windows-amd64.exe.zip\n", 2, "want one line"},
+		{"two lines", hash + "  alloy-windows-amd64.exe.zip\n" + hash + "  alloy-windows-amd64.exe.zip\n", 2, "want one line"},
+		{"pinned", "# v9.9.9, from the release's SHA256SUMS\n" + hash + "  alloy-windows-amd64.exe.zip\n", 0, hash + "\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			pin := filepath.Join(dir, "pins", "v9.9.9.sha256")
+			os.Remove(pin)
+			if tc.pin != "" {
+				if err := os.WriteFile(pin, []byte(tc.pin), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			cmd := exec.Command(filepath.Join(dir, "pinned.sh"), "v9.9.9")
+			var stdout, stderr strings.Builder
+			cmd.Stdout, cmd.Stderr = &stdout, &stderr
+			err := cmd.Run()
+			code := 0
+			if ee, ok := err.(*exec.ExitError); ok {
+				code = ee.ExitCode()
+			} else if err != nil {
+				t.Fatal(err)
+			}
+			got := stdout.String()
+			if code != 0 {
+				got = stderr.String()
+			}
+			if code != tc.code || (code == 0 && got != tc.out) || (code != 0 && (stdout.Len() > 0 || !strings.Contains(got, tc.out))) {
+				t.Errorf("exit %d, stdout %q, stderr %q: want exit %d and %q", code, stdout.String(), stderr.String(), tc.code, tc.out)
+			}
+		})
+	}
+	mk, err := os.ReadFile("../Makefile")
+	if err != nil {
+		t.Fatal(err)
+	}
+	recipe := regexp.MustCompile(`(?m)^image-alloy:.*\n((?:\t.*\n)+)`).FindSubmatch(mk)
+	if recipe == nil || !strings.HasPrefix(string(recipe[1]), "\t@images/alloy/pinned.sh $(ALLOY_VERSION) >/dev/null || exit 2\n") ||
+		!strings.Contains(string(recipe[1]), "ALLOY_ZIP_SHA256=$$(images/alloy/pinned.sh $(ALLOY_VERSION))") {
+		t.Errorf("the Makefile's image-alloy does not ask pinned.sh first and pass its pin:\n%s", recipe)
+	}
+	df, err := os.ReadFile("alloy/Dockerfile")
+	if err != nil {
+		t.Fatal(err)
+	}
+	check := regexp.MustCompile(`RUN test -n "\$ALLOY_ZIP_SHA256" \\\n && echo "\$ALLOY_ZIP_SHA256  alloy-windows-amd64\.exe\.zip" \| sha256sum -c - \\\n`)
+	if !check.Match(df) || strings.Index(string(df), "sha256sum -c") > strings.Index(string(df), "unzip") {
+		t.Error("the Alloy Dockerfile does not check the zip against a required pin before unzipping it")
 	}
 }
