@@ -390,9 +390,32 @@ func (r *Receiver) push(streams map[string][]entry, order []string) (int, string
 		// refusals (PushWithResolver: tracker.err before validationErr).
 		return http.StatusBadRequest, ingester + "\n"
 	case len(distributor) > 0:
-		return http.StatusBadRequest, strings.Join(distributor, "\n") + "\n"
+		return http.StatusBadRequest, grouped(distributor) + "\n"
 	}
 	return http.StatusNoContent, ""
+}
+
+// grouped writes the distributor's refusals as Loki does (pkg/util/errors.go,
+// GroupedErrors): one alone as it is; more than one on a single line, each
+// distinct refusal once as "N errors like: <refusal>", joined by "; " (Loki
+// in map order, here in the order first seen).
+func grouped(refusals []string) string {
+	if len(refusals) == 1 {
+		return refusals[0]
+	}
+	count := map[string]int{}
+	var order []string
+	for _, r := range refusals {
+		if count[r] == 0 {
+			order = append(order, r)
+		}
+		count[r]++
+	}
+	parts := make([]string, len(order))
+	for i, r := range order {
+		parts[i] = fmt.Sprintf("%d errors like: %s", count[r], r)
+	}
+	return strings.Join(parts, "; ")
 }
 
 // rateLimit is the distributor's per-tenant token bucket over the whole
@@ -420,7 +443,7 @@ func (r *Receiver) rateLimit(streams map[string][]entry, now time.Time) string {
 }
 
 // validate is the distributor's per-entry checks (size, too old, too new):
-// the entries that pass, and one refusal line for each that does not.
+// the entries that pass, and one refusal for each that does not.
 func (r *Receiver) validate(entries []entry, named string, now time.Time) (valid []entry, refused []string) {
 	for _, e := range entries {
 		t := time.Unix(0, e.ts).UTC()

@@ -3,6 +3,7 @@ package loki
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -71,6 +72,9 @@ func NewClient(cfg Config) (*Client, error) {
 	hc, err := endpoint.NewHTTPClient(cfg.TLS(), cfg.Timeout)
 	if err != nil {
 		return nil, err
+	}
+	if tr, ok := hc.Transport.(*http.Transport); ok {
+		tr.MaxIdleConnsPerHost = sendParallel // Send's streams in flight keep their connections
 	}
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.DiscardHandler)
@@ -166,26 +170,22 @@ func (c *Client) Push(ctx context.Context, streams []Stream) Result {
 func Stored(status int) bool { return status == http.StatusNoContent || status == http.StatusOK }
 
 // lokiRefusal reports whether a 400 or 422 body is Loki's own words: Loki
-// answers with http.Error (text/plain), one refusal a line, each in one of
-// the shapes of its validation messages (lokiLine). Anything else (a
-// proxy's HTML page, a gateway's or WAF's JSON or text, an empty body, a
-// bare reason phrase) is not Loki's: nothing is dropped for it, and the
-// batch is retried and counted.
+// answers with http.Error (text/plain), its refusals a line each or grouped
+// on one (refusals), each in one of the shapes of its validation messages
+// (lokiLine). Anything else (a proxy's HTML page, a gateway's or WAF's JSON
+// or text, an empty body, a bare reason phrase) is not Loki's: nothing is
+// dropped for it, and the batch is retried and counted.
 func lokiRefusal(contentType, body string) bool {
 	if strings.Contains(strings.ToLower(contentType), "html") || strings.Contains(strings.ToLower(contentType), "json") {
 		return false
 	}
-	lines := 0
-	for _, line := range strings.Split(body, "\n") {
-		if line = strings.TrimSpace(line); line == "" {
-			continue
-		}
-		if !lokiLine.MatchString(line) {
+	rs := refusals(body)
+	for _, r := range rs {
+		if !lokiLine.MatchString(r) {
 			return false
 		}
-		lines++
 	}
-	return lines > 0
+	return len(rs) > 0
 }
 
 // lokiLine matches one line of Loki's push refusals (pkg/validation and the
@@ -250,7 +250,7 @@ func (c *Client) record(r Result, next time.Duration) {
 // distributor's refusals of the same request until the next round.
 const maxRepairs = 5
 
-// Send delivers streams, one request per stream, each stream's entries in
+// Send delivers streams (of distinct labels), one request per stream, each stream's entries in
 // time order, retrying with backoff for as long as ctx allows: the event
 // log is the buffer, and the checkpoint does not move meanwhile. It returns
 // once every entry is stored or given up on with a reason, and the report
@@ -267,15 +267,32 @@ const maxRepairs = 5
 // In time order, because then Loki's too-far-behind floor is the same for
 // every entry of the request (its stream's newest entry before it, less
 // max_chunk_age/2), so the entries it ignored are exactly those under it.
+//
+// Up to sendParallel streams are in flight at once, so a batch of many
+// (ForwardedEvents on a collector: a stream per computer) is not as slow as
+// its requests one after another.
 func (c *Client) Send(ctx context.Context, streams []Stream) (Report, error) {
-	rep := newReport()
-	for _, s := range streams {
-		if err := c.send(ctx, newWork([]Stream{inTimeOrder(s)}), &rep); err != nil {
-			return rep, err
-		}
+	reps, errs := make([]Report, len(streams)), make([]error, len(streams))
+	slots := make(chan struct{}, sendParallel)
+	var wg sync.WaitGroup
+	for i, s := range streams {
+		slots <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-slots }()
+			reps[i] = newReport()
+			errs[i] = c.send(ctx, newWork([]Stream{inTimeOrder(s)}), &reps[i])
+		})
 	}
-	return rep, nil
+	wg.Wait()
+	rep := newReport()
+	for _, r := range reps {
+		rep.add(r)
+	}
+	return rep, errors.Join(errs...)
 }
+
+// sendParallel bounds the requests one Send has in flight.
+const sendParallel = 4
 
 // inTimeOrder is s with its entries sorted by time (a copy when they were
 // not; the order of equal times kept).

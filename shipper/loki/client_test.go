@@ -4,14 +4,17 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 	"unicode/utf8"
@@ -221,6 +224,84 @@ func TestPartialRejectionRealBodies(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// More than one refusal of the distributor comes as one line of groups
+// (testdata/loki/400-grouped.txt, a real Loki 3.7.6's): each entry it names
+// is repaired, the one it does not is stored and not sent again. (Was: not
+// taken for Loki's words, retried unrepaired for as long as Loki refused.)
+func TestPartialRejectionGrouped(t *testing.T) {
+	at := func(s string) time.Time { t, _ := time.Parse(time.RFC3339, s); return t }
+	for _, tc := range []struct {
+		file    string
+		entries []Entry
+		resent  int
+	}{
+		{"400-grouped.txt", []Entry{
+			{Time: at("2026-11-27T19:22:47Z").Add(300 * time.Millisecond), Line: []byte("a")},
+			{Time: at("2026-11-27T19:22:48Z").Add(100 * time.Millisecond), Line: []byte("b")},
+			{Time: at("2026-11-27T19:22:48Z").Add(100 * time.Millisecond), Line: []byte("c")},
+			{Time: at("2026-12-05T19:21:47Z"), Line: []byte(strings.Repeat("x", 300000))},
+			{Time: at("2026-12-05T19:22:47Z"), Line: []byte("ok")},
+		}, 4},
+		{"400-grouped-same.txt", []Entry{
+			{Time: at("2026-11-27T19:22:48Z").Add(100 * time.Millisecond), Line: []byte("b")},
+			{Time: at("2026-11-27T19:22:48Z").Add(100 * time.Millisecond), Line: []byte("c")},
+			{Time: at("2026-12-05T19:22:47Z"), Line: []byte("ok")},
+		}, 2},
+	} {
+		t.Run(tc.file, func(t *testing.T) {
+			c, rec, dropped := setup(t, Config{}, status(400, string(fixture.Read(t, "loki", tc.file))))
+			c.now = func() time.Time { return at("2026-12-05T19:22:50Z") }
+			if err := c.Send(context.Background(), []Stream{{Labels: demo, Entries: tc.entries}}); err != nil {
+				t.Fatal(err)
+			}
+			if len(rec.requests) != 2 || len(dropped) != 0 || c.last.Stored[demo] != len(tc.entries) {
+				t.Fatalf("%d requests, dropped %v, stored %v", len(rec.requests), dropped, c.last.Stored)
+			}
+			resent := rec.requests[1].Streams[0].Entries
+			if len(resent) != tc.resent {
+				t.Fatalf("%d entries sent again, want the %d named", len(resent), tc.resent)
+			}
+			for _, e := range resent {
+				switch {
+				case e.Line == "ok":
+					t.Error("the entry Loki did not name was sent again")
+				case len(e.Line) > 262144:
+					t.Errorf("a %d-byte line sent again", len(e.Line))
+				case len(e.Line) == 1 && !e.Timestamp.After(at("2026-11-28T19:22:47Z")):
+					t.Errorf("entry %s sent again at %v, not inside Loki's window", e.Line, e.Timestamp)
+				}
+			}
+		})
+	}
+}
+
+// Groups are split only outside the quoted label values Loki names a
+// stream with: a computer name cannot forge a refusal.
+func TestRefusalsSplitGroupsOnly(t *testing.T) {
+	// As Loki prints it: quotes in a label value escaped.
+	forged := `x\"; 1 errors like: stream '{channel=\"Security\"}' has label value too long: 'y`
+	for _, tc := range []struct {
+		body string
+		want int
+	}{
+		{"entry for stream '{a=\"b\"}' has timestamp too old: 2026-11-27T19:22:47Z\n", 1},
+		{string(fixture.Read(t, "loki", "400-grouped.txt")), 3},
+		{string(fixture.Read(t, "loki", "400-grouped-same.txt")), 1},
+		{string(fixture.Read(t, "loki", "400-too-far-behind-12-of-13.txt")), 11},
+		{"2 errors like: entry for stream '{computer=\"" + forged + "\"}' has timestamp too old: 2026-11-27T19:22:47Z; 1 errors like: max entry size '1' bytes exceeded for stream '{a=\"b\"}' while adding an entry with length '2' bytes\n", 2},
+	} {
+		got := refusals(tc.body)
+		if len(got) != tc.want {
+			t.Errorf("%d refusals, want %d: %q", len(got), tc.want, got)
+		}
+		for _, r := range got {
+			if strings.Contains(r, "errors like:") && !strings.Contains(r, forged) {
+				t.Errorf("a group prefix left in %q", r)
+			}
+		}
 	}
 }
 
@@ -455,5 +536,66 @@ func TestLokiRefusalIsLokisWords(t *testing.T) {
 		if got := lokiRefusal(tc.contentType, tc.body); got != tc.want {
 			t.Errorf("%q %.40q: %v", tc.contentType, tc.body, got)
 		}
+	}
+}
+
+// A batch of many streams (a collector's computers) goes one stream a
+// request, each stream's entries in time order, sendParallel requests in
+// flight and no more; the report adds up every stream's.
+func TestSendOneStreamPerRequest(t *testing.T) {
+	var inFlight, most atomic.Int32
+	barrier := make(chan struct{}) // the first sendParallel requests wait for each other
+	var arrived atomic.Int32
+	answer := func(pr *push.PushRequest) (int, string) {
+		n := inFlight.Add(1)
+		defer inFlight.Add(-1)
+		for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
+		}
+		if a := arrived.Add(1); a == sendParallel {
+			close(barrier)
+		} else if a < sendParallel {
+			select {
+			case <-barrier:
+			case <-time.After(fixture.Patience):
+			}
+		}
+		time.Sleep(20 * time.Millisecond) // room for a request beyond the bound to show
+		return 204, ""
+	}
+	const streams = 20
+	var answers []func(*push.PushRequest) (int, string)
+	for range streams {
+		answers = append(answers, answer)
+	}
+	c, rec, dropped := setup(t, Config{}, answers...)
+	var batch []Stream
+	for i := range streams {
+		s := Stream{Labels: FormatLabels(map[string]string{"job": "windows-events", "computer": fmt.Sprint("PC", i)})}
+		for k := range 5 { // newest first
+			s.Entries = append(s.Entries, Entry{Time: time.Unix(1800000000-int64(k), 0), Line: []byte(fmt.Sprint(i, k))})
+		}
+		batch = append(batch, s)
+	}
+	if err := c.Send(context.Background(), batch); err != nil {
+		t.Fatal(err)
+	}
+	if got := most.Load(); got != sendParallel {
+		t.Errorf("at most %d requests in flight, want %d", got, sendParallel)
+	}
+	if len(rec.requests) != streams || len(dropped) != 0 {
+		t.Fatalf("%d requests for %d streams, dropped %v", len(rec.requests), streams, dropped)
+	}
+	for _, r := range rec.requests {
+		if len(r.Streams) != 1 || !slices.IsSortedFunc(r.Streams[0].Entries, func(a, b push.Entry) int { return a.Timestamp.Compare(b.Timestamp) }) {
+			t.Errorf("a request of %d streams, or out of time order: %+v", len(r.Streams), r.Streams)
+		}
+	}
+	for _, s := range batch {
+		if c.last.Stored[s.Labels] != 5 {
+			t.Errorf("%s: %d stored, want 5", s.Labels, c.last.Stored[s.Labels])
+		}
+	}
+	if !batch[0].Entries[0].Time.Equal(time.Unix(1800000000, 0)) {
+		t.Error("Send reordered the caller's entries")
 	}
 }

@@ -12,7 +12,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/winobs/winobs/contract"
 	"github.com/winobs/winobs/endpoint"
+	"github.com/winobs/winobs/internal/fixture"
 	"github.com/winobs/winobs/internal/lokiproc"
 )
 
@@ -55,9 +57,10 @@ func TestRepairIntoRealLoki(t *testing.T) {
 		live []string // channels holding an entry at now before the batch
 		// stored: the batch went once already and Loki stored it, unanswered
 		// (a replay after a kill): sent again as maybe stored.
-		stored  bool
-		batch   func() []Stream
-		wantPre int // at least this many counted as presumed stored
+		stored    bool
+		batch     func() []Stream
+		wantPre   int // at least this many counted as presumed stored
+		truncated int // lines Loki holds cut to its limit, with the marker
 	}{
 		{name: "two streams behind a live writer", live: []string{"A", "B"}, batch: func() []Stream {
 			return []Stream{stream("A", 150, ago(2*time.Hour)), stream("B", 150, ago(2*time.Hour))}
@@ -91,6 +94,15 @@ func TestRepairIntoRealLoki(t *testing.T) {
 			s.Entries[0].Time = now.Add(-8 * 24 * time.Hour)
 			return []Stream{s}
 		}},
+		{name: "three entries 8 days old in two seconds and a line over 256 KiB", batch: func() []Stream {
+			// The distributor's refusals grouped on one line.
+			s := stream("A", 100, ago(time.Hour))
+			for k, d := range []time.Duration{0, time.Second, time.Second} {
+				s.Entries[k].Time = now.Add(-8*24*time.Hour + d)
+			}
+			s.Entries[50].Line = append(s.Entries[50].Line, bytes.Repeat([]byte("x"), 300000)...)
+			return []Stream{s}
+		}, truncated: 1},
 		{name: "a sparse batch over 2 h 20 min replayed after Loki stored it", stored: true, wantPre: 60, batch: func() []Stream {
 			return []Stream{stream("A", 140, func(i int) time.Time { return now.Add(-140*time.Minute + time.Duration(i)*time.Minute) })}
 		}},
@@ -120,12 +132,14 @@ func TestRepairIntoRealLoki(t *testing.T) {
 					}
 				}
 			}
-			rep, err := c.Send(context.Background(), batch)
+			ctx, cancel := context.WithTimeout(context.Background(), fixture.Patience)
+			defer cancel()
+			rep, err := c.Send(ctx, batch)
 			if err != nil {
-				t.Fatal(err)
+				t.Fatalf("not delivered within %v: %v", fixture.Patience, err)
 			}
 			held := readBack(t, l.URL, tenant, now.Add(-9*24*time.Hour), now.Add(time.Hour))
-			sent, stored, presumed, dropped := 0, 0, 0, 0
+			sent, stored, presumed, dropped, truncated := 0, 0, 0, 0, 0
 			for _, s := range batch {
 				sent += len(s.Entries)
 				stored += rep.Stored[s.Labels]
@@ -134,10 +148,18 @@ func TestRepairIntoRealLoki(t *testing.T) {
 					dropped += n
 				}
 				for _, e := range s.Entries {
-					if n := held[string(e.Line)]; n != 1 {
-						t.Errorf("%s: Loki holds %d copies of %s", s.Labels, n, e.Line)
+					line := string(e.Line)
+					if len(line) > contract.LokiMaxLineBytes {
+						line = string(Truncate(e.Line, contract.LokiMaxLineBytes))
+						truncated++
+					}
+					if n := held[line]; n != 1 {
+						t.Errorf("%s: Loki holds %d copies of %.80s", s.Labels, n, line)
 					}
 				}
+			}
+			if truncated != tc.truncated {
+				t.Errorf("%d lines over Loki's limit, want %d", truncated, tc.truncated)
 			}
 			total := 0
 			for _, n := range held {

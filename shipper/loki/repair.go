@@ -200,8 +200,7 @@ func judge(streams []Stream, body string, now time.Time) *verdict {
 	for i, s := range streams {
 		rd.v.marks[i] = make([]mark, len(s.Entries))
 	}
-	for _, l := range strings.Split(body, "\n") {
-		l = strings.TrimSpace(l)
+	for _, l := range refusals(body) {
 		// Cheap tests first: an expression runs only on lines it can match.
 		switch {
 		case l == "":
@@ -227,6 +226,58 @@ func judge(streams []Stream, body string, now time.Time) *verdict {
 		v.proven[0] = true // the distributor's words: the ingester took the rest
 	}
 	return v
+}
+
+// refusals splits Loki's answer into its refusals. The ingester writes
+// one a line (an ignored-entries block is several). The distributor writes
+// one refusal as it is, but more than one as a single line of groups,
+// "N errors like: <refusal>; M errors like: <refusal>", each distinct
+// refusal once, in Go's map order (pkg/util/errors.go, GroupedErrors; the
+// counts are not needed: a refusal names its entries by time or size). A
+// group starts only outside the double quotes of the label values Loki
+// quotes, so a label value cannot forge one.
+func refusals(body string) []string {
+	var out []string
+	for _, line := range strings.Split(body, "\n") {
+		line = strings.TrimSpace(line)
+		if line == "" {
+			continue
+		}
+		n := groupPrefix(line)
+		if n == 0 {
+			out = append(out, line)
+			continue
+		}
+		start, quoted := n, false
+		for i := n; i < len(line); i++ {
+			switch c := line[i]; {
+			case c == '\\' && quoted:
+				i++ // an escaped character, perhaps a quote
+			case c == '"':
+				quoted = !quoted
+			case c == ';' && !quoted && strings.HasPrefix(line[i:], "; "):
+				if m := groupPrefix(line[i+2:]); m > 0 {
+					out = append(out, line[start:i])
+					start, i = i+2+m, i+2+m-1
+				}
+			}
+		}
+		out = append(out, line[start:])
+	}
+	return out
+}
+
+// groupPrefix is the length of a leading "N errors like: ", or 0.
+func groupPrefix(s string) int {
+	digits := 0
+	for digits < len(s) && s[digits] >= '0' && s[digits] <= '9' {
+		digits++
+	}
+	const like = " errors like: "
+	if digits == 0 || !strings.HasPrefix(s[digits:], like) {
+		return 0
+	}
+	return digits + len(like)
 }
 
 // reader holds what judge has read so far.
@@ -579,6 +630,31 @@ func (r *Report) stored(stream, why string) {
 	r.Stored[stream]++
 	if why != "" {
 		bump(r.Restamped, stream, why, 1)
+	}
+}
+
+// add counts o's entries in r too; a stream's floor is the later of both.
+func (r *Report) add(o Report) {
+	for s, n := range o.Stored {
+		r.Stored[s] += n
+	}
+	for s, n := range o.Presumed {
+		r.Presumed[s] += n
+	}
+	for s, m := range o.Dropped {
+		for why, n := range m {
+			bump(r.Dropped, s, why, n)
+		}
+	}
+	for s, m := range o.Restamped {
+		for why, n := range m {
+			bump(r.Restamped, s, why, n)
+		}
+	}
+	for s, f := range o.Floors {
+		if f.After(r.Floors[s]) {
+			r.Floors[s] = f
+		}
 	}
 }
 
