@@ -85,7 +85,7 @@ test: $(BIN)/victoria-logs $(GRAFANA_HARNESS) $(ALLOY_HARNESS) $(LOKI) ## run ev
 
 # The real-Loki tests run the shipper's binary, not the test process's
 # goroutines: the race detector has nothing to add to them, make test runs them.
-RACE_SKIP := IntoRealLoki
+RACE_SKIP := RealLoki
 
 race: $(BIN)/victoria-logs ## the packages with goroutines under the race detector
 	$(GO) test -race -timeout $(TEST_TIMEOUT) -skip '$(RACE_SKIP)' $(RACE_PKGS)
