@@ -74,14 +74,8 @@ func TestFleetChannelIntoRealLoki(t *testing.T) {
 	}
 	// Another application's new stream is still taken.
 	body := fmt.Sprintf(`{"streams":[{"stream":{"job":"another-app"},"values":[["%d","hello"]]}]}`, time.Now().UnixNano())
-	resp, err := http.Post(loki.URL+"/loki/api/v1/push", "application/json", strings.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusNoContent {
-		t.Errorf("another application's new stream: %d %s", resp.StatusCode, b)
+	if code, answer := loki.Push(t, "", "application/json", []byte(body)); code != http.StatusNoContent {
+		t.Errorf("another application's new stream: %d %s", code, answer)
 	}
 }
 
@@ -138,7 +132,7 @@ func TestDumpQueryIntoRealLoki(t *testing.T) {
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("shipper: %v\n%s", err, out)
 	}
-	got := lokiLines(t, loki.URL, `{job="windows-events", channel="Security"} | json | line_format "{{.event_id}}"`)
+	got := lokiLines(t, loki, `{job="windows-events", channel="Security"} | json | line_format "{{.event_id}}"`)
 	want := []string{"1102", "4625", "4720", "4732", "4732", "4740"}
 	if !slices.Equal(got, want) {
 		t.Errorf("event ids in Loki %v, want %v (query %s)", got, want, q)
@@ -163,35 +157,13 @@ func writeDump(t *testing.T, path string, events [][]byte) {
 	}
 }
 
-// lokiLines are the lines a LogQL log query finds in the last 3 days, sorted.
-func lokiLines(t *testing.T, base, query string) []string {
+// lokiLines are the lines a LogQL log query finds in the last 3 days,
+// sorted, once it finds any.
+func lokiLines(t *testing.T, l *lokiproc.Loki, query string) []string {
 	t.Helper()
 	var lines []string
 	for deadline := time.Now().Add(fixture.Patience); time.Now().Before(deadline); time.Sleep(300 * time.Millisecond) {
-		v := url.Values{"query": {query}, "start": {strconv.FormatInt(time.Now().Add(-72*time.Hour).UnixNano(), 10)}, "limit": {"5000"}}
-		resp, err := http.Get(base + "/loki/api/v1/query_range?" + v.Encode())
-		if err != nil {
-			t.Fatal(err)
-		}
-		var r struct {
-			Data struct {
-				Result []struct {
-					Values [][2]string `json:"values"`
-				} `json:"result"`
-			} `json:"data"`
-		}
-		b, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		if err := json.Unmarshal(b, &r); err != nil || resp.StatusCode != 200 {
-			t.Fatalf("%s: %d %s", query, resp.StatusCode, b)
-		}
-		lines = nil
-		for _, s := range r.Data.Result {
-			for _, v := range s.Values {
-				lines = append(lines, v[1])
-			}
-		}
-		if len(lines) > 0 {
+		if lines = l.Lines(t, "", query, time.Now().Add(-72*time.Hour), time.Now()); len(lines) > 0 {
 			break
 		}
 	}

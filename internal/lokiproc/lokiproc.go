@@ -6,8 +6,11 @@ package lokiproc
 
 import (
 	"bytes"
+	"encoding/json"
+	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -134,6 +137,65 @@ func Start(t testing.TB, opts Options) *Loki {
 			t.Fatalf("Loki not ready within %v\n%s", fixture.Patience, logs.Bytes())
 		}
 	}
+}
+
+// Push posts body to the push API as tenant ("" sends no X-Scope-OrgID)
+// with contentType (application/x-protobuf for snappy protobuf): Loki's
+// status and answer.
+func (l *Loki) Push(t testing.TB, tenant, contentType string, body []byte) (int, string) {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPost, l.URL+"/loki/api/v1/push", bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", contentType)
+	code, answer := do(t, req, tenant)
+	return code, string(answer)
+}
+
+// Lines are the lines a LogQL log query finds as tenant ("" for none)
+// between from and to, at most 5,000, stream by stream.
+func (l *Loki) Lines(t testing.TB, tenant, query string, from, to time.Time) []string {
+	t.Helper()
+	q := url.Values{"query": {query}, "start": {strconv.FormatInt(from.UnixNano(), 10)},
+		"end": {strconv.FormatInt(to.UnixNano(), 10)}, "limit": {"5000"}, "direction": {"forward"}}
+	req, err := http.NewRequest(http.MethodGet, l.URL+"/loki/api/v1/query_range?"+q.Encode(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	code, b := do(t, req, tenant)
+	var r struct {
+		Data struct {
+			Result []struct {
+				Values [][2]string `json:"values"`
+			} `json:"result"`
+		} `json:"data"`
+	}
+	if err := json.Unmarshal(b, &r); err != nil || code != http.StatusOK {
+		t.Fatalf("%s: %d %s", query, code, b)
+	}
+	var lines []string
+	for _, s := range r.Data.Result {
+		for _, v := range s.Values {
+			lines = append(lines, v[1])
+		}
+	}
+	return lines
+}
+
+// do sends req as tenant ("" for none): the status and the body.
+func do(t testing.TB, req *http.Request, tenant string) (int, []byte) {
+	t.Helper()
+	if tenant != "" {
+		req.Header.Set("X-Scope-OrgID", tenant)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, b
 }
 
 // freePorts are n loopback ports free now.

@@ -1,10 +1,7 @@
 package lokitest
 
 import (
-	"bytes"
 	"fmt"
-	"io"
-	"net/http"
 	"regexp"
 	"slices"
 	"strings"
@@ -79,28 +76,16 @@ func TestModelAnswersAsARealLoki(t *testing.T) {
 			job := fmt.Sprintf("case-%d", time.Now().UnixNano())
 			x := loki.FormatLabels(map[string]string{"job": job, "channel": "X"})
 			y := loki.FormatLabels(map[string]string{"job": job, "channel": "Y"})
+			asLoki := &lokiproc.Loki{URL: strings.TrimSuffix(model.URL(), "/loki/api/v1/push")}
 			for i, req := range tc.requests(x, y) {
-				rs, rb := push(t, real.URL+"/loki/api/v1/push", req)
-				ms, mb := push(t, model.URL(), req)
+				rs, rb := real.Push(t, "", "application/x-protobuf", loki.Body(req))
+				ms, mb := asLoki.Push(t, "", "application/x-protobuf", loki.Body(req))
 				if rs != ms || !sameRefusals(rb, mb) {
 					t.Errorf("request %d: Loki %d %q\nthe model %d %q", i, rs, rb, ms, mb)
 				}
 			}
 		})
 	}
-}
-
-func push(t *testing.T, url string, streams []loki.Stream) (int, string) {
-	t.Helper()
-	req, _ := http.NewRequest(http.MethodPost, url, bytes.NewReader(loki.Body(streams)))
-	req.Header.Set("Content-Type", "application/x-protobuf")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(b)
 }
 
 var (

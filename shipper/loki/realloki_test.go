@@ -3,12 +3,8 @@ package loki
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
-	"net/url"
-	"strconv"
 	"testing"
 	"time"
 
@@ -121,11 +117,11 @@ func TestRepairIntoRealLoki(t *testing.T) {
 				t.Fatal(err)
 			}
 			for _, ch := range tc.live {
-				rawPush(t, l.URL, tenant, []Stream{{Labels: channelLabels(ch), Entries: []Entry{{Time: now, Line: []byte(`{"live":1}`)}}}})
+				rawPush(t, l, tenant, []Stream{{Labels: channelLabels(ch), Entries: []Entry{{Time: now, Line: []byte(`{"live":1}`)}}}})
 			}
 			batch := tc.batch()
 			if tc.stored {
-				rawPush(t, l.URL, tenant, batch)
+				rawPush(t, l, tenant, batch)
 				for _, s := range batch {
 					for k := range s.Entries {
 						s.Entries[k].MaybeStored, s.Entries[k].StoredUpTo = true, s.Entries[len(s.Entries)-1].Time
@@ -138,7 +134,7 @@ func TestRepairIntoRealLoki(t *testing.T) {
 			if err != nil {
 				t.Fatalf("not delivered within %v: %v", fixture.Patience, err)
 			}
-			held := readBack(t, l.URL, tenant, now.Add(-9*24*time.Hour), now.Add(time.Hour))
+			held := readBack(t, l, tenant, now.Add(-9*24*time.Hour), now.Add(time.Hour))
 			sent, stored, presumed, dropped, truncated := 0, 0, 0, 0, 0
 			for _, s := range batch {
 				sent += len(s.Entries)
@@ -187,51 +183,20 @@ func stream(ch string, n int, at func(int) time.Time) Stream {
 }
 
 // rawPush pushes streams as they are, in one request, expecting a 204.
-func rawPush(t *testing.T, base, tenant string, streams []Stream) {
+func rawPush(t *testing.T, l *lokiproc.Loki, tenant string, streams []Stream) {
 	t.Helper()
-	req, _ := http.NewRequest(http.MethodPost, base+"/loki/api/v1/push", bytes.NewReader(Body(streams)))
-	req.Header.Set("Content-Type", "application/x-protobuf")
-	req.Header.Set("X-Scope-OrgID", tenant)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusNoContent {
-		t.Fatalf("push: %d %s", resp.StatusCode, b)
+	if code, answer := l.Push(t, tenant, "application/x-protobuf", Body(streams)); code != http.StatusNoContent {
+		t.Fatalf("push: %d %s", code, answer)
 	}
 }
 
 // readBack counts the copies of every line the tenant's windows-events
 // streams hold between from and to, the live writer's left out.
-func readBack(t *testing.T, base, tenant string, from, to time.Time) map[string]int {
+func readBack(t *testing.T, l *lokiproc.Loki, tenant string, from, to time.Time) map[string]int {
 	t.Helper()
-	q := url.Values{"query": {`{job="windows-events"} != "live"`}, "start": {strconv.FormatInt(from.UnixNano(), 10)},
-		"end": {strconv.FormatInt(to.UnixNano(), 10)}, "limit": {"5000"}, "direction": {"forward"}}
-	req, _ := http.NewRequest(http.MethodGet, base+"/loki/api/v1/query_range?"+q.Encode(), nil)
-	req.Header.Set("X-Scope-OrgID", tenant)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	var r struct {
-		Data struct {
-			Result []struct {
-				Values [][2]string `json:"values"`
-			} `json:"result"`
-		} `json:"data"`
-	}
-	if err := json.Unmarshal(b, &r); err != nil || resp.StatusCode != http.StatusOK {
-		t.Fatalf("query: %d %s", resp.StatusCode, b)
-	}
 	held := map[string]int{}
-	for _, s := range r.Data.Result {
-		for _, v := range s.Values {
-			held[v[1]]++
-		}
+	for _, line := range l.Lines(t, tenant, `{job="windows-events"} != "live"`, from, to) {
+		held[line]++
 	}
 	return held
 }
