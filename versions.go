@@ -27,7 +27,7 @@ type Versions struct {
 	// Windows image of release Alloy, which keeps alloy.exe where
 	// contract.AlloyExe finds it.
 	AlloyImage string `json:"alloyImage"`
-	// AlloyHostProcessImage is the image `make images` builds instead (the
+	// AlloyHostProcessImage is the image `make image-alloy` builds instead (the
 	// HostProcess base image and the same alloy.exe at the same path, with no
 	// os.version) and the release workflow pushes.
 	AlloyHostProcessImage string `json:"alloyHostProcessImage"`

@@ -237,7 +237,7 @@ func (e EventLog) Subscriptions() ([]Subscription, error) {
 // Shipper configures the eventlog-shipper DaemonSet.
 type Shipper struct {
 	// Deploy renders the shipper's DaemonSet. Its image is built from this
-	// repository (make images), not pulled from a publisher, so it is asked
+	// repository (make image-shipper), not pulled from a publisher, so it is asked
 	// for: nodes labelled for it or logAgent.default: shipper.
 	Deploy      bool      `yaml:"deploy"`
 	Image       string    `yaml:"image"`

@@ -44,21 +44,21 @@ func Warnings(c *Config) Problems {
 				"is the example lab's value (%s): set your cluster's; `go run ./cmd/gen init` writes a config to start from", shown(v))})
 		}
 	}
-	// winobs's own images are built by make images; until a release pushes
-	// them, a node pulling the default gets ErrImagePull. (Alloy's default
-	// is Grafana's published image.)
+	// winobs's own images are built by make image-shipper and image-alloy;
+	// until a release pushes them, a node pulling the default gets
+	// ErrImagePull. (Alloy's default is Grafana's published image.)
 	pinned := winobs.Pinned()
 	for _, img := range []struct {
-		path, image, def string
-		used             bool
+		path, image, def, build string
+		used                    bool
 	}{
-		{"alloy.image", c.Alloy.Image, pinned.AlloyHostProcessImage, true},
-		{"shipper.image", c.Shipper.Image, pinned.EventlogShipperImage, c.Shipper.Deploy},
+		{"alloy.image", c.Alloy.Image, pinned.AlloyHostProcessImage, "make image-alloy PUSH=1 ALLOY_IMAGE=…", true},
+		{"shipper.image", c.Shipper.Image, pinned.EventlogShipperImage, "make image-shipper PUSH=1 SHIPPER_IMAGE=…", c.Shipper.Deploy},
 	} {
 		if img.used && img.image == img.def {
 			out = append(out, Problem{Path: img.path, Msg: fmt.Sprintf(
 				"is winobs's default image %s, which no release has published yet: build and push it to your registry "+
-					"(make images PUSH=1 ALLOY_IMAGE=… SHIPPER_IMAGE=…) and set %s to it", img.def, img.path)})
+					"(%s) and set %s to it", img.def, img.build, img.path)})
 		}
 	}
 	if fw := c.WindowsExporter.Firewall; fw.Enabled {
