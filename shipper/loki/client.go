@@ -272,6 +272,11 @@ const maxRepairs = 5
 // (ForwardedEvents on a collector: a stream per computer) is not as slow as
 // its requests one after another.
 func (c *Client) Send(ctx context.Context, streams []Stream) (Report, error) {
+	if len(streams) == 1 { // a node's channel, most often: no goroutine, no merge
+		rep := newReport()
+		err := c.send(ctx, newWork([]Stream{inTimeOrder(streams[0])}), &rep)
+		return rep, err
+	}
 	reps, errs := make([]Report, len(streams)), make([]error, len(streams))
 	slots := make(chan struct{}, sendParallel)
 	var wg sync.WaitGroup
