@@ -286,7 +286,7 @@ type reader struct {
 	v           *verdict
 	blocks      map[int][]ignored // per stream, the ingester's blocks
 	pending     ignored           // named entries waiting for their block's total
-	distributor bool              // a distributor rejection: it may hide the ingester's answer
+	distributor bool              // a distributor's refusal was read (Loki never writes one beside an ingester's: both prove nothing)
 }
 
 func (rd *reader) set(i, k int, m mark) {
