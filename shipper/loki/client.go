@@ -250,12 +250,12 @@ func (c *Client) record(r Result, next time.Duration) {
 // distributor's refusals of the same request until the next round.
 const maxRepairs = 5
 
-// Send delivers streams (of distinct labels), one request per stream, each stream's entries in
-// time order, retrying with backoff for as long as ctx allows: the event
-// log is the buffer, and the checkpoint does not move meanwhile. It returns
-// once every entry is stored or given up on with a reason, and the report
-// says which; with ctx's error if cancelled first (nothing may then be
-// assumed). Only a 204 proves a request stored: a partial 400 is repaired
+// Send delivers streams (of distinct labels), one request per stream, each
+// stream's entries in time order, retrying with backoff for as long as ctx
+// allows: the event log is the buffer, and the checkpoint does not move
+// meanwhile. It returns once every entry is stored or given up on with a
+// reason, and the report says which; with ctx's error if cancelled first
+// (nothing may then be assumed). Only a 204 proves a request stored: a partial 400 is repaired
 // and the stream sent again (Loki drops the entries it already holds as
 // identical) until Loki answers 204 or nothing more can be repaired.
 //
@@ -274,7 +274,7 @@ const maxRepairs = 5
 func (c *Client) Send(ctx context.Context, streams []Stream) (Report, error) {
 	if len(streams) == 1 { // a node's channel, most often: no goroutine, no merge
 		rep := newReport()
-		err := c.send(ctx, newWork([]Stream{inTimeOrder(streams[0])}), &rep)
+		err := c.sendStream(ctx, streams[0], &rep)
 		return rep, err
 	}
 	reps, errs := make([]Report, len(streams)), make([]error, len(streams))
@@ -285,7 +285,7 @@ func (c *Client) Send(ctx context.Context, streams []Stream) (Report, error) {
 		wg.Go(func() {
 			defer func() { <-slots }()
 			reps[i] = newReport()
-			errs[i] = c.send(ctx, newWork([]Stream{inTimeOrder(s)}), &reps[i])
+			errs[i] = c.sendStream(ctx, s, &reps[i])
 		})
 	}
 	wg.Wait()
@@ -298,6 +298,11 @@ func (c *Client) Send(ctx context.Context, streams []Stream) (Report, error) {
 
 // sendParallel bounds the requests one Send has in flight.
 const sendParallel = 4
+
+// sendStream delivers one stream in a request of its own, in time order.
+func (c *Client) sendStream(ctx context.Context, s Stream, rep *Report) error {
+	return c.send(ctx, newWork([]Stream{inTimeOrder(s)}), rep)
+}
 
 // inTimeOrder is s with its entries sorted by time (a copy when they were
 // not; the order of equal times kept).

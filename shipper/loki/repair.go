@@ -534,15 +534,11 @@ func (v *verdict) repair(w work, rep *Report) (next work, progress bool) {
 			case m.fault == unnamed:
 				e.MaybeStored = true
 				e.aboveFloor = e.aboveFloor || m.aboveFloor
-			case m.fault == behind && e.aboveFloor:
-				// It reached the ingester above its floor before, so it was
-				// stored then (what the distributor refuses it refuses
-				// again, and then no ingester sees it to name it).
-				rep.stored(s.Labels, reason)
-				rep.Presumed[s.Labels]++
-				progress = true
-				continue
-			case m.fault == behind && e.MaybeStored && own:
+			case m.fault == behind && (e.aboveFloor || e.MaybeStored && own):
+				// Stored by an earlier request: it reached the ingester
+				// above its floor before (what the distributor refuses it
+				// refuses again, and then no ingester names it), or its
+				// stream's newest entry in Loki is its own batch's.
 				rep.stored(s.Labels, reason)
 				rep.Presumed[s.Labels]++
 				progress = true
