@@ -1,6 +1,13 @@
 package config
 
-import "github.com/winobs/winobs/eventfilter"
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/winobs/winobs/eventfilter"
+)
 
 // Names of the event sets (eventLog.sets).
 const (
@@ -32,7 +39,8 @@ const (
 var SecurityEvents = []string{"1102", "4625", "4697", "4698", "4720", "4722-4726", "4728", "4729", "4732", "4733", "4740", "4756", "4757"}
 
 // EventSets are the event sets users pick by name, each a list of channels
-// and filters added to eventLog.channels (a channel in both gets the union).
+// and filters added to eventLog.channels (a channel in both gets the union
+// of the filters, less every exclusion any of them writes).
 // Their events keep the usual stream labels: what the detections need
 // (event id, account, address) is in the line, parsed by LogQL.
 var EventSets = map[string][]Channel{
@@ -51,4 +59,136 @@ var EventSets = map[string][]Channel{
 		{Name: ChannelSecurity, Filter: eventfilter.Filter{Events: SecurityEvents}},
 		{Name: ChannelSystem, Filter: eventfilter.Filter{Providers: []string{"Service Control Manager"}, Events: []string{"7045"}}},
 	},
+}
+
+// EventReader is a Loki alert of package rules and the events it reads:
+// an exclusion a user writes on its channel leaves it without input.
+// rules' tests hold this table to the alerts' queries.
+type EventReader struct {
+	Alert, Channel string
+	// Set is the event set the alert is rendered with; "" for an alert
+	// always rendered.
+	Set string
+	// IDs are the event ids it reads; none: any id of the channel.
+	IDs []int
+	// Levels are the levels it reads; none: any level.
+	Levels []int
+}
+
+// EventReaders are the Loki alerts that read event log channels, and
+// their inputs.
+var EventReaders = []EventReader{
+	{Alert: "WindowsNodeServiceTerminated", Channel: ChannelSystem, IDs: []int{7031, 7034}},
+	{Alert: "WindowsServiceStartFailed", Channel: ChannelSystem, IDs: []int{7000, 7009}},
+	{Alert: "WindowsLogonBruteForce", Set: SetSecurity, Channel: ChannelSecurity, IDs: []int{4625}},
+	{Alert: "WindowsAccountLockedOut", Set: SetSecurity, Channel: ChannelSecurity, IDs: []int{4740}},
+	{Alert: "WindowsAuditLogCleared", Set: SetSecurity, Channel: ChannelSecurity, IDs: []int{1102}},
+	{Alert: "WindowsPrivilegedGroupChanged", Set: SetSecurity, Channel: ChannelSecurity, IDs: []int{4728, 4729, 4732, 4733, 4756, 4757}},
+	{Alert: "WindowsServiceInstalled", Set: SetSecurity, Channel: ChannelSystem, IDs: []int{7045}},
+	{Alert: "WindowsHostNetworkServiceErrors", Set: SetNodeOperations, Channel: ChannelHNS, Levels: []int{1, 2}},
+	{Alert: "WindowsHostComputeServiceErrors", Set: SetNodeOperations, Channel: ChannelHCS, Levels: []int{1, 2}},
+}
+
+// setWarnings names the detection that loses its input to an exclusion the
+// user writes: an exclusion is the channel's, and removes the id from the
+// sets' filters too.
+func setWarnings(e EventLog) Problems {
+	var out Problems
+	for i, ch := range e.Channels {
+		for j, ev := range ch.Events {
+			t := strings.TrimSpace(ev)
+			id, err := strconv.Atoi(strings.TrimPrefix(t, "-"))
+			if err != nil || !strings.HasPrefix(t, "-") {
+				continue
+			}
+			for _, r := range EventReaders {
+				if (r.Set == "" || slices.Contains(e.Sets, r.Set)) && strings.EqualFold(r.Channel, ch.Name) && (len(r.IDs) == 0 || slices.Contains(r.IDs, id)) {
+					out = append(out, Problem{Path: fmt.Sprintf("eventLog.channels[%d].events[%d]", i, j), Msg: fmt.Sprintf(
+						"excludes %s event %d, which the alert %s reads: it will never fire on this cluster; drop the exclusion to keep it",
+						ch.Name, id, r.Alert)})
+				}
+			}
+		}
+	}
+	return out
+}
+
+// Describe says, one line a channel, what its subscription forwards: each
+// filter with where it comes from (the user's eventLog.channels or a set),
+// and the exclusions that apply to all of them. gen prints it, so that a
+// set widening a channel the user narrowed is never silent.
+func (e EventLog) Describe() []string {
+	type source struct {
+		name     string
+		from     []string
+		excluded []string
+	}
+	var order []*source
+	byKey := map[string]*source{}
+	add := func(name, from string, f eventfilter.Filter) {
+		key := strings.ToLower(name)
+		s, ok := byKey[key]
+		if !ok {
+			s = &source{name: name}
+			byKey[key] = s
+			order = append(order, s)
+		}
+		if took := from + " (" + takes(f) + ")"; !slices.Contains(s.from, took) {
+			s.from = append(s.from, took)
+		}
+		for _, ev := range f.Events {
+			if t := strings.TrimSpace(ev); strings.HasPrefix(t, "-") && !slices.Contains(s.excluded, t[1:]) {
+				s.excluded = append(s.excluded, t[1:])
+			}
+		}
+	}
+	for _, ch := range e.Channels {
+		add(ch.Name, "eventLog.channels", ch.Filter)
+	}
+	for _, set := range e.Sets {
+		for _, ch := range EventSets[set] {
+			add(ch.Name, "set "+set, ch.Filter)
+		}
+	}
+	var lines []string
+	for _, s := range order {
+		line := s.name + ": " + strings.Join(s.from, " + ")
+		if len(s.excluded) > 0 {
+			line += ", less events " + strings.Join(s.excluded, ", ") + " (from every filter)"
+		}
+		lines = append(lines, line)
+	}
+	return lines
+}
+
+// takes is a filter in a few words: "levels 1,2,3", "events 7045 of
+// Service Control Manager".
+func takes(f eventfilter.Filter) string {
+	var parts []string
+	if len(f.Levels) > 0 {
+		ls := make([]string, len(f.Levels))
+		for i, l := range f.Levels {
+			ls[i] = strconv.Itoa(l)
+		}
+		parts = append(parts, "levels "+strings.Join(ls, ","))
+	}
+	var ids []string
+	for _, ev := range f.Events {
+		if t := strings.TrimSpace(ev); !strings.HasPrefix(t, "-") {
+			ids = append(ids, t)
+		}
+	}
+	if len(ids) > 0 {
+		parts = append(parts, "events "+strings.Join(ids, ","))
+	}
+	if len(f.Providers) > 0 {
+		parts = append(parts, "of "+strings.Join(f.Providers, ", "))
+	}
+	if len(f.Keywords) > 0 {
+		parts = append(parts, "keywords "+strings.Join(f.Keywords, ","))
+	}
+	if len(parts) == 0 {
+		return "every event"
+	}
+	return strings.Join(parts, " ")
 }

@@ -110,6 +110,12 @@ func Starter(s Site) ([]byte, Problems, error) {
 			field("name", "", ""),
 		), "Or a Secret in the namespace holding the credentials, mounted read-only into the log agents at\n"+
 			lab.LokiSecret.MountPath+": then passwordFile: "+lab.LokiSecret.MountPath+"\\password (docs/upgrade.md)."),
+		field("eventLog", mapping(
+			field("sets", lab.EventLog.Sets,
+				"Event sets forwarded beside the channels (config/default.yaml's eventLog.channels, or yours), each with\n"+
+					"its Loki detections: node-operations and security. Writing your own eventLog.channels keeps them on; [] for\n"+
+					"none. An exclusion in your channels (\"-4697\") applies to the sets' filters too (docs/events.md)."),
+		), ""),
 	)
 	doc := &yaml.Node{Kind: yaml.DocumentNode, Content: []*yaml.Node{root},
 		HeadComment: "winobs configuration: the values that differ per cluster. Every other value keeps the built-in\n" +

@@ -61,6 +61,7 @@ func Warnings(c *Config) Problems {
 					"(%s) and set %s to it", img.def, img.build, img.path)})
 		}
 	}
+	out = append(out, setWarnings(c.EventLog)...)
 	if fw := c.WindowsExporter.Firewall; fw.Enabled {
 		out = append(out, openFirewall(fw.AllowFrom)...)
 	}

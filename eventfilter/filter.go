@@ -13,6 +13,7 @@ package eventfilter
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -118,6 +119,10 @@ func (f Filter) parse() (parsed, []Problem) {
 	}
 	if n := p.baseExpressions() + 1; n > MaxExpressions {
 		add("providers", "levels, providers and keywords make %d expressions with an event id, over Windows' %d for one query: split the filter", n, MaxExpressions)
+	} else if n := p.baseExpressions() + 2; n > MaxExpressions && slices.ContainsFunc(p.ids, func(r idRange) bool { return r.lo != r.hi }) {
+		// A range is two comparisons and cannot be split across Selects.
+		add("events", "a range is two expressions and levels, providers and keywords take %d: %d, over Windows' %d for one Select; list the range's ids or drop a level, provider or keyword",
+			p.baseExpressions(), n, MaxExpressions)
 	}
 	return p, probs
 }
@@ -202,28 +207,40 @@ func idExpressions(ids []idRange) int {
 }
 
 // Compile is the query for a channel's filters: events that any filter
-// selects. One filter within MaxExpressions is an XPath; more, or one
-// beyond it, a structured <QueryList>. Invalid filters are an error naming
-// every problem (config validation reports them by file and line first).
+// selects, less every id any filter excludes. An exclusion is the
+// channel's: "-4697" in one filter removes 4697 from what every other
+// filter on the channel (an event set's too) would take, since no one
+// writing it means "unless something else wants it". One filter within
+// MaxExpressions is an XPath; more, or one beyond it, a structured
+// <QueryList> whose Selects each stay within MaxExpressions and whose
+// Suppress elements carry the exclusions. Invalid filters are an error
+// naming every problem (config validation reports them by file and line
+// first).
 func Compile(channel string, filters []Filter) (string, error) {
 	if len(filters) == 0 {
 		return "", fmt.Errorf("channel %s: no filter", channel)
 	}
 	var ps []parsed
+	var excluded []int
 	for i, f := range filters {
 		p, probs := f.parse()
 		if len(probs) > 0 {
 			return "", fmt.Errorf("channel %s, filter %d: %w", channel, i, probs[0])
 		}
 		ps = append(ps, p)
+		for _, id := range p.excluded {
+			if !slices.Contains(excluded, id) {
+				excluded = append(excluded, id)
+			}
+		}
 	}
 	if len(ps) == 1 {
 		p := ps[0]
-		if p.baseExpressions()+idExpressions(p.ids)+len(p.excluded) <= MaxExpressions {
-			return xpath(p.terms(p.ids, p.excluded)), nil
+		if p.baseExpressions()+idExpressions(p.ids)+len(excluded) <= MaxExpressions {
+			return xpath(p.terms(p.ids, excluded)), nil
 		}
 	}
-	return structured(channel, ps), nil
+	return structured(channel, ps, excluded), nil
 }
 
 // terms are the XPath conditions of p that select ids (and exclude
@@ -281,37 +298,29 @@ func xpath(terms []string) string {
 }
 
 // structured is the <QueryList> of the filters: each filter's ids spread
-// over as many Selects as keep each within MaxExpressions. A channel's only
-// filter puts its exclusions in Suppress elements; with several filters on
-// one channel a Suppress would remove what another selects, so each
-// filter's Selects exclude its own.
-func structured(channel string, ps []parsed) string {
+// over as many Selects as keep each within MaxExpressions, and the
+// channel's exclusions in Suppress elements, which remove what any Select
+// took. parse guarantees a filter's levels, providers and keywords leave
+// room for its costliest id, so no Select passes the limit.
+func structured(channel string, ps []parsed, excluded []int) string {
 	var b strings.Builder
 	path := xmlEscape.Replace(channel)
 	b.WriteString(`<QueryList><Query Id="0" Path="` + path + `">`)
 	element := func(name, query string) {
 		b.WriteString("<" + name + ` Path="` + path + `">` + xmlEscape.Replace(query) + "</" + name + ">")
 	}
-	suppress := len(ps) == 1
 	for _, p := range ps {
-		excluded := p.excluded
-		if suppress {
-			excluded = nil
-		}
-		room := MaxExpressions - p.baseExpressions() - len(excluded)
-		for _, chunk := range chunks(p.ids, room) {
-			element("Select", xpath(p.terms(chunk, excluded)))
+		for _, chunk := range chunks(p.ids, MaxExpressions-p.baseExpressions()) {
+			element("Select", xpath(p.terms(chunk, nil)))
 		}
 	}
-	if suppress {
-		var ids []idRange
-		for _, id := range ps[0].excluded {
-			ids = append(ids, idRange{id, id})
-		}
+	var ids []idRange
+	for _, id := range excluded {
+		ids = append(ids, idRange{id, id})
+	}
+	if len(ids) > 0 {
 		for _, chunk := range chunks(ids, MaxExpressions) {
-			if len(chunk) > 0 {
-				element("Suppress", xpath([]string{"(" + idsOr(chunk) + ")"}))
-			}
+			element("Suppress", xpath([]string{"(" + idsOr(chunk) + ")"}))
 		}
 	}
 	b.WriteString("</Query></QueryList>")
@@ -324,18 +333,18 @@ func structured(channel string, ps []parsed) string {
 var xmlEscape = strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;", `"`, "&quot;")
 
 // chunks splits ids into runs of at most room expressions; no ids is one
-// empty run (a select of every id).
+// empty run (a select of every id). room is at least the cost of the
+// costliest id (parse refuses a filter where it is not).
 func chunks(ids []idRange, room int) [][]idRange {
 	if len(ids) == 0 {
 		return [][]idRange{nil}
 	}
-	room = max(room, 2)
 	var out [][]idRange
 	var cur []idRange
 	n := 0
 	for _, r := range ids {
 		cost := idExpressions([]idRange{r})
-		if n+cost > room {
+		if n+cost > room && len(cur) > 0 {
 			out, cur, n = append(out, cur), nil, 0
 		}
 		cur, n = append(cur, r), n+cost

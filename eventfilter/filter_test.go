@@ -141,12 +141,19 @@ func TestStructuredBeyondTheLimit(t *testing.T) {
 }
 
 // The property: for random filters, the compiled query (XPath or
-// structured) selects exactly what the filter says, as the test reads the
-// filter itself, and no expression passes Windows' limit.
+// structured) selects exactly what the filters say, as the test reads them
+// itself (an exclusion in any filter removes the id from the channel), and
+// no Select or Suppress passes Windows' limit, exclusions counted. The
+// shapes include the hard ones: many exclusions beside other filters, and
+// levels, providers and keywords leaving room for one or two ids.
 func TestCompiledQueryMeansTheFilter(t *testing.T) {
 	rng := rand.New(rand.NewPCG(45, 46))
 	providers := []string{"A", "Service Control Manager", "Microsoft-Windows-Security-Auditing"}
-	for trial := range 300 {
+	for i := range 12 {
+		providers = append(providers, fmt.Sprintf("P%d", i))
+	}
+	longest := 0
+	for trial := range 600 {
 		var filters []eventfilter.Filter
 		for range 1 + rng.IntN(3) {
 			var f eventfilter.Filter
@@ -155,25 +162,32 @@ func TestCompiledQueryMeansTheFilter(t *testing.T) {
 					f.Levels = append(f.Levels, l)
 				}
 			}
-			for range rng.IntN(30) {
+			excl := 4
+			if rng.IntN(3) == 0 {
+				excl = 1 // mostly exclusions: up to 40 of them
+			}
+			for range rng.IntN(50) {
 				a := rng.IntN(60)
-				switch rng.IntN(4) {
+				switch rng.IntN(excl) {
 				case 0:
-					f.Events = append(f.Events, fmt.Sprintf("%d-%d", a, a+rng.IntN(6)))
-				case 1:
 					f.Events = append(f.Events, fmt.Sprintf("-%d", a))
+				case 1:
+					f.Events = append(f.Events, fmt.Sprintf("%d-%d", a, a+rng.IntN(6)))
 				default:
 					f.Events = append(f.Events, fmt.Sprint(a))
 				}
 			}
-			if rng.IntN(3) == 0 {
-				f.Providers = providers[:1+rng.IntN(2)]
+			switch rng.IntN(4) {
+			case 0:
+				f.Providers = providers[:1+rng.IntN(3)]
+			case 1:
+				f.Providers = providers[:10+rng.IntN(5)] // near the limit
 			}
 			if rng.IntN(3) == 0 {
 				f.Keywords = []string{"audit_failure"}
 			}
 			if f.Check() != nil {
-				f.Levels = []int{2}
+				f.Levels, f.Providers, f.Keywords = []int{2}, nil, nil
 			}
 			filters = append(filters, f)
 		}
@@ -181,12 +195,24 @@ func TestCompiledQueryMeansTheFilter(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		for _, el := range regexp.MustCompile(`<(Select|Suppress)[^>]*>([^<]*)<`).FindAllStringSubmatch(q, -1) {
+			n := len(comparison.FindAllString(el[2], -1))
+			longest = max(longest, n)
+			if n > eventfilter.MaxExpressions {
+				t.Fatalf("trial %d: a %s of %d expressions: %s\nfilters %+v", trial, el[1], n, el[2], filters)
+			}
+		}
+		if !strings.HasPrefix(q, "<") {
+			if n := len(comparison.FindAllString(q, -1)); n > eventfilter.MaxExpressions {
+				t.Fatalf("trial %d: an XPath of %d expressions: %s", trial, n, q)
+			}
+		}
 		parsed, err := eventfilter.Parse(q)
 		if err != nil {
 			t.Fatalf("%s: %v", q, err)
 		}
 		for range 200 {
-			ev := eventfilter.Fields{Channel: "Security", EventID: rng.IntN(70), Level: rng.IntN(6), Provider: providers[rng.IntN(3)]}
+			ev := eventfilter.Fields{Channel: "Security", EventID: rng.IntN(70), Level: rng.IntN(6), Provider: providers[rng.IntN(len(providers))]}
 			if rng.IntN(2) == 0 {
 				ev.Keywords = 0x8010000000000000
 			}
@@ -195,10 +221,22 @@ func TestCompiledQueryMeansTheFilter(t *testing.T) {
 			}
 		}
 	}
+	if longest != eventfilter.MaxExpressions {
+		t.Errorf("no trial reached the limit (longest element %d expressions): the shapes are too easy", longest)
+	}
 }
 
-// anySelects is the filters' meaning, read off them directly.
+// anySelects is the filters' meaning, read off them directly: an id any
+// filter excludes is the channel's exclusion.
 func anySelects(filters []eventfilter.Filter, ev eventfilter.Fields) bool {
+	for _, f := range filters {
+		for _, e := range f.Events {
+			var a int
+			if _, err := fmt.Sscanf(e, "-%d", &a); err == nil && strings.HasPrefix(e, "-") && ev.EventID == a {
+				return false
+			}
+		}
+	}
 	for _, f := range filters {
 		if selects(f, ev) {
 			return true
@@ -222,11 +260,7 @@ func selects(f eventfilter.Filter, ev eventfilter.Fields) bool {
 		var a, b int
 		switch {
 		case strings.HasPrefix(e, "-"):
-			fmt.Sscanf(e, "-%d", &a)
-			if ev.EventID == a {
-				return false
-			}
-			continue
+			continue // the channel's exclusions: anySelects
 		case strings.Contains(e, "-"):
 			fmt.Sscanf(e, "%d-%d", &a, &b)
 		default:
@@ -253,6 +287,10 @@ func TestFilterProblems(t *testing.T) {
 		{eventfilter.Filter{Events: []string{"-4700-4710"}}, []string{"events[0]: an exclusion is -ID with one id"}},
 		{eventfilter.Filter{Events: []string{"4625) or (1=1"}}, []string{"events[0]: must be an event id"}},
 		{eventfilter.Filter{Levels: []int{6}, Keywords: []string{"audit"}}, []string{"levels[0]: must be a level from 0", `keywords[0]: must be audit_success or audit_failure, got "audit"`}},
+		// 19 expressions of levels and providers leave room for one id: a
+		// range (two comparisons) fits in no Select.
+		{eventfilter.Filter{Levels: []int{0, 1, 2, 3, 4, 5}, Providers: strings.Fields("a b c d e f g h i j k l m"), Events: []string{"4625", "4720-4767"}},
+			[]string{"events: a range is two expressions and levels, providers and keywords take 19: 21, over Windows' 20"}},
 	} {
 		var got []string
 		for _, p := range tc.f.Check() {

@@ -249,3 +249,50 @@ func TestExpressionsAreTemplates(t *testing.T) {
 		t.Errorf("checked only %d expressions", checked)
 	}
 }
+
+// config.EventReaders, from which gen warns that an exclusion leaves an
+// alert blind, holds exactly the Loki alerts that read an event channel,
+// each with the channel, ids and levels its query reads.
+func TestEventReadersAreTheAlerts(t *testing.T) {
+	byAlert := map[string]config.EventReader{}
+	for _, r := range config.EventReaders {
+		byAlert[r.Alert] = r
+	}
+	seen := map[string]bool{}
+	for _, r := range lokiRules(t, defaultConfig(t)) {
+		reader, ok := byAlert[r.Alert]
+		if !ok {
+			if strings.Contains(r.Expr, `channel="`) {
+				t.Errorf("%s reads an event channel and is missing from config.EventReaders: %s", r.Alert, r.Expr)
+			}
+			continue
+		}
+		seen[r.Alert] = true // once, though one rule a node service
+		var ids, levels []string
+		for _, id := range reader.IDs {
+			ids = append(ids, strconv.Itoa(id))
+		}
+		for _, l := range reader.Levels {
+			levels = append(levels, strconv.Itoa(l))
+		}
+		var want []string
+		switch {
+		case len(ids) == 1:
+			want = append(want, `event_id="`+ids[0]+`"`)
+		case len(ids) > 1:
+			want = append(want, `event_id=~"`+strings.Join(ids, "|")+`"`)
+		}
+		if len(levels) > 0 {
+			want = append(want, `level=~"`+strings.Join(levels, "|")+`"`)
+		}
+		want = append(want, `channel="`+reader.Channel+`"`)
+		for _, w := range want {
+			if !strings.Contains(r.Expr, w) {
+				t.Errorf("%s: config.EventReaders says it reads %s, its query does not: %s", r.Alert, w, r.Expr)
+			}
+		}
+	}
+	if len(seen) != len(config.EventReaders) {
+		t.Errorf("%d alerts of config.EventReaders rendered, it lists %d", len(seen), len(config.EventReaders))
+	}
+}

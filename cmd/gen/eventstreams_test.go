@@ -113,3 +113,75 @@ func renderedShipperConfig(t *testing.T, out string) *shipconfig.Config {
 		return sc
 	}
 }
+
+// Round 6: an exclusion the user writes is the channel's. With the default
+// sets on, docs/events.md's example keeps 4697 (which the security set
+// takes) off the wire for both agents, the set's other events still pass,
+// the render's summary says what each filter of a channel takes and where
+// it comes from, and an exclusion that blinds a detection
+// names it.
+func TestUserExclusionAppliesToTheSets(t *testing.T) {
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "winobs.yaml")
+	body := "eventLog:\n  channels: [{name: Security, events: [\"4625\", \"-4697\"]}]\n  sets: [node-operations, security]\n" +
+		"shipper: {deploy: true}\n"
+	if err := os.WriteFile(cfg, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "out")
+	var stdout, stderr bytes.Buffer
+	if code := run([]string{"--config", cfg, "--out", out}, &stdout, &stderr); code != 0 {
+		t.Fatalf("exit %d:\n%s", code, stderr.String())
+	}
+	var shipperQuery string
+	for _, ch := range renderedShipperConfig(t, out).Channels {
+		if ch.Name == "Security" {
+			shipperQuery = ch.Query
+		}
+	}
+	if !slices.Contains(alloyStrings(t, out, "xpath_query"), shipperQuery) {
+		t.Fatalf("the shipper's Security query %q is not one of Alloy's", shipperQuery)
+	}
+	q, err := eventfilter.Parse(shipperQuery)
+	if err != nil {
+		t.Fatal(err)
+	}
+	passed := map[string]bool{}
+	for _, f := range fixture.Glob(t, 9, fixture.Events, "security-*.xml") {
+		e, err := eventxml.Parse(fixture.Read(t, fixture.Events, filepath.Base(f)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		passed[strings.Split(filepath.Base(f), "-")[1]] = q.Match(e.FilterFields())
+	}
+	// 4625 is the user's, 1102/4720/4732/4740 the set's; 4697 excluded;
+	// 4624 and 4738 nobody's.
+	want := map[string]bool{"1102": true, "4625": true, "4720": true, "4732": true, "4740": true, "4697": false, "4624": false, "4738": false}
+	for id, w := range want {
+		if passed[id] != w {
+			t.Errorf("Security %s passed: %v, want %v (query %s)", id, passed[id], w, shipperQuery)
+		}
+	}
+	if strings.Contains(stderr.String(), "eventLog.channels[0]") {
+		t.Errorf("an exclusion no detection reads is warned about:\n%s", stderr.String())
+	}
+	for _, w := range []string{
+		"  Security: eventLog.channels (events 4625) + set security (events 1102,4625,4697,", ", less events 4697 (from every filter)\n",
+		"  System: set node-operations (levels 1,2,3) + set security (events 7045 of Service Control Manager)\n",
+	} {
+		if !strings.Contains(stdout.String(), w) {
+			t.Errorf("the summary lacks %q:\n%s", w, stdout.String())
+		}
+	}
+
+	// Excluding what a detection reads is said, with the detection.
+	os.WriteFile(cfg, []byte(strings.Replace(body, `"-4697"`, `"-4740"`, 1)), 0o644)
+	stdout.Reset()
+	stderr.Reset()
+	if code := run([]string{"--config", cfg, "--out", out}, &stdout, &stderr); code != 0 {
+		t.Fatalf("exit %d:\n%s", code, stderr.String())
+	}
+	if w := "eventLog.channels[0].events[1]: excludes Security event 4740, which the alert WindowsAccountLockedOut reads: it will never fire"; !strings.Contains(stderr.String(), w) {
+		t.Errorf("stderr lacks %q:\n%s", w, stderr.String())
+	}
+}

@@ -111,6 +111,12 @@ func runRender(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	printSummary(stdout, *out, sum)
+	// What each channel forwards, and from where: a user's channel keeps
+	// the default sets' filters beside it unless eventLog.sets says not.
+	fmt.Fprintln(stdout, "event log channels (both agents):")
+	for _, line := range cfg.EventLog.Describe() {
+		fmt.Fprintf(stdout, "  %s\n", line)
+	}
 	return 0
 }
 
