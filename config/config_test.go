@@ -248,3 +248,46 @@ func TestLokiSecretMountAvoidsConfigMounts(t *testing.T) {
 		t.Errorf("a mount of its own: %v", err)
 	}
 }
+
+// A channel named like a Windows device, or ending in a dot or a space, is
+// refused at its line (issue 51: NUL, con, COM1 and LPT9.log rendered), as
+// is a Windows path with such a directory; every one is reported at once.
+func TestWindowsDeviceNamesRefused(t *testing.T) {
+	p := writeConfig(t, `eventLog:
+  channels:
+    - {name: NUL, levels: [2]}
+    - {name: con, levels: [2]}
+    - {name: COM1, levels: [2]}
+    - {name: LPT9.log, levels: [2]}
+    - {name: "Application.", levels: [2]}
+    - {name: "System ", levels: [2]}
+    - {name: Microsoft-Windows-Sysmon/Operational, levels: [2]}
+    - {name: "NULL", levels: [2]}
+shipper:
+  stateDir: 'C:\var\lib\AUX\winobs'
+  textfileDir: 'C:\var\lib\textfile.'
+`)
+	_, err := Load(p)
+	probs, ok := err.(Problems)
+	if !ok {
+		t.Fatalf("want Problems, got %T %v", err, err)
+	}
+	want := []string{
+		p + `:3: eventLog.channels[0].name: "NUL" names the Windows device NUL`,
+		p + `:4: eventLog.channels[1].name: "con" names the Windows device CON`,
+		p + `:5: eventLog.channels[2].name: "COM1" names the Windows device COM1`,
+		p + `:6: eventLog.channels[3].name: "LPT9.log" names the Windows device LPT9`,
+		p + `:7: eventLog.channels[4].name: "Application." ends in a dot or a space`,
+		p + `:8: eventLog.channels[5].name: "System " ends in a dot or a space`,
+		p + `:12: shipper.stateDir: "C:\\var\\lib\\AUX\\winobs": "AUX" names the Windows device AUX`,
+		p + `:13: shipper.textfileDir: "C:\\var\\lib\\textfile.": "textfile." ends in a dot or a space`,
+	}
+	if len(probs) != len(want) {
+		t.Errorf("got %d problems, want %d:\n%v", len(probs), len(want), err)
+	}
+	for i, w := range want {
+		if i >= len(probs) || !strings.HasPrefix(probs[i].Error(), w) {
+			t.Errorf("problem %d:\n got  %v\n want %s...", i, probs[i], w)
+		}
+	}
+}

@@ -95,8 +95,11 @@ var safeWindowsPath = regexp.MustCompile(`^[A-Za-z]:(\\[A-Za-z0-9_.\-]+)+\\?$`)
 
 func (v *validator) windowsPath(path, s string) {
 	ok := safeWindowsPath.MatchString(s) && len(s) <= endpoint.MaxText
-	for _, seg := range strings.Split(s, `\`) {
+	for i, seg := range strings.Split(s, `\`) {
 		ok = ok && seg != ".." && seg != "."
+		if ok && i > 0 && seg != "" && !v.windowsName(path, s, seg, "use another directory name") {
+			return
+		}
 	}
 	v.check(path, ok, `must be an absolute Windows path on the node's disk made of letters, digits, '_', '.' and '-' (such as C:\var\lib\winobs), got %q`, s)
 }

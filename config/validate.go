@@ -18,6 +18,7 @@ import (
 	"github.com/winobs/winobs/conffile"
 	"github.com/winobs/winobs/contract"
 	"github.com/winobs/winobs/endpoint"
+	"github.com/winobs/winobs/winname"
 )
 
 // rulerNamespace is what a ruler namespace prefix may be: it becomes a URL
@@ -233,6 +234,9 @@ func validateAgents(v *validator, c *Config) {
 		v.check(p+".name", ch.Name != "" && !seen[strings.ToLower(ch.Name)], "must be a channel name listed once, got %q", ch.Name)
 		seen[strings.ToLower(ch.Name)] = true
 		v.text(p+".name", ch.Name)
+		// The agents name a node's files after the channel (Alloy's
+		// bookmark, the shipper's checkpoint).
+		v.windowsName(p+".name", ch.Name, ch.Name, "no event log channel is named so, and the agents' files named after it would not be files")
 		if other, dup := labels[ch.ComponentLabel()]; dup && ch.Name != "" && !strings.EqualFold(other, ch.Name) {
 			v.add(p+".name", "%q and %q both become the Alloy component and bookmark %q: rename one", other, ch.Name, ch.ComponentLabel())
 		}
@@ -407,6 +411,23 @@ func (v *validator) add(path, format string, args ...any) {
 		}
 	}
 	v.probs = append(v.probs, Problem{Path: path, Msg: fmt.Sprintf(format, args...)})
+}
+
+// windowsName refuses name, a file name or a component of value, where
+// Windows would open a device or another file (package winname); the
+// message is built here so that it is never cut.
+func (v *validator) windowsName(path, value, name, why string) bool {
+	msg := winname.Problem(name)
+	if msg == "" {
+		return true
+	}
+	if value != name {
+		msg = fmt.Sprintf("%q: %q %s", conffile.Excerpt(value), name, msg)
+	} else {
+		msg = fmt.Sprintf("%q %s", conffile.Excerpt(name), msg)
+	}
+	v.probs = append(v.probs, Problem{Path: path, Msg: msg + ": " + why})
+	return false
 }
 
 func (v *validator) check(path string, ok bool, format string, args ...any) {

@@ -20,6 +20,7 @@ import (
 
 	"github.com/winobs/winobs/conffile"
 	"github.com/winobs/winobs/shipper/lanes"
+	"github.com/winobs/winobs/winname"
 )
 
 // Checkpoint is the delivered position of one channel.
@@ -60,10 +61,16 @@ func Open(dir string) (*Store, error) {
 // name of letters, digits, '-' and '.' is used as it is; any other gets its
 // other characters as '_' (which a plain name never holds) and a hash of the
 // exact name, so Sysmon/Operational and Sysmon_Operational never share a
-// file. (Channel names that differ only in case are refused by the config:
-// Windows treats them as one channel, and NTFS as one file.)
+// file. A name Windows would open as a device (NUL, COM1, LPT9.log: package
+// winname) is prefixed with '_' and hashed, so its checkpoint is a file on
+// every node even where a config let such a name through. (Channel names that differ only
+// in case are refused by the config: Windows treats them as one channel,
+// and NTFS as one file.)
 func (s *Store) Path(channel string) string {
 	safe := legacyName(channel)
+	if winname.Device(safe) {
+		safe = "_" + safe // "NUL-…" still opens NUL when an extension follows
+	}
 	if safe != channel {
 		sum := sha256.Sum256([]byte(channel))
 		safe += "-" + hex.EncodeToString(sum[:8])
@@ -71,9 +78,16 @@ func (s *Store) Path(channel string) string {
 	return filepath.Join(s.dir, safe+".checkpoint")
 }
 
-// legacyName is the file name before the mapping was one to one; a
-// checkpoint found only there is still read (and checked to be this
-// channel's).
+// legacyPath is the file before the mapping was one to one; a checkpoint
+// found only there is still read (and checked to be this channel's). A
+// device's name has none: reading it would read the device.
+func (s *Store) legacyPath(channel string) (string, bool) {
+	name := legacyName(channel)
+	path := filepath.Join(s.dir, name+".checkpoint")
+	return path, path != s.Path(channel) && !winname.Device(name)
+}
+
+// legacyName is the file name before the mapping was one to one.
 func legacyName(channel string) string {
 	return strings.Map(func(r rune) rune {
 		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '.' {
@@ -405,7 +419,7 @@ func (s *Store) Load(channel string) (cp Checkpoint, found bool, note string, er
 		if cp, err := read(path+".bak", channel); err == nil {
 			return cp, true, "checkpoint missing, resumed from the previous copy", nil
 		}
-		if legacy := filepath.Join(s.dir, legacyName(channel)+".checkpoint"); legacy != path {
+		if legacy, ok := s.legacyPath(channel); ok {
 			if cp, err := read(legacy, channel); err == nil {
 				return cp, true, "", nil
 			}
@@ -427,8 +441,11 @@ func (s *Store) Load(channel string) (cp Checkpoint, found bool, note string, er
 // Peek returns the channel's valid checkpoint (or its previous copy) without
 // touching any file; Load is what handles a corrupt one.
 func (s *Store) Peek(channel string) (Checkpoint, bool) {
-	legacy := filepath.Join(s.dir, legacyName(channel)+".checkpoint")
-	for _, p := range []string{s.Path(channel), s.Path(channel) + ".bak", legacy} {
+	paths := []string{s.Path(channel), s.Path(channel) + ".bak"}
+	if legacy, ok := s.legacyPath(channel); ok {
+		paths = append(paths, legacy)
+	}
+	for _, p := range paths {
 		if cp, err := read(p, channel); err == nil {
 			return cp, true
 		}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/winobs/winobs/internal/fixture"
 	"github.com/winobs/winobs/shipper/lanes"
+	"github.com/winobs/winobs/winname"
 )
 
 func store(t *testing.T) *Store {
@@ -446,5 +447,48 @@ func TestLanePlans(t *testing.T) {
 		if err := s.SavePlans("Security", second); err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+// A channel named like a Windows device (issue 51: NUL, con, COM1 and
+// LPT9.log rendered) never names a file Windows would open as the device:
+// every file the store writes for it (checkpoint, previous copy, sent mark,
+// lane plans, their temporary copies) is checked under Windows' rules for
+// the name before its first dot, and each channel keeps its own files.
+func TestDeviceNamedChannelsGetFiles(t *testing.T) {
+	s := store(t)
+	names := []string{"NUL", "con", "Con", "AUX", "PRN", "COM1", "com9", "COM0", "LPT1", "LPT9.log", "lpt3.x.y", "CONIN$", "COM¹", "System"}
+	plans := lanes.Plans{Streams: map[string]lanes.Plan{"WINNODE01": {{From: 100, K: 2}}}}
+	for i, n := range names {
+		for _, err := range []error{
+			s.Save(Checkpoint{Channel: n, RecordID: uint64(i + 1)}),
+			s.Save(Checkpoint{Channel: n, RecordID: uint64(i + 100)}),
+			s.SaveSent(Checkpoint{Channel: n, RecordID: uint64(i + 100)}),
+			s.SavePlans(n, plans),
+		} {
+			if err != nil {
+				t.Fatalf("%s: %v", n, err)
+			}
+		}
+	}
+	entries, err := os.ReadDir(s.dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(entries) < 4*len(names) {
+		t.Fatalf("%d files for %d channels", len(entries), len(names))
+	}
+	for _, e := range entries {
+		if winname.Device(e.Name()) {
+			t.Errorf("%s: Windows opens the device %s", e.Name(), strings.SplitN(e.Name(), ".", 2)[0])
+		}
+	}
+	for i, n := range names {
+		if cp, found, note, err := s.Load(n); err != nil || !found || note != "" || cp.RecordID != uint64(i+100) {
+			t.Errorf("%s: %+v %v %q %v", n, cp, found, note, err)
+		}
+	}
+	if filepath.Base(s.Path("System")) != "System.checkpoint" {
+		t.Errorf("a plain name changed its file: %s", s.Path("System"))
 	}
 }
