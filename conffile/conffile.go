@@ -325,6 +325,13 @@ func (doc *Document) Locate(probs Problems) Problems {
 	return out
 }
 
+// Sets reports whether the file writes the field at path (a nil Document,
+// no file, writes none): a default is then the user's choice only when
+// written.
+func (doc *Document) Sets(path string) bool {
+	return doc != nil && doc.root != nil && Lookup(doc.root, path) != nil
+}
+
 func (doc *Document) underFailed(path string) bool {
 	for f := range doc.failed {
 		if path == f || strings.HasPrefix(path, f+".") || strings.HasPrefix(path, f+"[") {

@@ -432,7 +432,7 @@ func Read(path string) (*Config, Problems, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	return cfg, doc.Locate(Warnings(cfg)).Sorted(), nil
+	return cfg, doc.Locate(append(Warnings(cfg), sharedNamespaceWarning(cfg, doc)...)).Sorted(), nil
 }
 
 func load(path string) (*Config, *conffile.Document, error) {
@@ -458,11 +458,43 @@ func parse(file string, src []byte) (*Config, *conffile.Document, error) {
 	if file != "" {
 		doc, probs = conffile.Decode(file, src, &cfg)
 	}
+	createOnlyOurs(&cfg, doc)
 	probs = append(probs, doc.Locate(Validate(&cfg))...)
 	if len(probs) > 0 {
 		return nil, nil, probs.Sorted()
 	}
 	return &cfg, doc, nil
+}
+
+// createOnlyOurs keeps the default createNamespace: true for winobs's own
+// namespace alone. A namespace the file names is someone's (gen cannot know
+// every shared namespace's name: kube-prometheus-stack's is often not
+// "monitoring") unless the file also writes createNamespace: true, so the
+// render never makes another system's namespace privileged, nor an
+// uninstall delete it.
+func createOnlyOurs(cfg *Config, doc *conffile.Document) {
+	if sharedUnlessAsked(cfg, doc) {
+		cfg.CreateNamespace = false
+	}
+}
+
+// sharedUnlessAsked: the file names a namespace other than winobs's own
+// and says nothing of creating it.
+func sharedUnlessAsked(cfg *Config, doc *conffile.Document) bool {
+	return doc.Sets("namespace") && !doc.Sets("createNamespace") && cfg.Namespace != defaultValues().Namespace
+}
+
+// sharedNamespaceWarning says what a namespace the render does not create
+// needs, with the cost, when the file did not choose it by writing
+// createNamespace.
+func sharedNamespaceWarning(cfg *Config, doc *conffile.Document) Problems {
+	if !sharedUnlessAsked(cfg, doc) {
+		return nil
+	}
+	return Problems{{Path: "namespace", Msg: fmt.Sprintf(
+		"%q is not winobs's own namespace, so the render does not create it (createNamespace: false unless you write true): "+
+			"create it if needed and label it once for the HostProcess pods, which then admits any privileged pod in it: %s",
+		cfg.Namespace, LabelNamespaceCommand(cfg.Namespace))}}
 }
 
 // pinnedDefaults holds the defaults that come from versions.json rather than

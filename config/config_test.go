@@ -174,7 +174,7 @@ func TestCreateNamespaceNeverOwnsAnotherSystemsNamespace(t *testing.T) {
 		body string
 		ok   bool
 	}{
-		{"namespace: monitoring\n", false}, // createNamespace: true by default
+		{"namespace: monitoring\ncreateNamespace: true\n", false},
 		{"createNamespace: true\n", true},  // the default namespace: winobs
 		{"namespace: kube-system\ncreateNamespace: true\n", false},
 		{"namespace: loki\ncreateNamespace: true\n", false},
@@ -192,7 +192,7 @@ func TestCreateNamespaceNeverOwnsAnotherSystemsNamespace(t *testing.T) {
 			t.Errorf("%q: %v", tc.body, err)
 		}
 		// The remedy is a command to run: whole, never cut.
-		if ns := strings.Fields(strings.SplitN(tc.body, "\n", 2)[0])[1]; err != nil && tc.body != "createNamespace: true\n" &&
+		if ns := strings.Fields(strings.SplitN(tc.body, "\n", 2)[0])[1]; err != nil &&
 			!strings.Contains(err.Error(), LabelNamespaceCommand(ns)) {
 			t.Errorf("%q: %v", tc.body, err)
 		}
@@ -288,6 +288,51 @@ shipper:
 	for i, w := range want {
 		if i >= len(probs) || !strings.HasPrefix(probs[i].Error(), w) {
 			t.Errorf("problem %d:\n got  %v\n want %s...", i, probs[i], w)
+		}
+	}
+}
+
+// Only winobs's own namespace is created by default (issue 51: `gen init
+// --namespace observability` made kube-prometheus-stack's namespace
+// privileged and an uninstall would have deleted it). A namespace the file
+// names is shared unless the file writes createNamespace: true; the render
+// then says what the namespace needs, with the cost.
+func TestOnlyOurNamespaceIsCreatedByDefault(t *testing.T) {
+	for _, tc := range []struct {
+		body   string
+		create bool
+		warned bool
+	}{
+		{"", true, false},
+		{"namespace: winobs\n", true, false},
+		{"namespace: observability\n", false, true},
+		{"namespace: monitoring\n", false, true},
+		{"namespace: observability\ncreateNamespace: true\n", true, false},
+		{"namespace: observability\ncreateNamespace: false\n", false, false},
+		{"createNamespace: false\n", false, false},
+	} {
+		path := ""
+		if tc.body != "" {
+			path = writeConfig(t, tc.body)
+		}
+		c, warnings, err := Read(path)
+		if err != nil {
+			t.Fatalf("%q: %v", tc.body, err)
+		}
+		if c.CreateNamespace != tc.create {
+			t.Errorf("%q: createNamespace %v, want %v", tc.body, c.CreateNamespace, tc.create)
+		}
+		warned := false
+		for _, w := range warnings {
+			if w.Path == "namespace" {
+				warned = true
+				if w.Line != 1 || !strings.Contains(w.Msg, LabelNamespaceCommand(c.Namespace)) || !strings.Contains(w.Msg, "admits any privileged pod") {
+					t.Errorf("%q: %v", tc.body, w)
+				}
+			}
+		}
+		if warned != tc.warned {
+			t.Errorf("%q: warned %v, want %v (%v)", tc.body, warned, tc.warned, warnings)
 		}
 	}
 }

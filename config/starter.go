@@ -24,6 +24,9 @@ type Site struct {
 	APIPort     int
 	ScrapeFrom  []string
 	ServiceCIDR string
+	// CreateNamespace asks the render to create Namespace, which is
+	// otherwise taken as shared unless it is winobs's own.
+	CreateNamespace bool
 	// Platform names a preset of Platforms (aks, eks, gke, kubeadm): the
 	// API port and Service CIDR not given above.
 	Platform string
@@ -58,19 +61,20 @@ func Starter(s Site) ([]byte, Problems, error) {
 	if len(scrape) == 0 {
 		scrape = lab.WindowsExporter.Firewall.AllowFrom
 	}
-	// A namespace winobs may own is created by the render; a shared one
-	// (named with --namespace) is the user's to label.
+	// Only winobs's own namespace is created by the render, or one the user
+	// asks for (--create-namespace); any other is shared, the user's to
+	// label: gen cannot know every shared namespace's name.
 	ns := or(s.Namespace, lab.Namespace)
-	_, shared := SharedNamespace(ns)
-	create := lab.CreateNamespace && !shared
+	create := ns == lab.Namespace || s.CreateNamespace
 	root := mapping(
 		field("namespace", ns,
 			"Namespace of the rendered objects: winobs's own. HostProcess pods need it at Pod Security level\n"+
 				"\"privileged\", which then admits any privileged pod in it; kube-prometheus-stack's default selectors\n"+
 				"find the rules, the monitor and the dashboards in any namespace."),
 		field("createNamespace", create,
-			"true: the render creates the namespace at \"privileged\" and an uninstall deletes it. false for a namespace\n"+
-				"that exists (kube-prometheus-stack's, say): label it yourself, and every pod in it may then run privileged."),
+			"true: the render creates the namespace at \"privileged\" and an uninstall deletes it (winobs's own, or one\n"+
+				"you asked for with --create-namespace). false for a namespace that exists or that other systems share\n"+
+				"(kube-prometheus-stack's, say): label it yourself, and every pod in it may then run privileged."),
 		field("cluster", mapping(
 			field("name", s.ClusterName, "This cluster's name, when several clusters share one Prometheus, Mimir or Loki; empty for one cluster."),
 		), ""),

@@ -65,7 +65,7 @@ func TestWarnings(t *testing.T) {
 
 // Read locates the warnings in the user's file.
 func TestReadLocatesWarnings(t *testing.T) {
-	p := writeConfig(t, "namespace: observability\nwindowsExporter:\n  firewall:\n    allowFrom: [10.1.0.0/16, 0.0.0.0/0]\n")
+	p := writeConfig(t, "namespace: observability\ncreateNamespace: false\nwindowsExporter:\n  firewall:\n    allowFrom: [10.1.0.0/16, 0.0.0.0/0]\n")
 	_, w, err := Read(p)
 	if err != nil {
 		t.Fatal(err)
@@ -74,7 +74,7 @@ func TestReadLocatesWarnings(t *testing.T) {
 	for _, x := range w {
 		got = append(got, x.Error())
 	}
-	want := p + ":4: windowsExporter.firewall.allowFrom[1]: allowFrom lets every IPv4 address"
+	want := p + ":5: windowsExporter.firewall.allowFrom[1]: allowFrom lets every IPv4 address"
 	if len(got) != 4 || !strings.HasPrefix(got[0], want) || !strings.HasPrefix(got[1], "(default): apiServer.host") {
 		t.Errorf("got %q, want first %q", got, want)
 	}

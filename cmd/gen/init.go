@@ -17,7 +17,8 @@ func runInit(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("gen init", flag.ContinueOnError)
 	path := fs.String("config", "winobs.yaml", "file to write (never replaced)")
 	var s config.Site
-	fs.StringVar(&s.Namespace, "namespace", "", "namespace of the rendered objects (kube-prometheus-stack's)")
+	fs.StringVar(&s.Namespace, "namespace", "", "namespace of the rendered objects (default winobs, created by the render; any other is taken as shared: you label it)")
+	fs.BoolVar(&s.CreateNamespace, "create-namespace", false, "the render creates --namespace (at Pod Security \"privileged\", deleted on uninstall): only for a namespace of winobs's alone")
 	fs.StringVar(&s.ClusterName, "cluster", "", "this cluster's name, when several share one Prometheus or Loki")
 	fs.StringVar(&s.Release, "release", "", "kube-prometheus-stack Helm release name (its Prometheus selects release=<name>)")
 	fs.StringVar(&s.LokiURL, "loki-url", "", "Loki push URL as the Windows nodes reach it (a NodePort, an internal load balancer or an ingress: not a Service)")
@@ -74,13 +75,18 @@ func runInit(args []string, stdout, stderr io.Writer) int {
 		ns = config.Default().Namespace
 	}
 	render := fmt.Sprintf("go run ./cmd/gen --config %s --out out && kubectl apply -k out", *path)
-	if owner, shared := config.SharedNamespace(ns); shared {
+	if ns != config.Default().Namespace && !s.CreateNamespace {
 		// gen never owns a namespace it may not have created: the user
 		// creates and labels it, and the label holds for every pod in it.
-		fmt.Fprintf(stdout, "next (%s is %s namespace: createNamespace is false, and the Pod Security label admits any privileged pod in it):\n"+
+		whose := "a shared"
+		if owner, known := config.SharedNamespace(ns); known {
+			whose = owner
+		}
+		fmt.Fprintf(stdout, "next (%s is %s namespace: createNamespace is false, and the Pod Security label admits any privileged pod in it;\n"+
+			"--create-namespace makes it winobs's alone, created at \"privileged\" and deleted on uninstall):\n"+
 			"  kubectl create namespace %[1]s      # if it does not exist yet\n"+
 			"  %[3]s\n"+
-			"  %[4]s\n", ns, owner, config.LabelNamespaceCommand(ns), render)
+			"  %[4]s\n", ns, whose, config.LabelNamespaceCommand(ns), render)
 		return 0
 	}
 	fmt.Fprintf(stdout, "next:\n  %s   # creates namespace %s at Pod Security \"privileged\", for winobs's pods alone\n", render, ns)

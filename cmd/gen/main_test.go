@@ -131,6 +131,37 @@ func TestInitThenRender(t *testing.T) {
 			t.Errorf("init's next steps for a shared namespace lack %q:\n%s", want, stdout.String())
 		}
 	}
+	// Issue 51: kube-prometheus-stack released as prom-stack in
+	// observability, a name gen cannot know: shared all the same, the
+	// render leaves it alone; --create-namespace is the user asking.
+	for _, tc := range []struct {
+		args   []string
+		create bool
+	}{
+		{[]string{"--platform", "aks", "--namespace", "observability", "--release", "prom-stack"}, false},
+		{[]string{"--namespace", "winobs-logs", "--create-namespace"}, true},
+	} {
+		stdout.Reset()
+		path := filepath.Join(dir, tc.args[len(tc.args)-1]+".yaml")
+		if code := run(append([]string{"init", "--config", path}, tc.args...), &stdout, &stderr); code != 0 {
+			t.Fatalf("init %v: exit %d: %s", tc.args, code, stderr.String())
+		}
+		written, err := config.Load(path)
+		if err != nil || written.CreateNamespace != tc.create {
+			t.Errorf("init %v: createNamespace %v, want %v (%v)", tc.args, written != nil && written.CreateNamespace, tc.create, err)
+		}
+		if labels := strings.Contains(stdout.String(), "kubectl label namespace "+written.Namespace+" --overwrite"); labels == tc.create {
+			t.Errorf("init %v: the label command printed: %v:\n%s", tc.args, labels, stdout.String())
+		}
+		out := filepath.Join(dir, "out-"+written.Namespace)
+		var rout, rerr bytes.Buffer
+		if code := run([]string{"--config", path, "--out", out}, &rout, &rerr); code != 0 {
+			t.Fatalf("render: exit %d: %s", code, rerr.String())
+		}
+		if _, err := os.Stat(filepath.Join(out, "namespace.yaml")); (err == nil) != tc.create {
+			t.Errorf("init %v: namespace.yaml rendered: %v", tc.args, err == nil)
+		}
+	}
 	// A platform's preset, and an unknown platform: a usage error, nothing written.
 	stdout.Reset()
 	aks := filepath.Join(dir, "aks.yaml")
