@@ -175,7 +175,7 @@ func TestCreateNamespaceNeverOwnsAnotherSystemsNamespace(t *testing.T) {
 		ok   bool
 	}{
 		{"namespace: monitoring\ncreateNamespace: true\n", false},
-		{"createNamespace: true\n", true},  // the default namespace: winobs
+		{"createNamespace: true\n", true}, // the default namespace: winobs
 		{"namespace: kube-system\ncreateNamespace: true\n", false},
 		{"namespace: loki\ncreateNamespace: true\n", false},
 		{"namespace: observability\ncreateNamespace: true\nlokiRules: {namespace: observability}\n", false},
