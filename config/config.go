@@ -463,6 +463,8 @@ func parse(file string, src []byte) (*Config, *conffile.Document, error) {
 	if len(probs) > 0 {
 		return nil, nil, probs.Sorted()
 	}
+	// Loki's base URL or its push endpoint: the agents get the endpoint.
+	cfg.Loki.URL, _ = endpoint.LokiPushURL(cfg.Loki.URL) // validated
 	return &cfg, doc, nil
 }
 

@@ -147,7 +147,7 @@ func TestAgentReachability(t *testing.T) {
 		"loki service name":  {"loki:\n  url: http://loki-gateway.monitoring.svc/loki/api/v1/push\n", "loki.url: \"loki-gateway.monitoring.svc\" is a cluster DNS name"},
 		"loki cluster.local": {"loki:\n  url: http://loki-gateway.monitoring.svc.cluster.local/loki/api/v1/push\n", "cluster DNS name"},
 		"loki service IP":    {"loki:\n  url: http://10.106.213.144/loki/api/v1/push\n", "10.106.213.144 is in the Service CIDR 10.96.0.0/12"},
-		"loki not push":      {"loki:\n  url: http://192.168.10.24:31100/\n", "must be the push endpoint"},
+		"loki query path":    {"loki:\n  url: http://192.168.10.24:31100/loki/api/v1/query\n", "another of Loki's API paths (/loki/api/v1/query)"},
 		"api service IP":     {"apiServer:\n  host: 10.96.0.1\n", "apiServer.host: 10.96.0.1 is in the Service CIDR"},
 		"api kubernetes":     {"apiServer:\n  host: kubernetes.default.svc\n", "apiServer.host: \"kubernetes.default.svc\" is a cluster DNS name"},
 		"alloy open port":    {"alloy:\n  listenAddress: 0.0.0.0:12345\n", "would open Alloy's HTTP server to the node network"},
@@ -333,6 +333,23 @@ func TestOnlyOurNamespaceIsCreatedByDefault(t *testing.T) {
 		}
 		if warned != tc.warned {
 			t.Errorf("%q: warned %v, want %v (%v)", tc.body, warned, tc.warned, warnings)
+		}
+	}
+}
+
+// Loki's base URL, as users copy it (issue 51), reaches the agents as the
+// push endpoint; the push endpoint itself is kept as written.
+func TestLokiBaseURLBecomesThePushEndpoint(t *testing.T) {
+	for in, want := range map[string]string{
+		"https://loki.example.org":                       "https://loki.example.org/loki/api/v1/push",
+		"https://gw.example.org/tenant-a/":               "https://gw.example.org/tenant-a/loki/api/v1/push",
+		"https://loki.example.org:8443/loki/api/v1/push": "https://loki.example.org:8443/loki/api/v1/push",
+	} {
+		c, err := Load(writeConfig(t, "loki:\n  url: "+in+"\n"))
+		if err != nil {
+			t.Errorf("%s: %v", in, err)
+		} else if c.Loki.URL != want {
+			t.Errorf("%s: %s, want %s", in, c.Loki.URL, want)
 		}
 	}
 }

@@ -4,8 +4,10 @@ import (
 	"fmt"
 	"math"
 	"net/netip"
+	"net/url"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/distribution/reference"
@@ -180,4 +182,31 @@ func (c Channel) ComponentLabel() string {
 		return "_"
 	}
 	return b.String()
+}
+
+// APIServerURL reads an API server given as a URL, as consoles show it (EKS:
+// https://<id>.gr7.<region>.eks.amazonaws.com): its host and its port
+// (443 when the URL names none). isURL is false for a bare host, which the
+// caller keeps as it is. A URL with a path, credentials or another scheme
+// is an error: the API server is reached at its root over https.
+func APIServerURL(raw string) (host string, port int, isURL bool, err error) {
+	if !strings.Contains(raw, "://") {
+		return raw, 0, false, nil
+	}
+	u, perr := url.Parse(raw)
+	switch {
+	case perr != nil || u.Host == "":
+		return "", 0, true, fmt.Errorf("%q is not a URL", conffile.Excerpt(raw))
+	case u.Scheme != "https":
+		return "", 0, true, fmt.Errorf("%q: the API server is reached over https", conffile.Excerpt(raw))
+	case u.User != nil || strings.Trim(u.Path, "/") != "" || u.RawQuery != "" || u.Fragment != "":
+		return "", 0, true, fmt.Errorf("%q: give the API server's address alone (scheme, host and port)", conffile.Excerpt(raw))
+	}
+	port = 443
+	if p := u.Port(); p != "" {
+		if port, err = strconv.Atoi(p); err != nil || port < 1 || port > 65535 {
+			return "", 0, true, fmt.Errorf("%q: the port must be 1 to 65535", conffile.Excerpt(raw))
+		}
+	}
+	return u.Hostname(), port, true, nil
 }

@@ -206,7 +206,12 @@ func validateAgents(v *validator, c *Config) {
 	// The host becomes KUBERNETES_SERVICE_HOST: a DNS name or an IP
 	// literal, nothing a URL, header or command line would read otherwise.
 	if h := c.APIServer.Host; h != "" && !isHostName(h) && net.ParseIP(h) == nil {
-		v.add("apiServer.host", "must be a DNS name (letters, digits, '-' and '.', at most 253 bytes) or an IP address, got %q", conffile.Excerpt(h))
+		hint := ""
+		if host, port, isURL, err := APIServerURL(h); isURL && err == nil {
+			hint = fmt.Sprintf(" (a URL: write its host, %s, here and its port, %d, in apiServer.port)", conffile.Excerpt(host), port)
+		}
+		v.probs = append(v.probs, Problem{Path: "apiServer.host", Msg: fmt.Sprintf(
+			"must be a DNS name (letters, digits, '-' and '.', at most 253 bytes) or an IP address, got %q%s", conffile.Excerpt(h), hint)})
 	} else {
 		reachable("apiServer.host", h)
 	}
@@ -216,8 +221,8 @@ func validateAgents(v *validator, c *Config) {
 	// the push path, a host the nodes can reach, Windows paths for secrets.
 	v.probs = append(v.probs, c.Loki.Check("loki")...)
 	if u, err := endpoint.ParseURL(c.Loki.URL); err == nil {
-		if !strings.HasSuffix(u.Path, "/loki/api/v1/push") {
-			v.add("loki.url", "must be the push endpoint, ending in /loki/api/v1/push, got %q", c.Loki.URL)
+		if _, err := endpoint.LokiPushURL(c.Loki.URL); err != nil {
+			v.probs = append(v.probs, Problem{Path: "loki.url", Msg: err.Error()}) // bounded: it quotes an excerpt
 		} else {
 			reachable("loki.url", u.Hostname())
 		}

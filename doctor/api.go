@@ -66,6 +66,12 @@ type API struct {
 	auth   Auth
 }
 
+// NewLokiAPI is NewAPI for Loki, from its base URL or its push endpoint
+// (users copy the one loki.url holds): doctor reads from the base.
+func NewLokiAPI(rawURL string, auth Auth, timeout time.Duration) (*API, error) {
+	return NewAPI("Loki", endpoint.LokiBaseURL(rawURL), auth, timeout)
+}
+
 // NewAPI checks the URL (http or https, no credentials, no secret in the
 // query) and builds the client (endpoint.NewHTTPClient: TLS verified, a
 // client certificate when auth names one, the environment's proxy, no

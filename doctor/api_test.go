@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -335,5 +336,30 @@ func TestPerNodeAnswersFitTheCapAt5000Nodes(t *testing.T) {
 	b.WriteString("]}}")
 	if b.Len() > maxBody/2 {
 		t.Errorf("5,000 nodes answer %d bytes, over half the %d-byte cap", b.Len(), maxBody)
+	}
+}
+
+// --loki takes Loki's base URL or the push endpoint users copy from
+// loki.url (issue 51): both query the same paths.
+func TestLokiAPIFromEitherURL(t *testing.T) {
+	var paths []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		paths = append(paths, r.URL.Path)
+		w.Header().Set("Content-Type", "application/json")
+		w.Write([]byte(`{"status":"success","data":["channel"]}`))
+	}))
+	t.Cleanup(srv.Close)
+	for _, raw := range []string{srv.URL, srv.URL + "/loki/api/v1/push"} {
+		a, err := NewLokiAPI(raw, Auth{}, 5*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var data []string
+		if err := a.get(context.Background(), "/loki/api/v1/labels", nil, &data); err != nil {
+			t.Fatalf("%s: %v", raw, err)
+		}
+	}
+	if want := []string{"/loki/api/v1/labels", "/loki/api/v1/labels"}; !slices.Equal(paths, want) {
+		t.Errorf("paths %v, want %v", paths, want)
 	}
 }

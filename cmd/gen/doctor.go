@@ -19,7 +19,7 @@ func runDoctor(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("gen doctor", flag.ContinueOnError)
 	configPath := fs.String("config", "", "the config the bundle was rendered from (default: the built-in example)")
 	promURL := fs.String("prometheus", "", "base URL of the Prometheus that scrapes the exporters and loads the rules (required)")
-	lokiURL := fs.String("loki", "", "base URL of Loki, to check that events and pod logs arrive")
+	lokiURL := fs.String("loki", "", "Loki's base URL (or its push endpoint, as loki.url), to check that events and pod logs arrive")
 	output := fs.String("output", "text", "text or json")
 	timeout := fs.Duration("timeout", 2*time.Minute, "bound of the whole run")
 	reqTimeout := fs.Duration("request-timeout", 30*time.Second, "bound of each API request")
@@ -62,7 +62,7 @@ func runDoctor(args []string, stdout, stderr io.Writer) int {
 	}
 	var loki *doctor.API
 	if *lokiURL != "" {
-		if loki, err = doctor.NewAPI("Loki", *lokiURL, lokiAuth, *reqTimeout); err != nil {
+		if loki, err = doctor.NewLokiAPI(*lokiURL, lokiAuth, *reqTimeout); err != nil {
 			fmt.Fprintf(stderr, "gen doctor: %v\n", err)
 			return 2
 		}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -38,9 +39,21 @@ func runInit(args []string, stdout, stderr io.Writer) int {
 	if *scrape != "" {
 		s.ScrapeFrom = strings.Split(*scrape, ",")
 	}
+	// The API server as a console shows it (EKS: a URL): its host and port.
+	if host, port, isURL, err := config.APIServerURL(s.APIHost); isURL {
+		switch {
+		case err != nil:
+			fmt.Fprintf(stderr, "gen init: --api-server: %v\n", err)
+			return 2
+		case s.APIPort != 0 && s.APIPort != port:
+			fmt.Fprintf(stderr, "gen init: --api-server names port %d and --api-port %d: give one\n", port, s.APIPort)
+			return 2
+		}
+		s.APIHost, s.APIPort = host, port
+	}
 	src, warnings, err := config.Starter(s)
 	if err != nil {
-		return configFailed(stderr, "gen init", err)
+		return configFailed(stderr, "gen init", byFlag(err))
 	}
 	// First what is not the user's yet, and how to set it.
 	if len(warnings) > 0 {
@@ -91,6 +104,41 @@ func runInit(args []string, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintf(stdout, "next:\n  %s   # creates namespace %s at Pod Security \"privileged\", for winobs's pods alone\n", render, ns)
 	return 0
+}
+
+// initFlags names the flag that sets each field gen init writes.
+var initFlags = map[string]string{
+	"namespace": "--namespace", "createNamespace": "--namespace", "cluster.name": "--cluster",
+	"prometheus.ruleLabels": "--release", "windowsExporter.monitorLabels": "--release",
+	"windowsExporter.firewall.allowFrom": "--scrape-from", "apiServer.host": "--api-server", "apiServer.port": "--api-port",
+	"serviceCIDR": "--service-cidr", "loki.url": "--loki-url", "loki.tenant": "--loki-tenant",
+}
+
+// byFlag locates the problems of the config gen init built from its flags
+// at the flag that gave the value: the file is not written yet, so its
+// lines are in no file.
+func byFlag(err error) error {
+	var probs config.Problems
+	if !errors.As(err, &probs) {
+		return err
+	}
+	out := make(config.Problems, len(probs))
+	for i, p := range probs {
+		field := p.Path
+		if j := strings.IndexAny(field, "[\""); j >= 0 {
+			field = field[:j]
+		}
+		for field != "" && initFlags[field] == "" {
+			field = field[:max(strings.LastIndex(field, "."), 0)]
+		}
+		p.Line = 0
+		p.File = "flag " + initFlags[field]
+		if field == "" {
+			p.File = "a default"
+		}
+		out[i] = p
+	}
+	return out
 }
 
 // exampleFlags names the flag that sets each of config.ExampleFields.

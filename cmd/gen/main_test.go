@@ -316,3 +316,54 @@ func TestConfigLinkToASecretPrintsNothing(t *testing.T) {
 		}
 	}
 }
+
+// Values users copy from their cloud console (issue 51): EKS's API server
+// URL, Loki's base URL. Both are taken; a flag's bad value is reported at
+// the flag, never at a line of a file not yet written.
+func TestInitTakesConsoleValues(t *testing.T) {
+	dir := t.TempDir()
+	run1 := func(args ...string) (int, string, string) {
+		var stdout, stderr bytes.Buffer
+		code := run(append([]string{"init"}, args...), &stdout, &stderr)
+		return code, stdout.String(), stderr.String()
+	}
+	path := filepath.Join(dir, "eks.yaml")
+	if code, _, stderr := run1("--config", path, "--platform", "eks", "--api-server", "https://4F2A9C1B7E.gr7.us-east-1.eks.amazonaws.com",
+		"--loki-url", "https://loki.example.org"); code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	c, err := config.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.APIServer.Host != "4F2A9C1B7E.gr7.us-east-1.eks.amazonaws.com" || c.APIServer.Port != 443 || c.Loki.URL != "https://loki.example.org/loki/api/v1/push" {
+		t.Errorf("host %s port %d loki %s", c.APIServer.Host, c.APIServer.Port, c.Loki.URL)
+	}
+	path = filepath.Join(dir, "port.yaml")
+	if code, _, stderr := run1("--config", path, "--api-server", "https://api.example.org:6443/"); code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	} else if c, err := config.Load(path); err != nil || c.APIServer.Host != "api.example.org" || c.APIServer.Port != 6443 {
+		t.Errorf("a URL with a port: %v", err)
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--api-server", "https://api.example.org:6443", "--api-port", "443"}, "--api-server names port 6443 and --api-port 443: give one"},
+		{[]string{"--api-server", "http://api.example.org"}, "--api-server: \"http://api.example.org\": the API server is reached over https"},
+		{[]string{"--api-server", "https://api.example.org/k8s"}, "give the API server's address alone"},
+		{[]string{"--loki-url", "https://loki.example.org/loki/api/v1/query"}, "flag --loki-url: loki.url: is another of Loki's API paths"},
+		{[]string{"--api-server", "kubernetes.default.svc"}, "flag --api-server: apiServer.host: \"kubernetes.default.svc\" is a cluster DNS name"},
+		{[]string{"--scrape-from", "10.0.0.1,nonsense"}, "flag --scrape-from: windowsExporter.firewall.allowFrom[1]:"},
+		{[]string{"--loki-tenant", "a b"}, "flag --loki-tenant: loki.tenant:"},
+	} {
+		bad := filepath.Join(dir, "bad.yaml")
+		code, _, stderr := run1(append([]string{"--config", bad}, tc.args...)...)
+		if code != 2 || !strings.Contains(stderr, tc.want) || strings.Contains(stderr, "(init)") {
+			t.Errorf("%v: exit %d, want 2 and %q:\n%s", tc.args, code, tc.want, stderr)
+		}
+		if _, err := os.Stat(bad); err == nil {
+			t.Errorf("%v: a config was written", tc.args)
+		}
+	}
+}
