@@ -209,7 +209,7 @@ func (e EventLog) Subscriptions() ([]Subscription, error) {
 	add := func(ch Channel) {
 		key := strings.ToLower(ch.Name)
 		if _, ok := names[key]; !ok {
-			order, names[key] = append(order, key), ch.Name
+			order, names[key] = append(order, key), CanonicalChannel(ch.Name)
 		}
 		if !slices.ContainsFunc(filters[key], func(f eventfilter.Filter) bool { return reflect.DeepEqual(f, ch.Filter) }) {
 			filters[key] = append(filters[key], ch.Filter)

@@ -27,6 +27,37 @@ const (
 	ChannelHCS = "Microsoft-Windows-Hyper-V-Compute-Admin"
 )
 
+// KnownChannels are channels as Windows spells them: a config naming one in
+// another case gets Windows' spelling (CanonicalChannel), since stream
+// labels, the detections' selectors and the dashboards' matchers are
+// case-sensitive and Windows' channel names are not.
+var KnownChannels = []string{"Application", ChannelSecurity, "Setup", ChannelSystem, "ForwardedEvents", ChannelHNS, ChannelHCS}
+
+// CanonicalChannel is name as Windows spells it when it is one of
+// KnownChannels in another case, else name.
+func CanonicalChannel(name string) string {
+	for _, k := range KnownChannels {
+		if strings.EqualFold(k, name) {
+			return k
+		}
+	}
+	return name
+}
+
+// spellingWarnings names each channel written otherwise than Windows
+// spells it: gen renders Windows' spelling.
+func spellingWarnings(e EventLog) Problems {
+	var out Problems
+	for i, ch := range e.Channels {
+		if c := CanonicalChannel(ch.Name); c != ch.Name {
+			out = append(out, Problem{Path: fmt.Sprintf("eventLog.channels[%d].name", i), Msg: fmt.Sprintf(
+				"%q is Windows' channel %q: rendered as %q, the spelling the stream label, the detections and the dashboards select (LogQL matchers are case-sensitive); write it so",
+				ch.Name, c, c)})
+		}
+	}
+	return out
+}
+
 // SecurityEvents are the Security audit events the security set forwards
 // (docs/events.md): the audit log cleared (1102), a failed logon (4625), a
 // service or scheduled task installed (4697, 4698), accounts created,
@@ -129,7 +160,7 @@ func (e EventLog) Describe() []string {
 		key := strings.ToLower(name)
 		s, ok := byKey[key]
 		if !ok {
-			s = &source{name: name}
+			s = &source{name: CanonicalChannel(name)}
 			byKey[key] = s
 			order = append(order, s)
 		}

@@ -62,6 +62,7 @@ func Warnings(c *Config) Problems {
 		}
 	}
 	out = append(out, setWarnings(c.EventLog)...)
+	out = append(out, spellingWarnings(c.EventLog)...)
 	if fw := c.WindowsExporter.Firewall; fw.Enabled {
 		out = append(out, openFirewall(fw.AllowFrom)...)
 	}

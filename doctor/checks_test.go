@@ -399,6 +399,12 @@ func fakeLoki(eventNodes []string, podLines bool) http.HandlerFunc {
 				values = append(values, "win-1")
 			}
 			writeJSON(w, values)
+		case "/loki/api/v1/label/channel/values":
+			channels := []string{}
+			if strings.Contains(r.URL.Query().Get("query"), `job="windows-events"`) && len(eventNodes) > 0 {
+				channels = append(channels, "System")
+			}
+			writeJSON(w, channels)
 		case "/loki/api/v1/label/job/values":
 			jobs := []string{}
 			if len(eventNodes) > 0 {
@@ -450,7 +456,7 @@ func TestHealthyClusterPassesEveryCheck(t *testing.T) {
 			t.Errorf("%s: %s, want %s: %v (fix: %s)", c.ID, c.Status, want, c.Evidence, c.Fix)
 		}
 	}
-	if !rep.OK() || len(rep.Checks) != 17 {
+	if !rep.OK() || len(rep.Checks) != 18 {
 		t.Errorf("%d checks:\n%s", len(rep.Checks), out.String())
 	}
 	t.Log(out.String())
@@ -828,5 +834,45 @@ func TestExporterNamesNameWhatGoesEmpty(t *testing.T) {
 	if healthy := statuses(runDoctor(t, config.Default(), healthy(), nil, nil))["exporter-names"]; healthy.Status != Pass ||
 		!strings.Contains(strings.Join(healthy.Evidence, " "), "windows_system_system_up_time") {
 		t.Errorf("healthy: %+v", healthy)
+	}
+}
+
+// Issue 58: events that arrive as channel="security" or as a collector's
+// "ForwardedEvents" leave the detections that select "Security" blind,
+// though loki-events passes: loki-detections is a ✗ naming them. Channels
+// as Windows spells them pass; a channel with no stream is quiet, said.
+func TestDetectionInputs(t *testing.T) {
+	cfg := config.Default()
+	for _, tc := range []struct {
+		channels []string
+		status   Status
+		want     []string
+	}{
+		{[]string{"System", "Security", "Microsoft-Windows-Host-Network-Service-Admin", "Microsoft-Windows-Hyper-V-Compute-Admin", "Application"}, Pass,
+			[]string{"4 of 4 channels the detections read arrive as they select"}},
+		{[]string{"System", "security"}, Fail, []string{`WindowsAccountLockedOut`, `select channel="Security", but events arrive as "security": they never fire`,
+			"no stream in the last day, so no input yet", "Microsoft-Windows-Hyper-V-Compute-Admin (WindowsHostComputeServiceErrors)"}},
+		{[]string{"ForwardedEvents"}, Fail, []string{`WindowsNodeServiceTerminated, WindowsServiceInstalled, WindowsServiceStartFailed select channel="System", but events arrive as "ForwardedEvents"`}},
+		{[]string{"System"}, Pass, []string{"1 of 4 channels", "Security (WindowsLogonBruteForce, WindowsAccountLockedOut"}},
+	} {
+		var asked []string
+		loki := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			asked = append(asked, r.URL.Path+"?"+r.URL.Query().Get("query"))
+			writeJSON(w, tc.channels)
+		})
+		r := &run{v: view.ForDoctor(cfg), loki: newTestAPI(t, "Loki", loki, Auth{}), facts: facts{t: vocab.ForCluster(cfg), lt: vocab.ForCluster(cfg)}}
+		got := r.detectionInputs(context.Background(), Check{})
+		text := strings.Join(append(got.Evidence, got.Fix), "\n")
+		if got.Status != tc.status {
+			t.Errorf("%v: %s, want %s:\n%s", tc.channels, got.Status, tc.status, text)
+		}
+		for _, w := range tc.want {
+			if !strings.Contains(text, w) {
+				t.Errorf("%v: evidence lacks %q:\n%s", tc.channels, w, text)
+			}
+		}
+		if want := `/loki/api/v1/label/channel/values?{job="windows-events"}`; !slices.Equal(asked, []string{want}) {
+			t.Errorf("asked %v, want %s", asked, want)
+		}
 	}
 }

@@ -5,9 +5,13 @@ package doctor
 import (
 	"context"
 	"fmt"
+	"regexp"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/winobs/winobs/contract"
+	"github.com/winobs/winobs/rules"
 	"github.com/winobs/winobs/vocab"
 )
 
@@ -93,4 +97,74 @@ func (r *run) streamNodes(ctx context.Context, c Check, sel vocab.Selector, job,
 		return nil, &c
 	}
 	return nodes, nil
+}
+
+// selectedChannel is the channel a Loki rule's stream selector names.
+var selectedChannel = regexp.MustCompile(`^[^{]*\{[^}]*\b` + contract.LabelChannel + `="([^"]*)"`)
+
+// detectionInputs: every Loki detection's channel arrives under the label
+// value it selects. LogQL matchers are case-sensitive, so events that
+// arrive as channel="security", or as a collector's "ForwardedEvents" (an
+// agent that labels by its subscription, not the event's own channel),
+// leave the detections blind while loki-events passes: a ✗ naming each.
+// A channel with no stream at all is quiet (a node with no failed logon
+// forwards no Security event), said in the evidence.
+func (r *run) detectionInputs(ctx context.Context, c Check) Check {
+	groups, err := rules.LokiGroups(r.v.Rules)
+	if err != nil {
+		return failed(c, err)
+	}
+	readers := map[string][]string{} // channel -> detections
+	var order []string
+	for _, g := range groups.Groups {
+		for _, rule := range g.Rules {
+			m := selectedChannel.FindStringSubmatch(rule.Expr)
+			if rule.Alert == "" || m == nil {
+				continue
+			}
+			if _, ok := readers[m[1]]; !ok {
+				order = append(order, m[1])
+			}
+			if !slices.Contains(readers[m[1]], rule.Alert) {
+				readers[m[1]] = append(readers[m[1]], rule.Alert)
+			}
+		}
+	}
+	present, err := r.loki.LabelValues(ctx, contract.LabelChannel, r.lt.AllEvents().String(), 24*time.Hour)
+	if err != nil {
+		return failed(c, err)
+	}
+	if len(present) == 0 {
+		return skip(c, "no event stream in the last day (see loki-events): nothing to check")
+	}
+	c.Status = Pass
+	var quiet []string
+	for _, ch := range order {
+		if slices.Contains(present, ch) {
+			continue
+		}
+		var elsewhere []string
+		for _, p := range present {
+			if strings.EqualFold(p, ch) || p == "ForwardedEvents" {
+				elsewhere = append(elsewhere, p)
+			}
+		}
+		if len(elsewhere) == 0 {
+			quiet = append(quiet, fmt.Sprintf("%s (%s)", ch, strings.Join(readers[ch], ", ")))
+			continue
+		}
+		c.Status = Fail
+		c.Evidence = append(c.Evidence, fmt.Sprintf("%s select channel=%q, but events arrive as %s: they never fire",
+			names(readers[ch]), ch, names(quoteAll(elsewhere))))
+	}
+	if c.Status == Fail {
+		c.Fix = "an agent labels the stream by its config's spelling or by ForwardedEvents: run winobs's agents (both label by the event's own channel, as Windows spells it) and write channel names as Windows does"
+	}
+	if len(quiet) > 0 {
+		c.Evidence = append(c.Evidence, "no stream in the last day, so no input yet (quiet nodes forward none): "+strings.Join(quiet, "; "))
+	}
+	if c.Status == Pass && len(quiet) < len(order) {
+		c.Evidence = append([]string{fmt.Sprintf("%d of %d channels the detections read arrive as they select", len(order)-len(quiet), len(order))}, c.Evidence...)
+	}
+	return c
 }

@@ -106,6 +106,7 @@ var prometheusChecks = []spec{
 var lokiChecks = []spec{
 	{"loki-events", "every Windows node's events reached Loki in the last hour", nil, (*run).eventsPerNode},
 	{"loki-pod-logs", "Windows pod logs reached Loki in the last hour", nil, (*run).podLogs},
+	{"loki-detections", "every Loki detection selects the channel its events arrive under", nil, (*run).detectionInputs},
 }
 
 // do runs the checks in order, each with its needs.

@@ -217,7 +217,18 @@ func (f *formatter) prepare(r record) entry {
 		f.m.truncated.WithLabelValues(r.channel).Inc()
 	}
 	computer := e.Computer()
-	labels := f.streamLabels(streamKey{r.channel, computer, f.lanes.Assign(r.channel, cutLabel(computer), e.RecordID(), len(line))})
+	// The stream is named by the event's own channel, as Alloy names it
+	// (loki.source.windowsevent): the config may spell a channel otherwise
+	// ("security"), and a collector's ForwardedEvents holds other
+	// channels' events, which the detections select by their own channel.
+	channel, stream := e.Channel(), cutLabel(computer)
+	if channel == "" {
+		channel = r.channel
+	}
+	if channel != r.channel {
+		stream = channel + "\x00" + stream // lanes are planned per stream of the config's channel
+	}
+	labels := f.streamLabels(streamKey{channel, computer, f.lanes.Assign(r.channel, stream, e.RecordID(), len(line))})
 	ts, ok := f.withinLokiWindow(r.channel, labels, ts, now)
 	if !ok {
 		f.m.dropped.WithLabelValues(r.channel, contract.DropTooOld).Inc()

@@ -185,3 +185,31 @@ func TestUserExclusionAppliesToTheSets(t *testing.T) {
 		t.Errorf("stderr lacks %q:\n%s", w, stderr.String())
 	}
 }
+
+// Issue 58: a channel spelled "security" is rendered as Windows spells it
+// for both agents (Alloy's eventlog_name, the shipper's channel), once
+// beside the security set's Security, with a warning at the line. (The
+// stream label is the event's own channel in both agents:
+// TestChannelLabelIsTheEventsOwnRealLoki.)
+func TestChannelSpelledOtherwiseIsRendered(t *testing.T) {
+	code, stderr, out, _ := genWith(t, "eventLog:\n  channels: [{name: security, events: [\"4625\"]}, {name: SYSTEM, levels: [1, 2]}]\n")
+	if code != 0 {
+		t.Fatalf("exit %d:\n%s", code, stderr)
+	}
+	var shipper []string
+	for _, ch := range renderedShipperConfig(t, out).Channels {
+		shipper = append(shipper, ch.Name)
+	}
+	alloy := alloyStrings(t, out, "eventlog_name")
+	for _, got := range [][]string{shipper, alloy} {
+		slices.Sort(got)
+		if want := []string{"Microsoft-Windows-Host-Network-Service-Admin", "Microsoft-Windows-Hyper-V-Compute-Admin", "Security", "System"}; !slices.Equal(got, want) {
+			t.Errorf("channels %v, want %v", got, want)
+		}
+	}
+	for _, w := range []string{`eventLog.channels[0].name: "security" is Windows' channel "Security"`, `eventLog.channels[1].name: "SYSTEM" is Windows' channel "System"`} {
+		if !strings.Contains(stderr, w) {
+			t.Errorf("stderr lacks %q:\n%s", w, stderr)
+		}
+	}
+}

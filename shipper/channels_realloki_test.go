@@ -1,0 +1,143 @@
+package shipper_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/winobs/winobs/internal/fixture"
+	"github.com/winobs/winobs/internal/lokiproc"
+	"github.com/winobs/winobs/shipper/eventxml"
+)
+
+// Issue 58: the detections select channel="Security" (and "System", the
+// HNS and HCS channels), and LogQL matchers are case-sensitive. The shipper
+// names a stream by the event's own <Channel>, as Alloy does
+// (loki.source.windowsevent's target.go sets "channel" from event.Channel),
+// so a config spelling the channel "security" and a collector's
+// ForwardedEvents (which holds other channels' events) fire the same
+// detections as a node whose channels are spelled as Windows spells them.
+// The judge is the rendered Loki rules (manifests/loki-rules, kept fresh by
+// make check-generated), each run as an instant query on a real Loki.
+// (Was: channel="security" and channel="ForwardedEvents", 0 rules
+// selected them.)
+func TestChannelLabelIsTheEventsOwnRealLoki(t *testing.T) {
+	loki := lokiproc.Start(t, lokiproc.Options{})
+	bin := buildShipper(t)
+	byChannel := map[string][][]byte{}
+	var all, security [][]byte
+	for _, f := range fixture.Glob(t, 12, fixture.Events, "*.xml") {
+		x := fixture.Read(t, fixture.Events, filepath.Base(f))
+		e, err := eventxml.Parse(x)
+		if err != nil {
+			t.Fatal(err)
+		}
+		byChannel[e.Channel()] = append(byChannel[e.Channel()], x)
+		all = append(all, x)
+		if e.Channel() == "Security" {
+			security = append(security, x)
+		}
+	}
+	ship := func(node string, dumps map[string][][]byte) {
+		t.Helper()
+		dir := t.TempDir()
+		var list strings.Builder
+		i := 0
+		for channel, events := range dumps {
+			path := filepath.Join(dir, fmt.Sprintf("dump%d.xml", i))
+			i++
+			writeDump(t, path, events)
+			fmt.Fprintf(&list, "  - {path: %q, channel: %q}\n", path, channel)
+		}
+		cfg := writeConfigURL(t, dir, loki.URL+"/loki/api/v1/push", filepath.Join(dir, "unused.xml"), "timestamp: read\n")
+		conf := strings.Replace(mustRead(t, cfg), fmt.Sprintf("  - {path: %q, channel: System}\n", filepath.Join(dir, "unused.xml")), list.String(), 1)
+		os.WriteFile(cfg, []byte(conf), 0o644)
+		cmd := exec.Command(bin, "--config", cfg)
+		cmd.Env = append(cmd.Environ(), "NODE_NAME="+node)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("shipper: %v\n%s", err, out)
+		}
+	}
+	ship("control", byChannel)                               // each channel spelled as Windows spells it
+	ship("spelled", map[string][][]byte{"security": security}) // the config's spelling
+	ship("collector", map[string][][]byte{"ForwardedEvents": all})
+	lokiLines(t, loki, `{job="windows-events", node="collector"}`) // wait for the last run to be readable
+
+	fired := map[string][]string{}
+	for _, r := range renderedLokiAlerts(t) {
+		for _, node := range lokiNodes(t, loki.URL, r.Expr) {
+			if !slices.Contains(fired[node], r.Alert) {
+				fired[node] = append(fired[node], r.Alert)
+			}
+		}
+	}
+	control := fired["control"]
+	for _, a := range []string{"WindowsAccountLockedOut", "WindowsAuditLogCleared", "WindowsPrivilegedGroupChanged", "WindowsServiceInstalled"} {
+		if !slices.Contains(control, a) {
+			t.Fatalf("the control node fires %v, not %s: the fixtures no longer exercise the detections", control, a)
+		}
+	}
+	if !slices.Equal(fired["collector"], control) {
+		t.Errorf("ForwardedEvents fires %v, want %v as on the node itself", fired["collector"], control)
+	}
+	var controlSecurity []string
+	for _, a := range control {
+		if a != "WindowsServiceInstalled" && !strings.Contains(a, "HostNetwork") && !strings.Contains(a, "HostCompute") {
+			controlSecurity = append(controlSecurity, a)
+		}
+	}
+	if !slices.Equal(fired["spelled"], controlSecurity) {
+		t.Errorf(`a channel spelled "security" fires %v, want %v`, fired["spelled"], controlSecurity)
+	}
+}
+
+// renderedLokiAlerts are the committed render's Loki alerts.
+func renderedLokiAlerts(t *testing.T) []struct{ Alert, Expr string } {
+	t.Helper()
+	var file struct {
+		Groups []struct {
+			Rules []struct{ Alert, Expr string }
+		}
+	}
+	if err := yaml.Unmarshal([]byte(mustRead(t, "../manifests/loki-rules/winobs-windows-events.yaml")), &file); err != nil || len(file.Groups) == 0 {
+		t.Fatalf("the rendered Loki rules: %v", err)
+	}
+	return file.Groups[0].Rules
+}
+
+// lokiNodes are the node labels of an instant LogQL metric query's series,
+// now.
+func lokiNodes(t *testing.T, base, query string) []string {
+	t.Helper()
+	resp, err := http.Get(base + "/loki/api/v1/query?" + url.Values{"query": {query}}.Encode())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var r struct {
+		Data struct {
+			Result []struct {
+				Metric map[string]string `json:"metric"`
+			} `json:"result"`
+		} `json:"data"`
+	}
+	b, _ := io.ReadAll(resp.Body)
+	if err := json.Unmarshal(b, &r); err != nil || resp.StatusCode != 200 {
+		t.Fatalf("%s: %d %s", query, resp.StatusCode, b)
+	}
+	var nodes []string
+	for _, s := range r.Data.Result {
+		nodes = append(nodes, s.Metric["node"])
+	}
+	return nodes
+}
