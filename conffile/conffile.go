@@ -386,6 +386,9 @@ func readFile(path string, max int64, follow bool) ([]byte, error) {
 // open itself never blocks, and a file swapped in between is refused too.
 func OpenRegular(path string) (*os.File, error) { return openRegular(path, true) }
 
+// OpenRegularNoFollow is OpenRegular that refuses a link at path itself.
+func OpenRegularNoFollow(path string) (*os.File, error) { return openRegular(path, false) }
+
 func openRegular(path string, follow bool) (*os.File, error) {
 	stat, flags := os.Stat, os.O_RDONLY|openNonBlocking
 	if !follow {

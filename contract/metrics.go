@@ -30,13 +30,14 @@ const (
 	ShipperDumpReopens    = "winobs_shipper_dump_reopens_total"
 	ShipperPresumed       = "winobs_shipper_events_presumed_stored_total"
 	ShipperLanes          = "winobs_shipper_lanes"
+	ShipperStateIgnored   = "winobs_shipper_state_files_ignored_total"
 )
 
 // ShipperMetrics are all the eventlog-shipper's metrics (package shipper's
 // tests hold its registry to this list).
 var ShipperMetrics = []string{ShipperEventsRead, ShipperEventsSent, ShipperEventsDropped, ShipperBytesSent, ShipperPushDuration,
 	ShipperPushErrors, ShipperPushRetries, ShipperCheckpointTime, ShipperCheckpointID, ShipperPending, ShipperRecordLag,
-	ShipperResubscribes, ShipperRenderErrors, ShipperInFlightBytes, ShipperTruncated, ShipperRestamped, ShipperDumpReopens, ShipperPresumed, ShipperLanes}
+	ShipperResubscribes, ShipperRenderErrors, ShipperInFlightBytes, ShipperTruncated, ShipperRestamped, ShipperDumpReopens, ShipperPresumed, ShipperLanes, ShipperStateIgnored}
 
 // The labels of the eventlog-shipper's metrics besides the channel: why an
 // event was dropped or re-stamped, and a failed push's HTTP status.

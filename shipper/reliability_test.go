@@ -1096,3 +1096,56 @@ func TestReliabilityLanesFullStateDisk(t *testing.T) {
 	h.split()
 	h.verify(fmt.Sprintf("one channel split over lanes, the state disk full for two killed runs (%d events delivered meanwhile), then space again", whileFull), 4)
 }
+
+// Issue 58: a checkpoint planted in the state directory by another account
+// (its checksum is no secret) made the shipper skip all 20 events of a
+// dump, logging only "starting" and "stopped cleanly". Now every planted
+// state file is ignored, logged and counted, and the channel starts as if
+// it had none: all 20 arrive. A state directory that is a link is refused
+// at start, naming it (was: followed).
+func TestReliabilityPlantedState(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("planting a file of another account needs root")
+	}
+	done := newHarness(t, 20, "")
+	done.mustComplete(scale(time.Minute, 5*time.Minute))
+	h := newHarness(t, 20, "")
+	textfile := h.withTextfile()
+	state := filepath.Join(h.dir, "state")
+	os.MkdirAll(state, 0o700)
+	entries, _ := os.ReadDir(filepath.Join(done.dir, "state"))
+	planted := 0
+	for _, e := range entries {
+		if !strings.HasPrefix(e.Name(), "System.") {
+			continue
+		}
+		data, _ := os.ReadFile(filepath.Join(done.dir, "state", e.Name()))
+		p := filepath.Join(state, e.Name())
+		os.WriteFile(p, data, 0o600)
+		os.Chown(p, 1234, 1234)
+		planted++
+	}
+	if planted < 2 {
+		t.Fatalf("planted %d state files", planted)
+	}
+	out, err := h.run(scale(time.Minute, 5*time.Minute))
+	if err != nil || !strings.Contains(out, "STATE FILE IGNORED") || !strings.Contains(out, "is owned by uid 1234") {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if n, _ := metricSum(mustRead(t, textfile), "winobs_shipper_state_files_ignored_total"); n < 1 {
+		t.Errorf("ignored state files counted %v", n)
+	}
+	h.verify("a checkpoint planted by another account: ignored, counted, every event shipped", 1)
+
+	// A state directory linked elsewhere: refused at start.
+	l := newHarness(t, 20, "")
+	elsewhere := t.TempDir()
+	os.Symlink(elsewhere, filepath.Join(l.dir, "state"))
+	out, err = l.run(scale(time.Minute, 5*time.Minute))
+	if err == nil || !strings.Contains(out, filepath.Join(l.dir, "state")) || !strings.Contains(out, "not a link or a reparse point") {
+		t.Errorf("a linked state directory: %v\n%s", err, out)
+	}
+	if left, _ := os.ReadDir(elsewhere); len(left) != 0 {
+		t.Errorf("the shipper wrote through the link: %v", left)
+	}
+}

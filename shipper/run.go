@@ -13,7 +13,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"os"
 	"path/filepath"
 	"strconv"
 	"sync"
@@ -57,8 +56,10 @@ func New(cfg *shipconfig.Config, log *slog.Logger) (*Shipper, error) {
 		return nil, fmt.Errorf("state directory: %w", err)
 	}
 	if cfg.Textfile != "" {
-		// The exporter's textfile directory may not exist yet on a new node.
-		if err := os.MkdirAll(filepath.Dir(cfg.Textfile), 0o755); err != nil {
+		// The exporter's textfile directory may not exist yet on a new
+		// node; the exporter reads it as SYSTEM, and no one else may
+		// write metrics into it under the shipper's name.
+		if err := checkpoint.SecureDir(filepath.Dir(cfg.Textfile)); err != nil {
 			return nil, fmt.Errorf("textfile directory: %w", err)
 		}
 	}
@@ -90,6 +91,10 @@ func New(cfg *shipconfig.Config, log *slog.Logger) (*Shipper, error) {
 		channels = append(channels, src.channel())
 	}
 	m := newMetrics(channels)
+	store.OnUntrusted(func(msg string) {
+		log.Error("STATE FILE IGNORED: the channel starts as if it had none", "problem", msg)
+		m.stateIgnored.Inc()
+	})
 	bud := newBudget(int64(cfg.MaxInFlightBytes))
 	ack := newAcker(store, cfg.OnCorruptCheckpoint, bud, m, log)
 	s := &Shipper{cfg: cfg, log: log, client: client, m: m, budget: bud, sources: sources, now: time.Now, acker: ack,

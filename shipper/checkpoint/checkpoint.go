@@ -13,9 +13,11 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/winobs/winobs/conffile"
@@ -45,17 +47,26 @@ var ErrCorrupt = errors.New("corrupt checkpoint")
 
 // Store keeps one file per channel in a directory.
 type Store struct {
-	dir string
-	now func() time.Time
+	dir       string
+	now       func() time.Time
+	untrusted func(string)
+	mu        sync.Mutex
+	ignored   map[string]bool // state files ignored for their owner
 }
 
-// Open creates the directory if needed.
+// Open makes dir the shipper's own (SecureDir), before any state in it is
+// read, and returns its store.
 func Open(dir string) (*Store, error) {
-	if err := os.MkdirAll(dir, 0o700); err != nil {
+	if err := SecureDir(dir); err != nil {
 		return nil, err
 	}
-	return &Store{dir: dir, now: time.Now}, nil
+	return &Store{dir: dir, now: time.Now, untrusted: func(string) {}, ignored: map[string]bool{}}, nil
 }
+
+// OnUntrusted has f hear once of every state file the store ignores for
+// its owner (ErrUntrusted; the message names the file and its owner), to
+// be logged and counted. Set it before the first read.
+func (s *Store) OnUntrusted(f func(msg string)) { s.untrusted = f }
 
 // Path is the checkpoint file of a channel. The mapping is one to one: a
 // name of letters, digits, '-' and '.' is used as it is; any other gets its
@@ -163,11 +174,11 @@ func (s *Store) SavePlans(channel string, p lanes.Plans) error {
 // error (wrapping ErrCorrupt for a damaged file) when no copy can be read.
 func (s *Store) Plans(channel string) (p lanes.Plans, note string, err error) {
 	path := s.lanesPath(channel)
-	cur, err := readLanes(path, channel)
+	cur, err := s.readLanes(path, channel)
 	if err == nil {
 		return cur, "", nil
 	}
-	bak, berr := readLanes(path+".bak", channel)
+	bak, berr := s.readLanes(path+".bak", channel)
 	missing := errors.Is(err, os.ErrNotExist)
 	switch {
 	case berr == nil && missing:
@@ -183,9 +194,9 @@ func (s *Store) Plans(channel string) (p lanes.Plans, note string, err error) {
 }
 
 // readLanes reads a lanes file and checks the plans it holds.
-func readLanes(path, channel string) (lanes.Plans, error) {
+func (s *Store) readLanes(path, channel string) (lanes.Plans, error) {
 	var f planFile
-	if err := readSealed(path, &f); err != nil {
+	if err := s.readSealed(path, &f); err != nil {
 		return lanes.Plans{}, err
 	}
 	if f.Channel != channel {
@@ -275,7 +286,7 @@ func (s *Store) SaveSent(cp Checkpoint) error {
 // Sent returns the channel's sent mark, if a valid one exists.
 func (s *Store) Sent(channel string) (Checkpoint, bool) {
 	path := s.sentPath(channel)
-	data, err := conffile.ReadFileNoFollow(path, MaxFileBytes)
+	data, err := s.readRaw(path)
 	if err != nil {
 		return Checkpoint{}, false
 	}
@@ -376,7 +387,10 @@ func OpenInPlace(path string, size int64) (*os.File, error) {
 		f.Close()
 		return nil, fmt.Errorf("%s has %d names (a hard link to a file elsewhere?): not written through (%v)", path, n, err)
 	}
-	return f, nil
+	if f, err = trustedFile(f, path); errors.Is(err, ErrUntrusted) {
+		return nil, nil // planted: replaced by a new file of the shipper's
+	}
+	return f, err
 }
 
 var crcTable = crc32.MakeTable(crc32.Castagnoli)
@@ -410,17 +424,17 @@ func CreateNew(path string, data []byte) error {
 // the caller applies its configured policy.
 func (s *Store) Load(channel string) (cp Checkpoint, found bool, note string, err error) {
 	path := s.Path(channel)
-	cp, err = read(path, channel)
+	cp, err = s.read(path, channel)
 	switch {
 	case err == nil:
 		return cp, true, "", nil
 	case errors.Is(err, os.ErrNotExist):
 		// A crash between the two renames of Save leaves only the .bak.
-		if cp, err := read(path+".bak", channel); err == nil {
+		if cp, err := s.read(path+".bak", channel); err == nil {
 			return cp, true, "checkpoint missing, resumed from the previous copy", nil
 		}
 		if legacy, ok := s.legacyPath(channel); ok {
-			if cp, err := read(legacy, channel); err == nil {
+			if cp, err := s.read(legacy, channel); err == nil {
 				return cp, true, "", nil
 			}
 		}
@@ -432,7 +446,7 @@ func (s *Store) Load(channel string) (cp Checkpoint, found bool, note string, er
 	if rerr := os.Rename(path, aside); rerr != nil {
 		return Checkpoint{}, false, "", errors.Join(err, rerr)
 	}
-	if bak, berr := read(path+".bak", channel); berr == nil {
+	if bak, berr := s.read(path+".bak", channel); berr == nil {
 		return bak, true, fmt.Sprintf("%v; kept it as %s and resumed from the previous copy (saved %s)", err, aside, bak.Saved.Format(time.RFC3339)), nil
 	}
 	return Checkpoint{}, false, "", fmt.Errorf("%w; kept it as %s, and no valid previous copy exists", err, aside)
@@ -446,7 +460,7 @@ func (s *Store) Peek(channel string) (Checkpoint, bool) {
 		paths = append(paths, legacy)
 	}
 	for _, p := range paths {
-		if cp, err := read(p, channel); err == nil {
+		if cp, err := s.read(p, channel); err == nil {
 			return cp, true
 		}
 	}
@@ -455,8 +469,8 @@ func (s *Store) Peek(channel string) (Checkpoint, bool) {
 
 // read reads a checkpoint file (see readSealed) and checks it is
 // channel's.
-func read(path, channel string) (Checkpoint, error) {
-	data, err := readRaw(path)
+func (s *Store) read(path, channel string) (Checkpoint, error) {
+	data, err := s.readRaw(path)
 	if err != nil {
 		return Checkpoint{}, err
 	}
@@ -464,8 +478,8 @@ func read(path, channel string) (Checkpoint, error) {
 }
 
 // readSealed reads a sealed file (see readRaw) and decodes it into v.
-func readSealed(path string, v any) error {
-	data, err := readRaw(path)
+func (s *Store) readSealed(path string, v any) error {
+	data, err := s.readRaw(path)
 	if err != nil {
 		return err
 	}
@@ -474,15 +488,47 @@ func readSealed(path string, v any) error {
 
 // readRaw reads a state file: a regular file, never through a link, of at
 // most MaxFileBytes; anything else is corrupt (and so set aside by Load).
-func readRaw(path string) ([]byte, error) {
-	data, err := conffile.ReadFileNoFollow(path, MaxFileBytes)
+func (s *Store) readRaw(path string) ([]byte, error) {
+	data, err := readTrusted(path)
 	switch {
+	case errors.Is(err, ErrUntrusted):
+		// Planted: as if absent, so the channel starts as with no state;
+		// reported once a file.
+		s.mu.Lock()
+		first := !s.ignored[path]
+		s.ignored[path] = true
+		s.mu.Unlock()
+		if first {
+			s.untrusted(err.Error())
+		}
+		return nil, fmt.Errorf("%w: %w", os.ErrNotExist, err)
 	case errors.Is(err, os.ErrNotExist):
 		return nil, err
 	case errors.Is(err, conffile.ErrNotRegular) || errors.Is(err, conffile.ErrTooLarge):
 		return nil, fmt.Errorf("%w %s: %v", ErrCorrupt, path, err)
 	}
 	return data, err
+}
+
+// readTrusted reads a regular file at path, never through a link, and
+// only if its owner is trusted (ErrUntrusted otherwise).
+func readTrusted(path string) ([]byte, error) {
+	f, err := conffile.OpenRegularNoFollow(path)
+	if err != nil {
+		return nil, err
+	}
+	if f, err = trustedFile(f, path); err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, MaxFileBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("cannot read: %w", err)
+	}
+	if len(data) > MaxFileBytes {
+		return nil, fmt.Errorf("%w %d bytes", conffile.ErrTooLarge, MaxFileBytes)
+	}
+	return data, nil
 }
 
 // decode checks a checkpoint file's checksum and that it is channel's.

@@ -38,7 +38,7 @@ func TestSaveLoad(t *testing.T) {
 			t.Fatalf("save %d: got %+v found %v note %q err %v", i, got, found, note, err)
 		}
 	}
-	bak, err := read(s.Path("System")+".bak", "System")
+	bak, err := s.read(s.Path("System")+".bak", "System")
 	if err != nil || bak.RecordID != 415060 {
 		t.Errorf("previous copy: %+v %v", bak, err)
 	}
@@ -490,5 +490,110 @@ func TestDeviceNamedChannelsGetFiles(t *testing.T) {
 	}
 	if filepath.Base(s.Path("System")) != "System.checkpoint" {
 		t.Errorf("a plain name changed its file: %s", s.Path("System"))
+	}
+}
+
+// Issue 58: the state directory is the shipper's own before any state in
+// it is read. A link is refused (was: followed, another program's files
+// replaced), as is a directory another account owns (was: trusted); a
+// directory open to every account is closed (was: stayed drwxrwxrwx).
+// Windows does the same with reparse points, owner SIDs and a protected
+// DACL (owner_windows.go, built and vetted for Windows; not run here).
+func TestStateDirectoryIsTheShippersOwn(t *testing.T) {
+	base := t.TempDir()
+	open := filepath.Join(base, "open")
+	os.Mkdir(open, 0o777)
+	os.Chmod(open, 0o777) // past the umask
+	if _, err := Open(open); err != nil {
+		t.Fatal(err)
+	}
+	if st, _ := os.Stat(open); st.Mode().Perm() != 0o700 {
+		t.Errorf("an open directory stays %v", st.Mode().Perm())
+	}
+	fresh := filepath.Join(base, "new", "state")
+	if _, err := Open(fresh); err != nil {
+		t.Fatal(err)
+	}
+	if st, _ := os.Stat(fresh); st.Mode().Perm() != 0o700 {
+		t.Errorf("a new directory is %v", st.Mode().Perm())
+	}
+	elsewhere := filepath.Join(base, "elsewhere")
+	os.Mkdir(elsewhere, 0o700)
+	link := filepath.Join(base, "linked")
+	os.Symlink(elsewhere, link)
+	if _, err := Open(link); err == nil || !strings.Contains(err.Error(), "not a link or a reparse point") || !strings.Contains(err.Error(), link) {
+		t.Errorf("a linked state directory: %v", err)
+	}
+	if os.Geteuid() != 0 {
+		t.Skip("giving a directory to another account needs root")
+	}
+	theirs := filepath.Join(base, "theirs")
+	os.Mkdir(theirs, 0o777)
+	os.Chmod(theirs, 0o777)
+	os.Chown(theirs, 1234, 1234)
+	_, err := Open(theirs)
+	if !errors.Is(err, ErrUntrusted) || !strings.Contains(err.Error(), theirs+" is owned by uid 1234") || !strings.Contains(err.Error(), "remove the directory") {
+		t.Errorf("a directory another account owns: %v", err)
+	}
+	if st, _ := os.Stat(theirs); st.Mode().Perm() != 0o777 {
+		t.Errorf("a refused directory was changed: %v", st.Mode().Perm())
+	}
+}
+
+// A state file another account owns (planted before the directory was
+// closed; a checkpoint's checksum is no secret) is ignored as if absent,
+// reported once, and replaced by the shipper's own on the next save: the
+// checkpoint, its previous copy, the sent mark and the lane plans.
+func TestPlantedStateFilesAreIgnored(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("planting a file of another account needs root")
+	}
+	honest := store(t)
+	plans := lanes.Plans{Streams: map[string]lanes.Plan{"WINNODE01": {{From: 100, K: 4}}}}
+	far := Checkpoint{Channel: "System", RecordID: 999999, Offset: 1 << 40}
+	honest.Save(far)
+	honest.Save(far)
+	honest.SaveSent(far)
+	honest.SavePlans("System", plans)
+
+	s := store(t)
+	var heard []string
+	s.OnUntrusted(func(msg string) { heard = append(heard, msg) })
+	entries, _ := os.ReadDir(honest.dir)
+	for _, e := range entries {
+		data, _ := os.ReadFile(filepath.Join(honest.dir, e.Name()))
+		p := filepath.Join(s.dir, e.Name())
+		os.WriteFile(p, data, 0o600)
+		os.Chown(p, 1234, 1234)
+	}
+	for range 2 {
+		if cp, found, _, err := s.Load("System"); found || err != nil {
+			t.Errorf("a planted checkpoint was taken: %+v %v", cp, err)
+		}
+		if _, ok := s.Peek("System"); ok {
+			t.Error("Peek took a planted checkpoint")
+		}
+		if _, ok := s.Sent("System"); ok {
+			t.Error("a planted sent mark was taken")
+		}
+		if p, _, err := s.Plans("System"); err != nil || len(p.Streams) != 0 {
+			t.Errorf("planted lane plans: %+v %v", p, err)
+		}
+	}
+	if len(heard) != 4 || !strings.Contains(strings.Join(heard, "\n"), "System.checkpoint is owned by uid 1234") {
+		t.Errorf("reported %d times (want each of 4 files once):\n%s", len(heard), strings.Join(heard, "\n"))
+	}
+	mine := Checkpoint{Channel: "System", RecordID: 7}
+	if err := s.Save(mine); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.SaveSent(mine); err != nil {
+		t.Fatal(err)
+	}
+	if cp, ok := s.Sent("System"); !ok || cp.RecordID != 7 {
+		t.Errorf("the shipper's own sent mark after a planted one: %+v %v", cp, ok)
+	}
+	if cp, found, _, err := s.Load("System"); !found || err != nil || cp.RecordID != 7 {
+		t.Errorf("the shipper's own checkpoint: %+v %v %v", cp, found, err)
 	}
 }
