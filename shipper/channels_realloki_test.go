@@ -68,7 +68,7 @@ func TestChannelLabelIsTheEventsOwnRealLoki(t *testing.T) {
 			t.Fatalf("shipper: %v\n%s", err, out)
 		}
 	}
-	ship("control", byChannel)                               // each channel spelled as Windows spells it
+	ship("control", byChannel)                                 // each channel spelled as Windows spells it
 	ship("spelled", map[string][][]byte{"security": security}) // the config's spelling
 	ship("collector", map[string][][]byte{"ForwardedEvents": all})
 	lokiLines(t, loki, `{job="windows-events", node="collector"}`) // wait for the last run to be readable
