@@ -8,7 +8,10 @@ import (
 	"strings"
 )
 
-// Fields are what a query can test of an event.
+// Fields are what a query can test of an event. Channel is the log the
+// event is read from, which Windows matches a Select's Path against: for a
+// collector's ForwardedEvents that is ForwardedEvents, not the event's own
+// <Channel>.
 type Fields struct {
 	Channel, Provider string
 	EventID, Level    int

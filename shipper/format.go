@@ -190,7 +190,11 @@ func (f *formatter) prepare(r record) entry {
 	}
 	e, err := eventxml.Parse(r.xml)
 	if err == nil {
-		if q := f.queries[r.channel]; q != nil && !q.Match(e.FilterFields()) {
+		// Windows matches a Select's Path against the log read, not the
+		// event's own <Channel>: a ForwardedEvents dump holds Security's.
+		fields := e.FilterFields()
+		fields.Channel = r.channel
+		if q := f.queries[r.channel]; q != nil && !q.Match(fields) {
 			return out // left out as Windows leaves it out of a subscription: never read
 		}
 	}

@@ -2,12 +2,14 @@ package shipper
 
 import (
 	"log/slog"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/winobs/winobs/eventfilter"
 	"github.com/winobs/winobs/internal/fixture"
 	"github.com/winobs/winobs/shipper/checkpoint"
 	"github.com/winobs/winobs/shipper/eventxml"
@@ -207,5 +209,39 @@ func TestFormatterTruncatesLongLines(t *testing.T) {
 	}
 	if got := testutil.ToFloat64(f.m.truncated.WithLabelValues("System")); got != 1 {
 		t.Errorf("truncated %v", got)
+	}
+}
+
+// Issue 58: a dump's <QueryList> is matched as Windows matches it, each
+// Select's Path against the log read: a ForwardedEvents dump with a query
+// compiled for ForwardedEvents takes its Security events (14 of 14 in the
+// issue; was: 0, their own <Channel> compared). The same filter compiled
+// for Security takes none of them, as Windows would not either.
+func TestDumpQueryMatchesTheLogRead(t *testing.T) {
+	var events [][]byte
+	for _, f := range fixture.Glob(t, 9, fixture.Events, "security-*.xml") {
+		events = append(events, fixture.Read(t, fixture.Events, filepath.Base(f)))
+	}
+	for _, tc := range []struct {
+		compiledFor string
+		want        int
+	}{{"ForwardedEvents", len(events)}, {"Security", 0}} {
+		// Two filters: a structured query, with Paths.
+		q, err := eventfilter.Compile(tc.compiledFor, []eventfilter.Filter{{Levels: []int{0, 1, 2, 3, 4, 5}}, {Keywords: []string{"audit_failure"}}})
+		if err != nil || !strings.HasPrefix(q, "<QueryList>") {
+			t.Fatalf("%s %v", q, err)
+		}
+		f := testFormatter(t, func(c *shipconfig.Config) {
+			c.Dumps = []shipconfig.Dump{{Path: "x", Channel: "ForwardedEvents", Query: q}}
+		})
+		kept := 0
+		for _, raw := range events {
+			if f.prepare(record{channel: "ForwardedEvents", xml: raw, size: int64(len(raw))}).ok {
+				kept++
+			}
+		}
+		if kept != tc.want {
+			t.Errorf("a query compiled for %s kept %d of %d ForwardedEvents events, want %d", tc.compiledFor, kept, len(events), tc.want)
+		}
 	}
 }
