@@ -12,6 +12,7 @@ import (
 	"io"
 	"math"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"strconv"
 	"strings"
@@ -81,8 +82,14 @@ func NewAPI(name, rawURL string, auth Auth, timeout time.Duration) (*API, error)
 	if err != nil {
 		return nil, fmt.Errorf("%s URL %w", name, err)
 	}
-	if (auth.BearerTokenFile != "" || auth.Username != "") && u.Scheme != "https" && u.Hostname() != "localhost" && u.Hostname() != "127.0.0.1" && u.Hostname() != "::1" {
-		return nil, fmt.Errorf("%s URL is plain http: credentials would be sent in the clear; use https", name)
+	// Over plain http only to a literal loopback address (a port-forward):
+	// a name, "localhost" included, may resolve anywhere.
+	if ip, err := netip.ParseAddr(u.Hostname()); (auth.BearerTokenFile != "" || auth.Username != "") && u.Scheme != "https" && (err != nil || !ip.IsLoopback()) {
+		return nil, fmt.Errorf("%s URL is plain http to %s: credentials would be sent in the clear; use https, or a loopback address such as 127.0.0.1 for a port-forward (a name, localhost too, may resolve elsewhere)", name, u.Hostname())
+	}
+	if strings.Contains(auth.Username, ":") {
+		// RFC 7617: the server splits user and password at the first colon.
+		return nil, fmt.Errorf("%s: the basic auth user name must not contain ':': the server would read the rest as the password", name)
 	}
 	if auth.BearerTokenFile != "" && auth.Username != "" {
 		return nil, fmt.Errorf("%s: use a bearer token or basic auth, not both", name)

@@ -196,13 +196,21 @@ func TestNewAPIRefusesUnsafeURLs(t *testing.T) {
 		{"https://prom.example", Auth{Credentials: endpoint.Credentials{PasswordFile: "/p"}}, "basic auth needs both"},
 		{"https://prom.example", Auth{Tenant: "team\nX-Evil: 1"}, "tenant (X-Scope-OrgID)"},
 		{"https://prom.example", Auth{TLS: endpoint.TLS{CertFile: "/c"}}, "both its certificate file and its key file"},
+		// Issue 58: the name localhost may resolve through DNS (a fake
+		// resolver sent the token to 127.0.0.2's impostor); a user name
+		// with ':' gives the server another password (RFC 7617).
+		{"http://localhost:9090", Auth{Credentials: endpoint.Credentials{BearerTokenFile: "/t"}}, "plain http to localhost"},
+		{"http://localhost.:9090", Auth{Credentials: endpoint.Credentials{Username: "u", PasswordFile: "/p"}}, "plain http"},
+		{"https://prom.example", Auth{Credentials: endpoint.Credentials{Username: "a:b", PasswordFile: "/p"}}, "must not contain ':'"},
 	} {
 		if _, err := NewAPI("Prometheus", tc.url, tc.auth, time.Second); err == nil || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), ":pw@") {
 			t.Errorf("%s: %v, want %q", tc.url, err, tc.want)
 		}
 	}
-	if _, err := NewAPI("Prometheus", "http://127.0.0.1:9090", Auth{Credentials: endpoint.Credentials{BearerTokenFile: "/t"}}, time.Second); err != nil {
-		t.Errorf("a loopback port-forward may use http: %v", err)
+	for _, u := range []string{"http://127.0.0.1:9090", "http://127.0.0.2:9090", "http://[::1]:9090"} {
+		if _, err := NewAPI("Prometheus", u, Auth{Credentials: endpoint.Credentials{BearerTokenFile: "/t"}}, time.Second); err != nil {
+			t.Errorf("a loopback port-forward may use http: %s: %v", u, err)
+		}
 	}
 }
 

@@ -82,9 +82,16 @@ func NewHTTPClient(t TLS, timeout time.Duration) (*http.Client, error) {
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.TLSClientConfig = cfg
 	tr.Proxy = http.ProxyFromEnvironment
+	// Loki's and Prometheus' headers are a few hundred bytes; net/http's
+	// default (10 MiB) let one 9 MB header take 58 MB of doctor and most of
+	// the shipper's 128 MiB with four pushes in flight.
+	tr.MaxResponseHeaderBytes = MaxResponseHeaderBytes
 	return &http.Client{Transport: tr, Timeout: timeout,
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}, nil
 }
+
+// MaxResponseHeaderBytes bounds an answer's headers.
+const MaxResponseHeaderBytes = 64 << 10
 
 // Authorize sets req's credentials, read from their files now: a bearer
 // token (trimmed) or basic auth (the password's line ending trimmed).

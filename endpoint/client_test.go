@@ -273,3 +273,30 @@ func TestCredentialsReadEachRequest(t *testing.T) {
 		t.Errorf("a directory as the password file: %v", err)
 	}
 }
+
+// Issue 58: an answer's headers are bounded at 64 KiB (was net/http's 10
+// MiB: one 9 MB header took doctor to 58 MB, the shipper near its 128 MiB
+// limit); Loki's and Prometheus' are a few hundred bytes.
+func TestHTTPClientBoundsResponseHeaders(t *testing.T) {
+	for _, tc := range []struct {
+		header int
+		ok     bool
+	}{{1 << 10, true}, {9 << 20, false}} {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+			w.Header().Set("X-Padding", strings.Repeat("a", tc.header))
+			w.Write([]byte("ok"))
+		}))
+		c, err := NewHTTPClient(TLS{}, 10*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, err := c.Get(srv.URL)
+		if err == nil {
+			resp.Body.Close()
+		}
+		if (err == nil) != tc.ok {
+			t.Errorf("a %d-byte header: %v, want ok %v", tc.header, err, tc.ok)
+		}
+		srv.Close()
+	}
+}

@@ -75,7 +75,10 @@ func (e Loki) Check(prefix string) []conffile.Problem {
 }
 
 // secretParam matches query parameter names that carry a credential.
-var secretParam = regexp.MustCompile(`(?i)token|secret|passw|api[-_]?key|auth|signature|^sig$|credential|session`)
+// Besides the obvious words: any *key (key, apikey, access_key,
+// accesskey), pass and pwd, and code (OAuth's and Azure Functions'
+// ?code=).
+var secretParam = regexp.MustCompile(`(?i)token|secret|pass|pwd|key|auth|signature|^sig$|credential|session|^code$`)
 
 // CheckURL returns what is wrong with an http(s) URL that is written into
 // agent configs and annotations, or "" when nothing is.
@@ -105,7 +108,7 @@ func ParseURL(raw string) (*url.URL, error) {
 	}
 	for name := range u.Query() {
 		if secretParam.MatchString(name) {
-			return nil, fmt.Errorf("must not carry a secret in its query string (%q): it would be written into configs and logs; use bearerTokenFile or basicAuth.passwordFile", conffile.Excerpt(name))
+			return nil, fmt.Errorf("must not carry a secret in its query string (%q): it would be written into configs and logs; put it in a file the agents read (bearerTokenFile or basicAuth.passwordFile, or a lokiSecret), or in a header your gateway takes", conffile.Excerpt(name))
 		}
 	}
 	return u, nil

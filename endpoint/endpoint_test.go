@@ -42,6 +42,7 @@ func TestCheck(t *testing.T) {
 		{"an API key in the query string", func(l *Loki) { l.URL = "https://loki.example/loki/api/v1/push?X-Api-Key=hunter2" },
 			[]string{"loki.url: must not carry a secret in its query string"}},
 		{"a harmless query", func(l *Loki) { l.URL = "https://loki.example/insert/loki/api/v1/push?disable_message_parsing=1" }, nil},
+		{"a harmless tenant parameter", func(l *Loki) { l.URL = "https://loki.example/loki/api/v1/push?org=platform&region=eu" }, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			l := ok
@@ -54,6 +55,18 @@ func TestCheck(t *testing.T) {
 				if got := p.Path + ": " + p.Msg; !strings.HasPrefix(got, tc.want[i]) || strings.Contains(got, "hunter2") {
 					t.Errorf("problem %q, want %q (and no password)", got, tc.want[i])
 				}
+			}
+		})
+	}
+	// Issue 58: names of credentials in common use that were let through
+	// (key=S3CR3T was rendered into the Alloy ConfigMap).
+	for _, name := range []string{"key", "Key", "pass", "pwd", "access_key", "accesskey", "AccessKey", "code", "apikey", "sas_token", "password", "auth"} {
+		t.Run(name, func(t *testing.T) {
+			l := ok
+			l.URL = "https://loki.example/loki/api/v1/push?" + name + "=hunter2"
+			probs := l.Check("loki")
+			if len(probs) != 1 || !strings.Contains(probs[0].Msg, "must not carry a secret in its query string") || strings.Contains(probs[0].Msg, "hunter2") {
+				t.Errorf("?%s=: %v", name, probs)
 			}
 		})
 	}
