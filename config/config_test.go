@@ -353,3 +353,36 @@ func TestLokiBaseURLBecomesThePushEndpoint(t *testing.T) {
 		}
 	}
 }
+
+// Issue 58: a mistyped IPv4 address was taken as a DNS name and became the
+// agents' KUBERNETES_SERVICE_HOST; the node's own address was taken
+// without a word. The first is refused, the second warned, at the line.
+func TestHostsMistypedOrNodeLocal(t *testing.T) {
+	for _, bad := range []string{"10.0.0.256", "1.2.3", "1.2.3.4.5"} {
+		for _, body := range []string{"apiServer: {host: " + bad + "}\n", "loki: {url: 'http://" + bad + ":3100'}\n"} {
+			_, err := Load(writeConfig(t, body))
+			if err == nil || !strings.Contains(err.Error(), ":1: ") || !strings.Contains(err.Error(), `"`+bad+`" is not an IPv4 address`) {
+				t.Errorf("%q: %v", body, err)
+			}
+		}
+	}
+	for _, local := range []string{"127.0.0.1", "0.0.0.0", "localhost", "::1"} {
+		host := local
+		if strings.Contains(local, ":") {
+			host = "[" + local + "]"
+		}
+		for path, body := range map[string]string{"apiServer.host": "apiServer: {host: '" + local + "'}\n", "loki.url": "loki: {url: 'http://" + host + ":3100'}\n"} {
+			_, warnings, err := Read(writeConfig(t, body))
+			if err != nil {
+				t.Fatalf("%q: %v", body, err)
+			}
+			found := false
+			for _, w := range warnings {
+				found = found || w.Path == path && w.Line == 1 && strings.Contains(w.Msg, "is each Windows node itself")
+			}
+			if !found {
+				t.Errorf("%q: no warning at %s: %v", body, path, warnings)
+			}
+		}
+	}
+}

@@ -197,6 +197,10 @@ func validateAgents(v *validator, c *Config) {
 			v.add(path, "must not be empty")
 		case strings.HasSuffix(h, ".svc") || strings.Contains(h, ".svc.") || strings.HasSuffix(h, ".cluster.local") || h == "kubernetes" || !strings.Contains(h, ".") && net.ParseIP(h) == nil && h != "localhost":
 			v.add(path, "%q is a cluster DNS name, which HostProcess pods cannot resolve: use an address the node network reaches (a NodePort on a node, a load balancer or an ingress name)", host)
+		case strings.Trim(h, "0123456789.") == "" && net.ParseIP(h) == nil:
+			// 10.0.0.256, 1.2.3, 1.2.3.4.5: a DNS name's last label is
+			// never all digits (RFC 3696), so this was meant as an address.
+			v.add(path, "%q is not an IPv4 address (four numbers from 0 to 255) and cannot be a DNS name (its last label is all digits): check it", host)
 		default:
 			if ip, err := netip.ParseAddr(h); err == nil && cidr.IsValid() && cidr.Contains(ip) {
 				v.add(path, "%s is in the Service CIDR %s, which the Windows host cannot reach: use a NodePort, load balancer or ingress address", host, c.ServiceCIDR)

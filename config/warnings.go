@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"net/netip"
+	"net/url"
 	"reflect"
 	"sort"
 	"strings"
@@ -61,6 +62,7 @@ func Warnings(c *Config) Problems {
 					"(%s) and set %s to it", img.def, img.build, img.path)})
 		}
 	}
+	out = append(out, nodeLocalWarnings(c)...)
 	out = append(out, setWarnings(c.EventLog)...)
 	out = append(out, spellingWarnings(c.EventLog)...)
 	if fw := c.WindowsExporter.Firewall; fw.Enabled {
@@ -164,3 +166,24 @@ var defaultValues = sync.OnceValue(func() *Config {
 	conffile.Decode("(default)", defaultYAML, &c)
 	return &c
 })
+
+// nodeLocalWarnings: an API server or Loki at the node's own address. The
+// agents share each Windows node's network, so they would look for it on
+// every node; legal (a node-local proxy), rarely meant.
+func nodeLocalWarnings(c *Config) Problems {
+	var out Problems
+	hosts := []struct{ path, what, host string }{{"apiServer.host", "API server", c.APIServer.Host}}
+	if u, err := url.Parse(c.Loki.URL); err == nil {
+		hosts = append(hosts, struct{ path, what, host string }{"loki.url", "Loki", u.Hostname()})
+	}
+	for _, h := range hosts {
+		name := strings.ToLower(strings.TrimSuffix(h.host, "."))
+		ip, err := netip.ParseAddr(name)
+		if name == "localhost" || strings.HasSuffix(name, ".localhost") || err == nil && (ip.IsLoopback() || ip.IsUnspecified()) {
+			out = append(out, Problem{Path: h.path, Msg: fmt.Sprintf(
+				"%s is each Windows node itself: the HostProcess agents share the node's network, so they look for the %s on every node; give the address the nodes reach it at, unless a proxy on every node serves it",
+				h.host, h.what)})
+		}
+	}
+	return out
+}
