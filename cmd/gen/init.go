@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/winobs/winobs/config"
@@ -67,8 +68,15 @@ func runInit(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	f, err := os.OpenFile(*path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
-	if err != nil {
+	switch {
+	case errors.Is(err, os.ErrExist):
 		fmt.Fprintf(stderr, "gen init: %v (an existing config is never replaced)\n", err)
+		return 1
+	case errors.Is(err, os.ErrNotExist):
+		fmt.Fprintf(stderr, "gen init: %s: the directory %s does not exist: create it first, or give another --config\n", *path, filepath.Dir(*path))
+		return 1
+	case err != nil:
+		fmt.Fprintf(stderr, "gen init: %v\n", err)
 		return 1
 	}
 	if _, err := f.Write(src); err != nil {
@@ -87,7 +95,7 @@ func runInit(args []string, stdout, stderr io.Writer) int {
 	if ns == "" {
 		ns = config.Default().Namespace
 	}
-	render := fmt.Sprintf("go run ./cmd/gen --config %s --out out && kubectl apply -k out", *path)
+	render := fmt.Sprintf("go run ./cmd/gen --config %s --out out && kubectl apply -k out", shellQuote(*path))
 	if ns != config.Default().Namespace && !s.CreateNamespace {
 		// gen never owns a namespace it may not have created: the user
 		// creates and labels it, and the label holds for every pod in it.
@@ -147,4 +155,14 @@ var exampleFlags = map[string]string{
 	"apiServer.host":                     "--api-server",
 	"windowsExporter.firewall.allowFrom": "--scrape-from (your Prometheus nodes' IPs or CIDRs)",
 	"prometheus.ruleLabels":              "--release (your kube-prometheus-stack Helm release name)",
+}
+
+// shellQuote is s as one word of a POSIX shell command the user pastes: as
+// it is when it holds nothing the shell reads, else single-quoted (a path
+// such as "a b;$(touch x).yaml" must never run anything).
+func shellQuote(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_./:@%+=,-") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"github.com/winobs/winobs/config"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -365,5 +366,44 @@ func TestInitTakesConsoleValues(t *testing.T) {
 		if _, err := os.Stat(bad); err == nil {
 			t.Errorf("%v: a config was written", tc.args)
 		}
+	}
+}
+
+// Issue 58: the "next:" command quotes --config for the shell (a path
+// `a b;$(touch PWNED).yaml` printed a command that ran touch), and a
+// missing directory is said as such.
+func TestInitNextCommandIsQuoted(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "a b;$(touch PWNED) 'x'.yaml")
+	var stdout, stderr bytes.Buffer
+	if code := run([]string{"init", "--config", path}, &stdout, &stderr); code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+	line := ""
+	for _, l := range strings.Split(stdout.String(), "\n") {
+		if strings.Contains(l, "go run ./cmd/gen --config") {
+			line = strings.TrimSpace(l)
+		}
+	}
+	cmd, _, _ := strings.Cut(line, " && ")
+	// The shell reads the command's words: --config's is the path, and
+	// nothing runs (sh -c with echo standing in for go).
+	sh := exec.Command("sh", "-c", strings.Replace(cmd, "go run ./cmd/gen", `printf '%s\n'`, 1))
+	sh.Dir = dir
+	out, err := sh.CombinedOutput()
+	if err != nil {
+		t.Fatalf("%s: %v %s", cmd, err, out)
+	}
+	if words := strings.Split(strings.TrimSuffix(string(out), "\n"), "\n"); len(words) != 4 || words[1] != path {
+		t.Errorf("the shell reads %q from %s", words, cmd)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "PWNED")); err == nil {
+		t.Error("the printed command ran touch")
+	}
+	stderr.Reset()
+	missing := filepath.Join(dir, "nope", "winobs.yaml")
+	if code := run([]string{"init", "--config", missing}, &stdout, &stderr); code != 1 || !strings.Contains(stderr.String(), "the directory "+filepath.Dir(missing)+" does not exist") ||
+		strings.Contains(stderr.String(), "never replaced") {
+		t.Errorf("a missing directory: exit %d: %s", code, stderr.String())
 	}
 }
