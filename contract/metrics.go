@@ -31,13 +31,14 @@ const (
 	ShipperPresumed       = "winobs_shipper_events_presumed_stored_total"
 	ShipperLanes          = "winobs_shipper_lanes"
 	ShipperStateIgnored   = "winobs_shipper_state_files_ignored_total"
+	ShipperSourceUp       = "winobs_shipper_source_up"
 )
 
 // ShipperMetrics are all the eventlog-shipper's metrics (package shipper's
 // tests hold its registry to this list).
 var ShipperMetrics = []string{ShipperEventsRead, ShipperEventsSent, ShipperEventsDropped, ShipperBytesSent, ShipperPushDuration,
 	ShipperPushErrors, ShipperPushRetries, ShipperCheckpointTime, ShipperCheckpointID, ShipperPending, ShipperRecordLag,
-	ShipperResubscribes, ShipperRenderErrors, ShipperInFlightBytes, ShipperTruncated, ShipperRestamped, ShipperDumpReopens, ShipperPresumed, ShipperLanes, ShipperStateIgnored}
+	ShipperResubscribes, ShipperRenderErrors, ShipperInFlightBytes, ShipperTruncated, ShipperRestamped, ShipperDumpReopens, ShipperPresumed, ShipperLanes, ShipperStateIgnored, ShipperSourceUp}
 
 // The labels of the eventlog-shipper's metrics besides the channel: why an
 // event was dropped or re-stamped, and a failed push's HTTP status.

@@ -48,6 +48,8 @@ func (s *Shipper) health() Health {
 		h.Ready, h.Reason = false, "cannot deliver to Loki since "+since.UTC().Format(time.RFC3339)
 	} else if u := s.acker.saveFailure(); u != nil {
 		h.Ready, h.Reason = false, "cannot save checkpoints since "+u.since.UTC().Format(time.RFC3339)
+	} else if down := s.status.firstDown(); down != "" {
+		h.Ready, h.Reason = false, down
 	}
 	return h
 }

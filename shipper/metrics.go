@@ -36,6 +36,7 @@ type metrics struct {
 	presumed     *prometheus.CounterVec
 	lanes        *prometheus.GaugeVec
 	stateIgnored prometheus.Counter
+	sourceUp     *prometheus.GaugeVec
 }
 
 // newMetrics registers the shipper's metrics, with every known label value
@@ -68,6 +69,8 @@ func newMetrics(channels []string) *metrics {
 			Help: "Events counted sent that Loki refused as too far behind or too old while an earlier push (before a restart, or without an answer) may have stored them: not re-stamped, which would store them twice."}, ch),
 		lanes: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: contract.ShipperLanes,
 			Help: "The most Loki streams one computer's events of the channel are split over (1 unless one keeps its stream at limits.streamBytesPerSecond)."}, ch),
+		sourceUp: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: contract.ShipperSourceUp,
+			Help: "1 while the channel's source reads; 0 while it waits for its followed dump to appear, or after it stopped on an error."}, ch),
 		stateIgnored: prometheus.NewCounter(prometheus.CounterOpts{Name: contract.ShipperStateIgnored,
 			Help: "State files (checkpoints, sent marks, lane plans) ignored because another account owns them: planted, so their channel started as with none."}),
 	}
@@ -78,6 +81,7 @@ func newMetrics(channels []string) *metrics {
 		}
 		m.pending.WithLabelValues(c)
 		m.lanes.WithLabelValues(c).Set(1)
+		m.sourceUp.WithLabelValues(c).Set(1)
 		for _, r := range contract.ShipperDropReasons {
 			m.dropped.WithLabelValues(c, r)
 		}
@@ -99,5 +103,5 @@ func newMetrics(channels []string) *metrics {
 // collectors are the shipper's own metrics, as registered.
 func (m *metrics) collectors() []prometheus.Collector {
 	return []prometheus.Collector{m.read, m.sent, m.dropped, m.bytesSent, m.pushDuration, m.pushErrors, m.retries,
-		m.cpTime, m.cpRecord, m.pending, m.lag, m.resubscribes, m.renderErrors, m.inFlight, m.truncated, m.restamped, m.dumpReopens, m.presumed, m.lanes, m.stateIgnored}
+		m.cpTime, m.cpRecord, m.pending, m.lag, m.resubscribes, m.renderErrors, m.inFlight, m.truncated, m.restamped, m.dumpReopens, m.presumed, m.lanes, m.stateIgnored, m.sourceUp}
 }

@@ -47,6 +47,7 @@ type Shipper struct {
 	pacer   *pace.Pacer
 	now     func() time.Time
 	ready   atomic.Bool
+	status  *sourceStatus
 }
 
 // New builds a shipper from a validated config.
@@ -99,7 +100,7 @@ func New(cfg *shipconfig.Config, log *slog.Logger) (*Shipper, error) {
 	ack := newAcker(store, cfg.OnCorruptCheckpoint, bud, m, log)
 	s := &Shipper{cfg: cfg, log: log, client: client, m: m, budget: bud, sources: sources, now: time.Now, acker: ack,
 		format: newFormatter(cfg, m, log, newLanes(cfg, ack, m, log)),
-		pacer:  pace.New(cfg.Limits.StreamBytesPerSecond, cfg.Limits.BytesPerSecond)}
+		pacer:  pace.New(cfg.Limits.StreamBytesPerSecond, cfg.Limits.BytesPerSecond), status: newSourceStatus(m, time.Now)}
 	s.format.lookups = lookups
 	client.Observe = func(status int, took time.Duration, retry bool) {
 		s.m.pushDuration.Observe(took.Seconds())
@@ -208,7 +209,7 @@ func (s *Shipper) resume() {
 func (s *Shipper) startSources(ctx context.Context) (<-chan record, <-chan error) {
 	records := make(chan record, 256)
 	errs := make(chan error, len(s.sources))
-	env := sourceEnv{positions: s.acker, m: s.m, log: s.log, logs: ratelog.New(s.log, time.Minute), emit: func(ctx context.Context, r record) error {
+	env := sourceEnv{positions: s.acker, m: s.m, log: s.log, logs: ratelog.New(s.log, time.Minute), status: s.status, emit: func(ctx context.Context, r record) error {
 		if err := s.budget.acquire(ctx, r.size); err != nil {
 			return err
 		}
@@ -228,6 +229,7 @@ func (s *Shipper) startSources(ctx context.Context) (<-chan record, <-chan error
 			defer wg.Done()
 			if err := src.run(ctx, env); err != nil && !errors.Is(err, context.Canceled) {
 				s.log.Error("source stopped", "channel", src.channel(), "error", err)
+				s.status.setDown(src.channel(), "stopped: "+err.Error())
 				errs <- fmt.Errorf("channel %s: %w", src.channel(), err)
 			}
 		}()

@@ -47,6 +47,15 @@ func (ds *dumpSource) run(ctx context.Context, env sourceEnv) error {
 	}
 	for {
 		r, err := dump.Open(ds.d.Path, offset, ds.maxEventBytes)
+		if errors.Is(err, os.ErrNotExist) && ds.d.Follow {
+			// Like tail -F: a followed dump not written yet (or rotated
+			// away and not yet re-created) is waited for, said while it
+			// lasts.
+			if err := ds.await(ctx, env); err != nil {
+				return err
+			}
+			continue
+		}
 		if err != nil {
 			return err
 		}
@@ -58,6 +67,24 @@ func (ds *dumpSource) run(ctx context.Context, env sourceEnv) error {
 		env.m.dumpReopens.WithLabelValues(ds.d.Channel, reason).Inc()
 		env.log.Warn("followed dump changed at its path; reading the new file from its start", "channel", ds.d.Channel, "path", ds.d.Path, "reason", reason)
 		offset = 0
+	}
+}
+
+// await waits for the followed dump to appear, its source down meanwhile.
+func (ds *dumpSource) await(ctx context.Context, env sourceEnv) error {
+	env.status.setDown(ds.d.Channel, "waiting for the followed dump "+ds.d.Path+" to appear")
+	env.log.Warn("followed dump does not exist; waiting for it", "channel", ds.d.Channel, "path", ds.d.Path)
+	for {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(followPoll):
+		}
+		if _, err := os.Stat(ds.d.Path); err == nil {
+			env.status.setUp(ds.d.Channel)
+			env.log.Info("followed dump appeared", "channel", ds.d.Channel, "path", ds.d.Path)
+			return nil
+		}
 	}
 }
 
@@ -171,6 +198,9 @@ func (ds *dumpSource) start(env sourceEnv) (int64, error) {
 		return 0, err
 	case r.onCorrupt == shipconfig.Newest:
 		st, err := os.Stat(ds.d.Path)
+		if errors.Is(err, os.ErrNotExist) && ds.d.Follow {
+			return 0, nil // everything a dump written later holds is new
+		}
 		if err != nil {
 			return 0, err
 		}

@@ -37,7 +37,8 @@ func (p fixedPositions) acked(ch string) (checkpoint.Checkpoint, bool) {
 func runDumpSource(t *testing.T, path string, pos positions, maxEventBytes int) []record {
 	t.Helper()
 	var got []record
-	env := sourceEnv{positions: pos, m: newMetrics([]string{"System"}), log: slog.New(slog.DiscardHandler), logs: ratelog.New(nil, 0),
+	m := newMetrics([]string{"System"})
+	env := sourceEnv{positions: pos, m: m, log: slog.New(slog.DiscardHandler), logs: ratelog.New(nil, 0), status: newSourceStatus(m, time.Now),
 		emit: func(_ context.Context, r record) error { got = append(got, r); return nil }}
 	src := &dumpSource{d: shipconfig.Dump{Path: path, Channel: "System"}, maxEventBytes: maxEventBytes}
 	if err := src.run(t.Context(), env); err != nil {
@@ -101,7 +102,7 @@ func followed(t *testing.T, path string, pos positions, maxEventBytes int) (<-ch
 	ctx, cancel := context.WithCancel(t.Context())
 	out := make(chan record, 1024)
 	m := newMetrics([]string{"System"})
-	env := sourceEnv{positions: pos, m: m, log: slog.New(slog.DiscardHandler), logs: ratelog.New(nil, 0),
+	env := sourceEnv{positions: pos, m: m, log: slog.New(slog.DiscardHandler), logs: ratelog.New(nil, 0), status: newSourceStatus(m, time.Now),
 		emit: func(ctx context.Context, r record) error {
 			select {
 			case out <- r:
@@ -230,5 +231,62 @@ func TestDumpSourceCountsEventsItCannotRead(t *testing.T) {
 	got := runDumpSource(t, cut, fixedPositions{}, 1<<20)
 	if len(got) != 3 || got[2].xml == nil || !strings.Contains(string(got[2].xml), "<EventRecordID>3<") {
 		t.Errorf("%d records; the cut event must be handed on", len(got))
+	}
+}
+
+// Issue 58: a followed dump that does not exist yet at start is waited
+// for, like tail -F, its source down meanwhile (winobs_shipper_source_up 0,
+// and readiness says why); once written it is read and the source is up.
+// (Was: abandoned after one "source stopped" line, readiness OK.)
+func TestFollowedDumpIsAwaited(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "later.xml")
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	m := newMetrics([]string{"System"})
+	status := newSourceStatus(m, time.Now)
+	out := make(chan record, 64)
+	env := sourceEnv{positions: fixedPositions{}, m: m, log: slog.New(slog.DiscardHandler), logs: ratelog.New(nil, 0), status: status,
+		emit: func(ctx context.Context, r record) error {
+			select {
+			case out <- r:
+				return nil
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}}
+	src := &dumpSource{d: shipconfig.Dump{Path: path, Channel: "System", Follow: true}, maxEventBytes: 1 << 20}
+	done := make(chan error, 1)
+	go func() { done <- src.run(ctx, env) }()
+	deadline := time.Now().Add(fixture.Patience)
+	for status.firstDown() == "" && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if down := status.firstDown(); !strings.Contains(down, "channel System down since") || !strings.Contains(down, "waiting for the followed dump "+path) {
+		t.Fatalf("down: %q", down)
+	}
+	if up := testutil.ToFloat64(m.sourceUp.WithLabelValues("System")); up != 0 {
+		t.Errorf("source_up %v while waiting", up)
+	}
+	select {
+	case err := <-done:
+		t.Fatalf("the source gave up: %v", err)
+	default:
+	}
+	samples := fixture.EventSamples(t)
+	var dump strings.Builder
+	for _, xml := range samples {
+		dump.Write(xml)
+		dump.WriteString("\r\n")
+	}
+	os.WriteFile(path, []byte(dump.String()), 0o644)
+	if got := take(t, out, len(samples)); len(got) != len(samples) {
+		t.Errorf("%d records, want %d", len(got), len(samples))
+	}
+	if down := status.firstDown(); down != "" || testutil.ToFloat64(m.sourceUp.WithLabelValues("System")) != 1 {
+		t.Errorf("after the dump appeared: %q", down)
+	}
+	cancel()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Errorf("source: %v", err)
 	}
 }
