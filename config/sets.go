@@ -92,7 +92,8 @@ var EventSets = map[string][]Channel{
 	},
 }
 
-// EventReader is a Loki alert of package rules and the events it reads:
+// EventReader is a Loki alert of package rules and the events it reads on
+// one channel (an alert reading two channels has an entry for each):
 // an exclusion a user writes on its channel leaves it without input.
 // rules' tests hold this table to the alerts' queries.
 type EventReader struct {
@@ -116,6 +117,8 @@ var EventReaders = []EventReader{
 	{Alert: "WindowsAuditLogCleared", Set: SetSecurity, Channel: ChannelSecurity, IDs: []int{1102}},
 	{Alert: "WindowsPrivilegedGroupChanged", Set: SetSecurity, Channel: ChannelSecurity, IDs: []int{4728, 4729, 4732, 4733, 4756, 4757}},
 	{Alert: "WindowsServiceInstalled", Set: SetSecurity, Channel: ChannelSystem, IDs: []int{7045}},
+	{Alert: "WindowsServiceInstalled", Set: SetSecurity, Channel: ChannelSecurity, IDs: []int{4697}},
+	{Alert: "WindowsAccountCreated", Set: SetSecurity, Channel: ChannelSecurity, IDs: []int{4720}},
 	{Alert: "WindowsHostNetworkServiceErrors", Set: SetNodeOperations, Channel: ChannelHNS, Levels: []int{1, 2}},
 	{Alert: "WindowsHostComputeServiceErrors", Set: SetNodeOperations, Channel: ChannelHCS, Levels: []int{1, 2}},
 }

@@ -99,8 +99,9 @@ func (r *run) streamNodes(ctx context.Context, c Check, sel vocab.Selector, job,
 	return nodes, nil
 }
 
-// selectedChannel is the channel a Loki rule's stream selector names.
-var selectedChannel = regexp.MustCompile(`^[^{]*\{[^}]*\b` + contract.LabelChannel + `="([^"]*)"`)
+// selectedChannel is the channel a Loki rule's stream selector names, or
+// the alternatives it matches (channel=~"System|Security").
+var selectedChannel = regexp.MustCompile(`^[^{]*\{[^}]*\b` + contract.LabelChannel + `(=~?)"([^"]*)"`)
 
 // detectionInputs: every Loki detection's channel arrives under the label
 // value it selects. LogQL matchers are case-sensitive, so events that
@@ -122,11 +123,17 @@ func (r *run) detectionInputs(ctx context.Context, c Check) Check {
 			if rule.Alert == "" || m == nil {
 				continue
 			}
-			if _, ok := readers[m[1]]; !ok {
-				order = append(order, m[1])
+			channels := []string{m[2]}
+			if m[1] == "=~" {
+				channels = strings.Split(m[2], "|")
 			}
-			if !slices.Contains(readers[m[1]], rule.Alert) {
-				readers[m[1]] = append(readers[m[1]], rule.Alert)
+			for _, ch := range channels {
+				if _, ok := readers[ch]; !ok {
+					order = append(order, ch)
+				}
+				if !slices.Contains(readers[ch], rule.Alert) {
+					readers[ch] = append(readers[ch], rule.Alert)
+				}
 			}
 		}
 	}

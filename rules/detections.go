@@ -21,6 +21,7 @@ const (
 	AlertAccountLockedOut       = "WindowsAccountLockedOut"
 	AlertAuditLogCleared        = "WindowsAuditLogCleared"
 	AlertServiceInstalled       = "WindowsServiceInstalled"
+	AlertAccountCreated         = "WindowsAccountCreated"
 	AlertPrivilegedGroupChanged = "WindowsPrivilegedGroupChanged"
 	AlertHostNetworkErrors      = "WindowsHostNetworkServiceErrors"
 	AlertHostComputeErrors      = "WindowsHostComputeServiceErrors"
@@ -87,14 +88,32 @@ func detectionRules(v view.Rules, ts *templates) []rulefmt.Rule {
 				},
 			},
 			rulefmt.Rule{
+				// The SCM's 7045 in System, or Security's 4697 where the
+				// audit policy logs it (it names who installed the
+				// service): one install, one alert, grouped by service.
 				Alert: AlertServiceInstalled,
 				Expr: ts.fill(AlertServiceInstalled,
-					`sum by ($[cluster], $[nodeLabel], service) (count_over_time($[scm] | event_id="$[id]" | $[service] [10m])) > 0`,
-					vocab.Args{"nodeLabel": contract.LabelNode, "scm": vocab.SCMStream(t.Events()), "service": vocab.EventField("event_data", "ServiceName", "service"), "id": vocab.SCMServiceInstalled}),
+					`sum by ($[cluster], $[nodeLabel], service) (count_over_time($[both] | json | (event_id="$[scm]" and source="$[scmSource]") or event_id="$[audit]" | $[service] [10m])) > 0`,
+					vocab.Args{"nodeLabel": contract.LabelNode, "both": t.Events(vocab.Re(contract.LabelChannel, config.ChannelSystem+"|"+config.ChannelSecurity)).String(),
+						"scmSource": vocab.SCMProvider, "service": vocab.EventField("event_data", "ServiceName", "service"),
+						"scm": vocab.SCMServiceInstalled, "audit": vocab.SecurityServiceInstalled}),
 				Labels: map[string]string{"severity": "warning"},
 				Annotations: map[string]string{
 					"summary":     "Service {{ $labels.service }} was installed on Windows node {{ $labels.node }}.",
-					"description": "The Service Control Manager on {{ $labels.node }} logged a new service, {{ $labels.service }} (event 7045). Expected while a node is provisioned or upgraded; otherwise a common way to persist on a host.",
+					"description": "A new service, {{ $labels.service }}, was installed on {{ $labels.node }} (the Service Control Manager's event 7045, or Security's 4697). Expected while a node is provisioned or upgraded; otherwise a common way to persist on a host.",
+				},
+			},
+			rulefmt.Rule{
+				Alert: AlertAccountCreated,
+				Expr: ts.fill(AlertAccountCreated,
+					`sum by ($[cluster], $[nodeLabel], target_user, subject_user) (count_over_time($[sec] | json event_id="event_id", event_data="event_data" | event_id="$[id]" | $[users] [10m])) > 0`,
+					vocab.Args{"nodeLabel": contract.LabelNode, "sec": security, "id": vocab.SecurityAccountCreated,
+						// TargetUserName (the new account) comes before SubjectUserName (who made it).
+						"users": `line_format "{{.event_data}}" | regexp "<Data Name='TargetUserName'>(?P<target_user>[^<]*)</Data>.*<Data Name='SubjectUserName'>(?P<subject_user>[^<]*)</Data>"`}),
+				Labels: map[string]string{"severity": "warning"},
+				Annotations: map[string]string{
+					"summary":     "Account {{ $labels.target_user }} was created on Windows node {{ $labels.node }}.",
+					"description": "Security event 4720: {{ $labels.subject_user }} created the local account {{ $labels.target_user }} on {{ $labels.node }}. Kubernetes nodes are built from images and rarely get accounts by hand: a common way to keep access to a host.",
 				},
 			},
 			rulefmt.Rule{

@@ -21,8 +21,12 @@ const (
 // SCMStream selects the Service Control Manager's events in the System
 // channel's streams that sel chooses, as Alloy's line names their source.
 func SCMStream(sel Selector) string {
-	return sel.With(Eq(contract.LabelChannel, "System")).String() + ` | json | source="Service Control Manager"`
+	return sel.With(Eq(contract.LabelChannel, "System")).String() + ` | json | source="` + SCMProvider + `"`
 }
+
+// SCMProvider is the Service Control Manager's provider name, the line's
+// source.
+const SCMProvider = "Service Control Manager"
 
 // BinaryServiceKey is how a service key name appears in an SCM event's
 // <Binary> payload: UTF-16LE, upper-case hex. Matching it, unlike the
@@ -69,6 +73,11 @@ const (
 	SecurityLockout     = "4740"
 	SecurityLogCleared  = "1102"
 	SCMServiceInstalled = "7045"
+	// SecurityServiceInstalled: a service installed, as Security audits it
+	// (Audit Security System Extension), with who installed it.
+	SecurityServiceInstalled = "4697"
+	// SecurityAccountCreated: a local user account created.
+	SecurityAccountCreated = "4720"
 	// SecurityGroupMember: a member added to or removed from a global,
 	// local or universal security group.
 	SecurityGroupMember = "4728|4729|4732|4733|4756|4757"
