@@ -68,7 +68,7 @@ func TestChannelLabelIsTheEventsOwnRealLoki(t *testing.T) {
 			t.Fatalf("shipper: %v\n%s", err, out)
 		}
 	}
-	ship("control", byChannel)                                 // each channel spelled as Windows spells it
+	ship("control", byChannel) // each channel spelled as Windows spells it
 	ship("control-security", map[string][][]byte{"Security": security})
 	ship("spelled", map[string][][]byte{"security": security}) // the config's spelling
 	ship("collector", map[string][][]byte{"ForwardedEvents": all})
