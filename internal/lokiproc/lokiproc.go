@@ -7,6 +7,7 @@ package lokiproc
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -16,6 +17,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strconv"
+	"strings"
 	"testing"
 	"text/template"
 	"time"
@@ -96,10 +98,35 @@ type Options struct {
 	Tenants bool
 }
 
-// Start runs a Loki until the test ends and waits until it is ready.
+// client bounds every request to a Loki started here.
+var client = &http.Client{Timeout: 30 * time.Second}
+
+// Start runs a Loki until the test ends and waits until it is ready. The
+// ports are free when chosen and may be taken before Loki binds them: a
+// Loki that cannot bind is started again on others (three tries), and the
+// one that answers is proven to be this one (its /config names this
+// test's data directory), never another test's on a reused port.
 func Start(t testing.TB, opts Options) *Loki {
 	t.Helper()
 	bin := Binary(t)
+	var why string
+	for range 3 {
+		l, retry, msg := start(t, bin, opts)
+		if l != nil {
+			return l
+		}
+		if !retry {
+			t.Fatal(msg)
+		}
+		why = msg
+	}
+	t.Fatalf("Loki could not bind its ports in three tries:\n%s", why)
+	return nil
+}
+
+// start runs one Loki: it, or whether another try may succeed and why
+// this one failed.
+func start(t testing.TB, bin string, opts Options) (*Loki, bool, string) {
 	dir := t.TempDir()
 	ports := freePorts(t, 2)
 	var cfg bytes.Buffer
@@ -124,19 +151,41 @@ func Start(t testing.TB, opts Options) *Loki {
 		select {
 		case err := <-exited:
 			exited <- err
-			t.Fatalf("Loki exited before it was ready: %v\n%s", err, logs.Bytes())
+			out := logs.String()
+			return nil, strings.Contains(out, "address already in use"), fmt.Sprintf("Loki exited before it was ready: %v\n%s", err, out)
 		default:
 		}
-		if resp, err := http.Get(l.URL + "/ready"); err == nil { // /ready needs no tenant
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return l
+		if ready(l.URL) {
+			if ours(l.URL, dir) {
+				return l, false, ""
 			}
+			return nil, true, fmt.Sprintf("another Loki answers on %s, not the one started with %s", l.URL, dir)
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("Loki not ready within %v\n%s", fixture.Patience, logs.Bytes())
+			return nil, false, fmt.Sprintf("Loki not ready within %v\n%s", fixture.Patience, logs.Bytes())
 		}
 	}
+}
+
+// ready: /ready answers 200 (it needs no tenant).
+func ready(base string) bool {
+	resp, err := client.Get(base + "/ready")
+	if err != nil {
+		return false
+	}
+	resp.Body.Close()
+	return resp.StatusCode == http.StatusOK
+}
+
+// ours: the Loki at base runs on dir, as its /config says.
+func ours(base, dir string) bool {
+	resp, err := client.Get(base + "/config")
+	if err != nil {
+		return false
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	return resp.StatusCode == http.StatusOK && bytes.Contains(b, []byte("path_prefix: "+dir+"\n"))
 }
 
 // Push posts body to the push API as tenant ("" sends no X-Scope-OrgID)
@@ -189,12 +238,12 @@ func do(t testing.TB, req *http.Request, tenant string) (int, []byte) {
 	if tenant != "" {
 		req.Header.Set("X-Scope-OrgID", tenant)
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := client.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
 	return resp.StatusCode, b
 }
 

@@ -122,6 +122,9 @@ func Load(path string) (*File, []rulefmt.Rule, error) {
 	if f.EvaluationInterval == 0 {
 		f.EvaluationInterval = model.Duration(time.Minute)
 	}
+	if err := f.check(); err != nil {
+		return nil, nil, fmt.Errorf("%s: %w", path, err)
+	}
 	f.EventsDir = filepath.Join(filepath.Dir(path), f.EventsDir)
 	var rules []rulefmt.Rule
 	for _, rf := range f.RuleFiles {
@@ -141,6 +144,54 @@ func Load(path string) (*File, []rulefmt.Rule, error) {
 		}
 	}
 	return &f, rules, nil
+}
+
+// Bounds a test file cannot lift: what a test may push and ask of the Loki
+// it runs on, so a mistyped file fails at once instead of taking the
+// machine (times: 4000000 took 1.3 GB; evaluation_interval: 1ms, 28.8 M
+// queries). Loki takes lines up to 7 days back, so nothing lies further.
+const (
+	MinEvaluationInterval = time.Second
+	MaxEvaluations        = 2000    // instant queries an alert test makes
+	MaxEntries            = 100_000 // lines a test pushes
+	MaxSpan               = 7 * 24 * time.Hour
+	// RequestTimeout bounds every request to Loki.
+	RequestTimeout = 30 * time.Second
+	maxAnswerBytes = 64 << 20
+)
+
+// check holds f to the bounds, naming the test and field past one.
+func (f *File) check() error {
+	step := time.Duration(f.EvaluationInterval)
+	if step < MinEvaluationInterval {
+		return fmt.Errorf("evaluation_interval %v: at least %v", step, MinEvaluationInterval)
+	}
+	for _, t := range f.Tests {
+		entries := 0
+		for _, in := range t.InputStreams {
+			for _, e := range in.Entries {
+				switch {
+				case e.Times < 0 || e.At < 0 || e.Every < 0:
+					return fmt.Errorf("test %q: an entry's at, every and times must not be negative", t.Name)
+				case time.Duration(e.At)+time.Duration(max(e.Times-1, 0))*time.Duration(e.Every) > MaxSpan:
+					return fmt.Errorf("test %q: an entry reaches past %v after the start, which Loki does not take", t.Name, MaxSpan)
+				}
+				entries += max(e.Times, 1)
+				if entries > MaxEntries {
+					return fmt.Errorf("test %q: more than %d lines", t.Name, MaxEntries)
+				}
+			}
+		}
+		for _, at := range t.AlertTests {
+			if at.EvalTime < 0 || time.Duration(at.EvalTime) > MaxSpan {
+				return fmt.Errorf("test %q: eval_time %v: from 0 to %v", t.Name, at.EvalTime, model.Duration(MaxSpan))
+			}
+			if n := time.Duration(at.EvalTime)/step + 1; n > MaxEvaluations {
+				return fmt.Errorf("test %q: eval_time %v at evaluation_interval %v is %d evaluations, over %d", t.Name, at.EvalTime, f.EvaluationInterval, n, MaxEvaluations)
+			}
+		}
+	}
+	return nil
 }
 
 // Failure is one way a test's alerts differ from the expected ones.
@@ -400,22 +451,40 @@ func compare(at AlertTest, got []alert) string {
 	return ""
 }
 
-// HTTP is a Loki reached over its HTTP API.
-type HTTP struct{ URL string }
+// HTTP is a Loki reached over its HTTP API. Every request has a
+// deadline: Client's (RequestTimeout when nil).
+type HTTP struct {
+	URL    string
+	Client *http.Client
+}
+
+var defaultClient = &http.Client{Timeout: RequestTimeout}
+
+func (h HTTP) do(req *http.Request) (int, []byte, error) {
+	c := h.Client
+	if c == nil {
+		c = defaultClient
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		return 0, nil, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, maxAnswerBytes))
+	return resp.StatusCode, b, err
+}
 
 // Push sends a JSON push body as tenant.
 func (h HTTP) Push(ctx context.Context, tenant string, body []byte) error {
 	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, h.URL+"/loki/api/v1/push", bytes.NewReader(body))
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("X-Scope-OrgID", tenant)
-	resp, err := http.DefaultClient.Do(req)
+	code, b, err := h.do(req)
 	if err != nil {
 		return err
 	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusNoContent {
-		b, _ := io.ReadAll(resp.Body)
-		return fmt.Errorf("push: %d %s", resp.StatusCode, b)
+	if code != http.StatusNoContent {
+		return fmt.Errorf("push: %d %s", code, b)
 	}
 	return nil
 }
@@ -425,14 +494,12 @@ func (h HTTP) Query(ctx context.Context, tenant, query string, at time.Time) ([]
 	v := url.Values{"query": {query}, "time": {strconv.FormatInt(at.UnixNano(), 10)}}
 	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, h.URL+"/loki/api/v1/query?"+v.Encode(), nil)
 	req.Header.Set("X-Scope-OrgID", tenant)
-	resp, err := http.DefaultClient.Do(req)
+	code, b, err := h.do(req)
 	if err != nil {
 		return nil, err
 	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("query %s: %d %s", query, resp.StatusCode, b)
+	if code != http.StatusOK {
+		return nil, fmt.Errorf("query %s: %d %s", query, code, b)
 	}
 	var r struct {
 		Data struct {
