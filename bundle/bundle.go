@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/winobs/winobs/alloy"
+	"github.com/winobs/winobs/azuremonitor"
 	"github.com/winobs/winobs/config"
 	"github.com/winobs/winobs/dashboards"
 	"github.com/winobs/winobs/exporters"
@@ -32,6 +33,7 @@ var Builders = []Builder{
 	{"alloy", func(b view.Bundle) ([]render.File, error) { return alloy.Files(b.Alloy) }},
 	{"exporters", func(b view.Bundle) ([]render.File, error) { return exporters.Files(b.Exporters) }},
 	{"eventlog-shipper", func(b view.Bundle) ([]render.File, error) { return shipperdeploy.Files(b.Shipper) }},
+	{"azure-monitor", func(b view.Bundle) ([]render.File, error) { return azuremonitor.Files(b.Managed) }},
 }
 
 // Build routes the config to every builder's view, once, and runs them.

@@ -95,6 +95,24 @@ func (c Cluster) Multi() bool { return c.Name != "" }
 type Prometheus struct {
 	// RuleLabels go on every PrometheusRule (the ruleSelector of kps).
 	RuleLabels Labels `yaml:"ruleLabels"`
+	// Platform is where the rules run: "" for a Prometheus that loads
+	// PrometheusRule objects, or one of the managed Prometheus services
+	// (PlatformAzureMonitor).
+	Platform string `yaml:"platform"`
+	// Azure is Azure Monitor managed Prometheus, for PlatformAzureMonitor.
+	Azure AzureMonitor `yaml:"azure"`
+}
+
+// PlatformAzureMonitor is Azure Monitor managed Prometheus (AKS).
+const PlatformAzureMonitor = "azure-monitor"
+
+// AzureMonitor names the Azure resources the rule groups are made in and
+// scoped to, each by its resource id.
+type AzureMonitor struct {
+	Workspace    string   `yaml:"workspace"`
+	Location     string   `yaml:"location"`
+	Cluster      string   `yaml:"cluster"`
+	ActionGroups []string `yaml:"actionGroups"`
 }
 
 // Ruler names the rules loaded into a horizontally scaled ruler (Mimir,

@@ -191,10 +191,23 @@ func monitorMeta(v view.Exporters) metav1.ObjectMeta {
 	return m
 }
 
+// AzureMonitorAPI is the monitors' API ama-metrics reads: the same
+// PodMonitor and ServiceMonitor as prometheus-operator's, in a group of
+// its own (its chart's podmonitors.azmonitoring.coreos.com CRD).
+const AzureMonitorAPI = "azmonitoring.coreos.com/v1"
+
+// monitorAPI is the monitors' apiVersion on the platform the rules run on.
+func monitorAPI(v view.Exporters) string {
+	if v.Platform == config.PlatformAzureMonitor {
+		return AzureMonitorAPI
+	}
+	return monitoringv1.SchemeGroupVersion.String()
+}
+
 func podMonitor(v view.Exporters) any {
 	port := portName
 	return &monitoringv1.PodMonitor{
-		TypeMeta:   metav1.TypeMeta{APIVersion: monitoringv1.SchemeGroupVersion.String(), Kind: monitoringv1.PodMonitorsKind},
+		TypeMeta:   metav1.TypeMeta{APIVersion: monitorAPI(v), Kind: monitoringv1.PodMonitorsKind},
 		ObjectMeta: monitorMeta(v),
 		Spec: monitoringv1.PodMonitorSpec{
 			Selector:          metav1.LabelSelector{MatchLabels: meta.Selector(Name)},
@@ -224,7 +237,7 @@ func service(v view.Exporters) any {
 
 func serviceMonitor(v view.Exporters) any {
 	return &monitoringv1.ServiceMonitor{
-		TypeMeta:   metav1.TypeMeta{APIVersion: monitoringv1.SchemeGroupVersion.String(), Kind: monitoringv1.ServiceMonitorsKind},
+		TypeMeta:   metav1.TypeMeta{APIVersion: monitorAPI(v), Kind: monitoringv1.ServiceMonitorsKind},
 		ObjectMeta: monitorMeta(v),
 		Spec: monitoringv1.ServiceMonitorSpec{
 			Selector:          metav1.LabelSelector{MatchLabels: meta.Selector(Name)},

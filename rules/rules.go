@@ -76,8 +76,9 @@ func RunbookURL(base, alert string) string {
 	return base + "#" + strings.ToLower(alert)
 }
 
-// Files renders the groups as plain rule files (rules/) and as PrometheusRule
-// objects (prometheus/), one file per group in each; the event log alerts
+// Files renders the groups as plain rule files (rules/) and, for a
+// Prometheus that loads them, as PrometheusRule objects (prometheus/), one
+// file per group in each; the event log alerts
 // for the Loki ruler (loki-rules/); and both as ruler namespaces for
 // mimirtool/cortextool and lokitool (ruler/mimir/, ruler/loki/).
 func Files(v view.Rules) ([]render.File, error) {
@@ -87,10 +88,13 @@ func Files(v view.Rules) ([]render.File, error) {
 	}
 	var files []render.File
 	for i, g := range groups.Groups {
-		files = append(files,
-			render.File{Path: "rules/" + g.Name + ".yaml", Raw: raws[i]},
-			render.File{Path: "prometheus/" + g.Name + ".yaml", Objects: []any{prometheusRule(v, g)}},
-		)
+		files = append(files, render.File{Path: "rules/" + g.Name + ".yaml", Raw: raws[i]})
+		// A managed Prometheus reads no PrometheusRule, and its cluster
+		// has no such CRD for kubectl apply -k to take: its own format is
+		// rendered beside (package azuremonitor).
+		if v.Platform == "" {
+			files = append(files, render.File{Path: "prometheus/" + g.Name + ".yaml", Objects: []any{prometheusRule(v, g)}})
+		}
 	}
 	loki, err := LokiGroups(v)
 	if err != nil {

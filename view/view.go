@@ -40,6 +40,9 @@ type Rules struct {
 	LokiRules  config.LokiRules
 	// EventSets are the event sets forwarded: each brings its detections.
 	EventSets []string
+	// Platform is where the rules run: "" loads PrometheusRule objects; a
+	// managed Prometheus reads none (and its cluster has no such CRD).
+	Platform string
 }
 
 // Dashboards is what the dashboards read (package dashboards).
@@ -71,6 +74,22 @@ type Exporters struct {
 	// TextfileDir is where the shipper writes its metrics for the
 	// exporter's textfile collector.
 	TextfileDir string
+	// Platform chooses the monitor's API: Azure Monitor's ama-metrics
+	// reads azmonitoring.coreos.com monitors.
+	Platform string
+}
+
+// Managed is what a managed Prometheus's artifacts read (package
+// azuremonitor): the rules, the dashboards whose metrics it must keep,
+// where the rules go, and how the exporter is scraped.
+type Managed struct {
+	Platform   string
+	Azure      config.AzureMonitor
+	Cluster    config.Cluster
+	Rules      Rules
+	Dashboards Dashboards
+	// ScrapeInterval is the exporter's, which the settings repeat.
+	ScrapeInterval config.Duration
 }
 
 // Shipper is what the eventlog-shipper's config and DaemonSet read
@@ -93,6 +112,7 @@ type Bundle struct {
 	Alloy      Alloy
 	Exporters  Exporters
 	Shipper    Shipper
+	Managed    Managed
 }
 
 // Of routes a validated config to the builders.
@@ -102,25 +122,30 @@ func Of(cfg *config.Config) Bundle {
 		Nodes: cfg.Nodes, Pods: cfg.Pods, LokiSecret: cfg.LokiSecret, LogAgent: cfg.LogAgent,
 		ShipperDeployed: cfg.Shipper.Deploy,
 	}
-	return Bundle{
+	dashboards := Dashboards{
+		Terms: vocab.ForDashboards(cfg), Cluster: cfg.Cluster, Alerts: cfg.Alerts,
+		Namespace: cfg.Namespace, Dashboards: cfg.Dashboards,
+	}
+	b := Bundle{
 		Agents: agents,
 		Rules: Rules{
 			Terms: vocab.ForRules(cfg), Alerts: cfg.Alerts, ExporterServices: cfg.WindowsExporter.Services,
 			Namespace: cfg.Namespace, RuleLabels: cfg.Prometheus.RuleLabels, Ruler: cfg.Ruler, LokiRules: cfg.LokiRules,
-			EventSets: cfg.EventLog.Sets,
+			EventSets: cfg.EventLog.Sets, Platform: cfg.Prometheus.Platform,
 		},
-		Dashboards: Dashboards{
-			Terms: vocab.ForDashboards(cfg), Cluster: cfg.Cluster, Alerts: cfg.Alerts,
-			Namespace: cfg.Namespace, Dashboards: cfg.Dashboards,
-		},
+		Dashboards: dashboards,
 		Alloy: Alloy{
 			Agents: agents, Alloy: cfg.Alloy, APIServer: cfg.APIServer, Loki: cfg.Loki,
 			Cluster: cfg.Cluster, Logs: cfg.Logs, EventLog: cfg.EventLog,
 		},
-		Exporters: Exporters{Agents: agents, WindowsExporter: cfg.WindowsExporter, TextfileDir: cfg.Shipper.TextfileDir},
+		Exporters: Exporters{Agents: agents, WindowsExporter: cfg.WindowsExporter, TextfileDir: cfg.Shipper.TextfileDir,
+			Platform: cfg.Prometheus.Platform},
 		Shipper: Shipper{
 			Agents: agents, Shipper: cfg.Shipper, Loki: cfg.Loki,
 			Cluster: cfg.Cluster, EventsJob: cfg.Logs.EventsJob, EventLog: cfg.EventLog,
 		},
 	}
+	b.Managed = Managed{Platform: cfg.Prometheus.Platform, Azure: cfg.Prometheus.Azure, Cluster: cfg.Cluster,
+		Rules: b.Rules, Dashboards: dashboards, ScrapeInterval: cfg.WindowsExporter.ScrapeInterval}
+	return b
 }
