@@ -29,8 +29,8 @@ func validatePlatform(v *validator, c *Config) {
 	p, a := c.Prometheus.Platform, c.Prometheus.Azure
 	switch p {
 	case "":
-		if a.Workspace != "" || a.Location != "" || a.Cluster != "" || len(a.ActionGroups) > 0 {
-			v.add("prometheus.azure", "is set, but prometheus.platform is not %s: set prometheus.platform: %s, or remove prometheus.azure", PlatformAzureMonitor, PlatformAzureMonitor)
+		for field, set := range map[string]bool{"workspace": a.Workspace != "", "location": a.Location != "", "cluster": a.Cluster != "", "actionGroups": len(a.ActionGroups) > 0} {
+			v.check("prometheus.azure."+field, !set, "is set, but prometheus.platform is not %s: set prometheus.platform: %s, or remove prometheus.azure", PlatformAzureMonitor, PlatformAzureMonitor)
 		}
 		return
 	case PlatformAzureMonitor:

@@ -386,3 +386,43 @@ func TestHostsMistypedOrNodeLocal(t *testing.T) {
 		}
 	}
 }
+
+// Issue 59: Azure Monitor's values are resource ids, each checked by its
+// form at its line, every problem at once; Azure values without the
+// platform are said at their line; a valid set loads.
+func TestAzureMonitorValues(t *testing.T) {
+	const sub = "/subscriptions/0b1f6471-1bf0-4dda-aec3-111122223333/resourceGroups/rg-x/providers/"
+	p := writeConfig(t, `prometheus:
+  platform: azure-monitor
+  azure:
+    workspace: amw-prod
+    location: West Europe
+    cluster: `+sub+`Microsoft.Monitor/accounts/not-a-cluster
+    actionGroups: ["`+sub+`Microsoft.Insights/actionGroups/oncall", "/subscriptions/x/resourceGroups/y/providers/Microsoft.Insights/actionGroups/z"]
+`)
+	_, err := Load(p)
+	want := []string{
+		p + `:4: prometheus.azure.workspace: must be the Azure Monitor workspace's resource id`,
+		p + `:5: prometheus.azure.location: must be the workspace's region as Azure names it`,
+		p + `:6: prometheus.azure.cluster: must be empty or the AKS cluster's resource id`,
+		p + `:7: prometheus.azure.actionGroups[1]: must be an action group's resource id`,
+	}
+	for _, w := range want {
+		if err == nil || !strings.Contains(err.Error(), w) {
+			t.Errorf("missing %q in:\n%v", w, err)
+		}
+	}
+	if probs, ok := err.(Problems); !ok || len(probs) != len(want) {
+		t.Errorf("%d problems, want %d", len(probs), len(want))
+	}
+	if _, err := Load(writeConfig(t, "prometheus:\n  platform: amp\n")); err == nil || !strings.Contains(err.Error(), `:2: prometheus.platform: must be "" `) {
+		t.Errorf("an unknown platform: %v", err)
+	}
+	if _, err := Load(writeConfig(t, "prometheus:\n  azure:\n    location: eastus\n")); err == nil || !strings.Contains(err.Error(), ":3: prometheus.azure.location: is set, but prometheus.platform is not azure-monitor") {
+		t.Errorf("Azure values without the platform: %v", err)
+	}
+	c, err := Load(writeConfig(t, "prometheus:\n  platform: azure-monitor\n  azure:\n    workspace: "+sub+"microsoft.monitor/Accounts/amw\n    location: eastus\n    cluster: "+sub+"Microsoft.ContainerService/managedClusters/aks-1\n"))
+	if err != nil || c.Prometheus.Azure.Location != "eastus" {
+		t.Errorf("a valid Azure config: %v", err)
+	}
+}

@@ -123,28 +123,78 @@ var EventReaders = []EventReader{
 	{Alert: "WindowsHostComputeServiceErrors", Set: SetNodeOperations, Channel: ChannelHCS, Levels: []int{1, 2}},
 }
 
-// setWarnings names the detection that loses its input to an exclusion the
-// user writes: an exclusion is the channel's, and removes the id from the
-// sets' filters too.
+// setWarnings names the detection that loses all its input to exclusions
+// the user writes: an exclusion is the channel's, and removes the id from
+// the sets' filters too. A detection with another input left (another id,
+// another channel) still fires and is not named.
 func setWarnings(e EventLog) Problems {
+	excluded := map[string]map[int]bool{}
+	for _, ch := range e.Channels {
+		for _, id := range exclusions(ch) {
+			key := strings.ToLower(ch.Name)
+			if excluded[key] == nil {
+				excluded[key] = map[int]bool{}
+			}
+			excluded[key][id] = true
+		}
+	}
+	readers := map[string][]EventReader{}
+	var order []string
+	for _, r := range EventReaders {
+		if r.Set != "" && !slices.Contains(e.Sets, r.Set) {
+			continue
+		}
+		if _, ok := readers[r.Alert]; !ok {
+			order = append(order, r.Alert)
+		}
+		readers[r.Alert] = append(readers[r.Alert], r)
+	}
+	blind := func(alert string) bool {
+		for _, r := range readers[alert] {
+			if len(r.IDs) == 0 || slices.ContainsFunc(r.IDs, func(id int) bool { return !excluded[strings.ToLower(r.Channel)][id] }) {
+				return false
+			}
+		}
+		return true
+	}
 	var out Problems
 	for i, ch := range e.Channels {
 		for j, ev := range ch.Events {
-			t := strings.TrimSpace(ev)
-			id, err := strconv.Atoi(strings.TrimPrefix(t, "-"))
-			if err != nil || !strings.HasPrefix(t, "-") {
+			id, ok := exclusion(ev)
+			if !ok {
 				continue
 			}
-			for _, r := range EventReaders {
-				if (r.Set == "" || slices.Contains(e.Sets, r.Set)) && strings.EqualFold(r.Channel, ch.Name) && (len(r.IDs) == 0 || slices.Contains(r.IDs, id)) {
+			for _, alert := range order {
+				reads := slices.ContainsFunc(readers[alert], func(r EventReader) bool {
+					return strings.EqualFold(r.Channel, ch.Name) && slices.Contains(r.IDs, id)
+				})
+				if reads && blind(alert) {
 					out = append(out, Problem{Path: fmt.Sprintf("eventLog.channels[%d].events[%d]", i, j), Msg: fmt.Sprintf(
 						"excludes %s event %d, which the alert %s reads: it will never fire on this cluster; drop the exclusion to keep it",
-						ch.Name, id, r.Alert)})
+						ch.Name, id, alert)})
 				}
 			}
 		}
 	}
 	return out
+}
+
+// exclusion is the id an events entry excludes ("-4697"), if it is one.
+func exclusion(ev string) (int, bool) {
+	t := strings.TrimSpace(ev)
+	id, err := strconv.Atoi(strings.TrimPrefix(t, "-"))
+	return id, err == nil && strings.HasPrefix(t, "-")
+}
+
+// exclusions are the ids a channel's filter excludes.
+func exclusions(ch Channel) []int {
+	var ids []int
+	for _, ev := range ch.Events {
+		if id, ok := exclusion(ev); ok {
+			ids = append(ids, id)
+		}
+	}
+	return ids
 }
 
 // Describe says, one line a channel, what its subscription forwards: each
