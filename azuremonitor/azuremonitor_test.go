@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/prometheus/common/model"
+	corev1 "k8s.io/api/core/v1"
+	sigyaml "sigs.k8s.io/yaml"
 
 	"github.com/winobs/winobs/azuremonitor"
 	"github.com/winobs/winobs/config"
@@ -345,6 +347,64 @@ func TestKeepListsHoldEveryMetricRead(t *testing.T) {
 	for _, m := range []string{"windows_memory_committed_bytes", "windows_memory_commit_limit"} {
 		if !slices.Contains(k.WindowsExporter, m) {
 			t.Errorf("%s is not kept", m)
+		}
+	}
+}
+
+// The settings are one strict ConfigMap in kube-system whose sections ama-metrics'
+// parser reads as TOML lines key = value: the Windows exporter's default
+// target off (winobs's PodMonitor scrapes it with the node label the rules
+// group by), the keep-lists as quoted regexes of the names Keep derives,
+// the scrape interval, and cluster_alias only with a cluster name.
+func TestSettingsAreWhatAmaMetricsReads(t *testing.T) {
+	for _, name := range []string{"aks-prod", ""} {
+		c := azureConfig(t, name)
+		raw, err := azuremonitor.Settings(view.Of(c).Managed)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var cm corev1.ConfigMap
+		if err := sigyaml.UnmarshalStrict(raw, &cm); err != nil {
+			t.Fatal(err)
+		}
+		if cm.Name != "ama-metrics-settings-configmap" || cm.Namespace != "kube-system" || cm.Data["schema-version"] != "v1" || len(cm.Data["config-version"]) > 10 {
+			t.Errorf("%s/%s %v", cm.Namespace, cm.Name, cm.Data)
+		}
+		toml := regexp.MustCompile(`^([a-z_-]+) = (true|false|"[^"\\]*")$`)
+		settings := map[string]string{}
+		for section, body := range cm.Data {
+			if section == "schema-version" || section == "config-version" {
+				continue
+			}
+			for _, line := range strings.Split(body, "\n") {
+				m := toml.FindStringSubmatch(line)
+				if m == nil {
+					t.Fatalf("%s: %q is not a key = value line", section, line)
+				}
+				settings[section+"/"+m[1]] = strings.Trim(m[2], `"`)
+			}
+		}
+		k, err := azuremonitor.Keep(view.Of(c).Managed)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := map[string]string{
+			"default-scrape-settings-enabled/windowsexporter":          "false",
+			"default-scrape-settings-enabled/kubestate":                "true",
+			"default-targets-metrics-keep-list/windowsexporter":        strings.Join(k.WindowsExporter, "|"),
+			"default-targets-metrics-keep-list/kubestate":              strings.Join(k.KubeState, "|"),
+			"default-targets-scrape-interval-settings/windowsexporter": "30s",
+		}
+		if name != "" {
+			want["prometheus-collector-settings/cluster_alias"] = name
+		}
+		if fmt.Sprint(settings) != fmt.Sprint(want) {
+			t.Errorf("settings\n %v\nwant\n %v", settings, want)
+		}
+		for _, list := range []string{settings["default-targets-metrics-keep-list/windowsexporter"], settings["default-targets-metrics-keep-list/kubestate"]} {
+			if _, err := regexp.Compile("^(" + list + ")$"); err != nil || list == "" {
+				t.Errorf("keep-list %q: %v", list, err)
+			}
 		}
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/winobs/winobs/bundle"
+	"github.com/winobs/winobs/config"
 	"github.com/winobs/winobs/internal/fixture"
 	"github.com/winobs/winobs/internal/kubecheck"
 	"github.com/winobs/winobs/render"
@@ -21,25 +22,32 @@ import (
 // PodMonitor and ServiceMonitor, and apimachinery's field rules for the core
 // kinds. Over the default and every config variant.
 func TestManifestsPassAPIServerValidation(t *testing.T) {
-	checker, err := kubecheck.New(fixture.Path(t, "crds"))
+	checker, err := kubecheck.New(fixture.Path(t, "crds"), fixture.Path(t, "azure"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	for name, cfg := range configs(t) {
 		t.Run(name, func(t *testing.T) {
 			files := renderAll(t, cfg)
-			kinds := map[string]int{}
+			kinds, apis := map[string]int{}, map[string]int{}
 			for _, path := range kustomizationResources(t, files) {
 				for i, doc := range kubecheck.Split(files[path]) {
 					for _, e := range checker.Document(doc) {
 						t.Errorf("%s #%d: %s", path, i, e)
 					}
-					var meta struct{ Kind string }
+					var meta struct{ Kind, APIVersion string }
 					yaml.Unmarshal(doc, &meta)
 					kinds[meta.Kind]++
+					apis[meta.APIVersion]++
 				}
 			}
-			if kinds["PrometheusRule"] != 2 || kinds["DaemonSet"] < 2 {
+			// Azure Monitor reads no PrometheusRule, and its cluster has no
+			// monitoring.coreos.com CRD: apply -k must not meet one.
+			if cfg.Prometheus.Platform == config.PlatformAzureMonitor {
+				if kinds["PrometheusRule"] != 0 || kinds["PodMonitor"] != 1 || apis["monitoring.coreos.com/v1"] != 0 || apis["azmonitoring.coreos.com/v1"] != 1 {
+					t.Errorf("checked kinds %v, APIs %v: want the exporter's PodMonitor in azmonitoring.coreos.com alone", kinds, apis)
+				}
+			} else if kinds["PrometheusRule"] != 2 || kinds["DaemonSet"] < 2 {
 				t.Errorf("checked kinds %v: want both PrometheusRules and the agents' DaemonSets", kinds)
 			}
 		})

@@ -41,15 +41,19 @@ type Checker struct {
 	crds map[string]crd // by "group/version Kind"
 }
 
-// New loads every CRD file in dir (CustomResourceDefinition YAML, as
+// New loads every CRD file in the dirs (CustomResourceDefinition YAML, as
 // prometheus-operator publishes them).
-func New(dir string) (*Checker, error) {
-	files, err := filepath.Glob(filepath.Join(dir, "*.yaml"))
-	if err != nil {
-		return nil, err
-	}
-	if len(files) == 0 {
-		return nil, fmt.Errorf("no CRD files in %s", dir)
+func New(dirs ...string) (*Checker, error) {
+	var files []string
+	for _, dir := range dirs {
+		found, err := filepath.Glob(filepath.Join(dir, "*.yaml"))
+		if err != nil {
+			return nil, err
+		}
+		if len(found) == 0 {
+			return nil, fmt.Errorf("no CRD files in %s", dir)
+		}
+		files = append(files, found...)
 	}
 	c := &Checker{crds: map[string]crd{}}
 	for _, f := range files {
