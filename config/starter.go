@@ -27,6 +27,10 @@ type Site struct {
 	// CreateNamespace asks the render to create Namespace, which is
 	// otherwise taken as shared unless it is winobs's own.
 	CreateNamespace bool
+	// Prometheus is where the rules run (prometheus.platform): "" or
+	// PlatformAzureMonitor, with Azure's workspace, region and cluster.
+	Prometheus                                  string
+	AzureWorkspace, AzureLocation, AzureCluster string
 	// Platform names a preset of Platforms (aks, eks, gke, kubeadm): the
 	// API port and Service CIDR not given above.
 	Platform string
@@ -78,11 +82,7 @@ func Starter(s Site) ([]byte, Problems, error) {
 		field("cluster", mapping(
 			field("name", s.ClusterName, "This cluster's name, when several clusters share one Prometheus, Mimir or Loki; empty for one cluster."),
 		), ""),
-		field("prometheus", mapping(
-			field("ruleLabels", map[string]string{"release": release},
-				"Labels that make your Prometheus load the PrometheusRules: kube-prometheus-stack's ruleSelector\n"+
-					"(release: <its Helm release name> by default)."),
-		), ""),
+		field("prometheus", prometheusFields(s, release), ""),
 		field("windowsExporter", mapping(
 			field("monitorLabels", map[string]string{"release": release}, "Labels that make your Prometheus select the exporter's PodMonitor (podMonitorSelector)."),
 			field("firewall", mapping(
@@ -172,4 +172,24 @@ func mapping(fields ...kv) *yaml.Node {
 		m.Content = append(m.Content, k, f.value)
 	}
 	return m
+}
+
+// prometheusFields is the starter's prometheus section: the rule labels for
+// a Prometheus that loads PrometheusRules, or the managed platform and its
+// resource ids.
+func prometheusFields(s Site, release string) *yaml.Node {
+	if s.Prometheus != PlatformAzureMonitor {
+		return mapping(field("ruleLabels", map[string]string{"release": release},
+			"Labels that make your Prometheus load the PrometheusRules: kube-prometheus-stack's ruleSelector\n"+
+				"(release: <its Helm release name> by default)."))
+	}
+	return mapping(
+		field("platform", PlatformAzureMonitor, "Azure Monitor managed Prometheus: the rules are rendered as prometheusRuleGroups (docs/platforms.md)."),
+		field("azure", mapping(
+			field("workspace", s.AzureWorkspace, "az monitor account show -n <workspace> -g <group> --query id"),
+			field("location", s.AzureLocation, "The workspace's region."),
+			field("cluster", s.AzureCluster, "az aks show -n <cluster> -g <group> --query id (optional: scopes the rule groups to it)."),
+			field("actionGroups", []string{}, "Action groups' resource ids the alerts notify."),
+		), ""),
+	)
 }

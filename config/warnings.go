@@ -40,6 +40,9 @@ func Warnings(c *Config) Problems {
 	var out Problems
 	lab := defaultValues()
 	for _, f := range ExampleFields {
+		if f.Path == "prometheus.ruleLabels" && c.Prometheus.Platform != "" {
+			continue // a managed Prometheus loads no PrometheusRule
+		}
 		if v := f.Get(c); reflect.DeepEqual(v, f.Get(lab)) {
 			out = append(out, Problem{Path: f.Path, Msg: fmt.Sprintf(
 				"is the example lab's value (%s): set your cluster's; `go run ./cmd/gen init` writes a config to start from", shown(v))})

@@ -29,6 +29,10 @@ func runInit(args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&s.APIPort, "api-port", 0, "API server port (default: the platform's, else 6443)")
 	scrape := fs.String("scrape-from", "", "comma-separated IPs or CIDRs of the nodes your Prometheus runs on")
 	fs.StringVar(&s.ServiceCIDR, "service-cidr", "", "the cluster's Service CIDR (default: the platform's, else 10.96.0.0/12)")
+	fs.StringVar(&s.Prometheus, "prometheus", "", "where the rules run: empty for kube-prometheus-stack (PrometheusRule), or "+config.PlatformAzureMonitor+" for Azure Monitor managed Prometheus (with --azure-workspace and --azure-location)")
+	fs.StringVar(&s.AzureWorkspace, "azure-workspace", "", "the Azure Monitor workspace's resource id (--prometheus "+config.PlatformAzureMonitor+")")
+	fs.StringVar(&s.AzureLocation, "azure-location", "", "the workspace's region, such as westeurope")
+	fs.StringVar(&s.AzureCluster, "azure-cluster", "", "the AKS cluster's resource id, to scope the rule groups to it (optional)")
 	fs.StringVar(&s.Platform, "platform", "", "a managed platform's defaults for the API port and Service CIDR: "+strings.Join(config.PlatformNames(), ", ")+" (docs/config.md)")
 	if code, ok := parseFlags(fs, args, stdout, stderr); !ok {
 		return code
@@ -39,6 +43,17 @@ func runInit(args []string, stdout, stderr io.Writer) int {
 	}
 	if *scrape != "" {
 		s.ScrapeFrom = strings.Split(*scrape, ",")
+	}
+	switch {
+	case s.Prometheus != "" && s.Prometheus != config.PlatformAzureMonitor:
+		fmt.Fprintf(stderr, "gen init: --prometheus %q: empty (kube-prometheus-stack) or %s\n", s.Prometheus, config.PlatformAzureMonitor)
+		return 2
+	case s.Prometheus == config.PlatformAzureMonitor && (s.AzureWorkspace == "" || s.AzureLocation == ""):
+		fmt.Fprintf(stderr, "gen init: --prometheus %s needs --azure-workspace (az monitor account show --query id) and --azure-location\n", config.PlatformAzureMonitor)
+		return 2
+	case s.Prometheus == "" && (s.AzureWorkspace != "" || s.AzureLocation != "" || s.AzureCluster != ""):
+		fmt.Fprintf(stderr, "gen init: --azure-* flags need --prometheus %s\n", config.PlatformAzureMonitor)
+		return 2
 	}
 	// The API server as a console shows it (EKS: a URL): its host and port.
 	if host, port, isURL, err := config.APIServerURL(s.APIHost); isURL {
@@ -91,6 +106,12 @@ func runInit(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	fmt.Fprintf(stdout, "wrote %s\n", *path)
+	if s.Platform == "aks" && s.Prometheus == "" {
+		// Most AKS clusters send metrics to Azure Monitor, which loads no
+		// PrometheusRule: ask, since nothing here can tell.
+		fmt.Fprintf(stdout, "AKS: does this cluster use Azure Monitor managed Prometheus (the ama-metrics add-on) rather than kube-prometheus-stack?\n"+
+			"  Then run gen init again with --prometheus %s --azure-workspace <id> --azure-location <region> (docs/platforms.md).\n", config.PlatformAzureMonitor)
+	}
 	ns := s.Namespace
 	if ns == "" {
 		ns = config.Default().Namespace
@@ -120,6 +141,7 @@ var initFlags = map[string]string{
 	"prometheus.ruleLabels": "--release", "windowsExporter.monitorLabels": "--release",
 	"windowsExporter.firewall.allowFrom": "--scrape-from", "apiServer.host": "--api-server", "apiServer.port": "--api-port",
 	"serviceCIDR": "--service-cidr", "loki.url": "--loki-url", "loki.tenant": "--loki-tenant",
+	"prometheus.azure.workspace": "--azure-workspace", "prometheus.azure.location": "--azure-location", "prometheus.azure.cluster": "--azure-cluster",
 }
 
 // byFlag locates the problems of the config gen init built from its flags

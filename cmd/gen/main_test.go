@@ -407,3 +407,59 @@ func TestInitNextCommandIsQuoted(t *testing.T) {
 		t.Errorf("a missing directory: exit %d: %s", code, stderr.String())
 	}
 }
+
+// Issue 59: gen init asks AKS users which Prometheus they run, and writes
+// the Azure Monitor platform from flags; what it writes renders the Azure
+// files.
+func TestInitAzureMonitor(t *testing.T) {
+	dir := t.TempDir()
+	var stdout, stderr bytes.Buffer
+	if code := run([]string{"init", "--config", filepath.Join(dir, "kps.yaml"), "--platform", "aks"}, &stdout, &stderr); code != 0 ||
+		!strings.Contains(stdout.String(), "--prometheus azure-monitor --azure-workspace") {
+		t.Errorf("init --platform aks does not ask which Prometheus: exit %d\n%s", code, stdout.String())
+	}
+	ws := "/subscriptions/0b1f6471-1bf0-4dda-aec3-111122223333/resourceGroups/rg/providers/Microsoft.Monitor/accounts/amw"
+	path := filepath.Join(dir, "azure.yaml")
+	stdout.Reset()
+	if code := run([]string{"init", "--config", path, "--platform", "aks", "--prometheus", "azure-monitor", "--azure-workspace", ws, "--azure-location", "westeurope"}, &stdout, &stderr); code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+	if strings.Contains(stdout.String(), "does this cluster use") {
+		t.Error("asked again after --prometheus")
+	}
+	c, err := config.Load(path)
+	if err != nil || c.Prometheus.Platform != config.PlatformAzureMonitor || c.Prometheus.Azure.Workspace != ws {
+		t.Fatalf("%v %+v", err, c)
+	}
+	out := filepath.Join(dir, "out")
+	stderr.Reset()
+	if code := run([]string{"--config", path, "--out", out}, &stdout, &stderr); code != 0 {
+		t.Fatalf("render: %s", stderr.String())
+	}
+	if strings.Contains(stderr.String(), "ruleLabels") {
+		t.Errorf("warned about PrometheusRule labels on a platform that loads none:\n%s", stderr.String())
+	}
+	for _, f := range []string{"azure-monitor/prometheus-rule-groups.json", "azure-monitor/ama-metrics-settings-configmap.yaml"} {
+		if _, err := os.Stat(filepath.Join(out, f)); err != nil {
+			t.Error(err)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(out, "prometheus")); err == nil {
+		t.Error("PrometheusRule objects rendered for Azure Monitor")
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--prometheus", "azure-monitor"}, "needs --azure-workspace"},
+		{[]string{"--prometheus", "amp"}, `--prometheus "amp"`},
+		{[]string{"--azure-location", "eastus"}, "--azure-* flags need --prometheus azure-monitor"},
+		{[]string{"--prometheus", "azure-monitor", "--azure-workspace", "amw", "--azure-location", "eastus"}, "flag --azure-workspace: prometheus.azure.workspace: must be"},
+	} {
+		stderr.Reset()
+		bad := filepath.Join(dir, "bad.yaml")
+		if code := run(append([]string{"init", "--config", bad}, tc.args...), &stdout, &stderr); code != 2 || !strings.Contains(stderr.String(), tc.want) {
+			t.Errorf("%v: exit %d: %s", tc.args, code, stderr.String())
+		}
+	}
+}
