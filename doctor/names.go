@@ -25,13 +25,9 @@ const exporterPrefix = "windows_"
 // empties rules without an error anywhere; the rules' own data checks see
 // only some of it.
 func (r *run) exporterNames(ctx context.Context, c Check) Check {
-	ss, err := r.query(ctx, "count by (__name__) ("+r.t.Exporter(vocab.Re("__name__", exporterPrefix+".+")).String()+")")
+	served, err := r.servedNames(ctx)
 	if err != nil {
 		return failed(c, err)
-	}
-	served := map[string]bool{}
-	for _, s := range ss {
-		served[s.Metric["__name__"]] = true
 	}
 	empty, read, err := r.emptyRules(served)
 	if err != nil {
@@ -170,4 +166,26 @@ func (r *run) emptyRules(served map[string]bool) (empty map[string][]string, rea
 		}
 	}
 	return empty, read, nil
+}
+
+// servedNames are the exporter metric names the exporters serve: every
+// windows_ name in one query; on Azure Monitor, whose query API takes one
+// metric a selector, each name the rules read.
+func (r *run) servedNames(ctx context.Context) (map[string]bool, error) {
+	if !r.azure() {
+		ss, err := r.query(ctx, "count by (__name__) ("+r.t.Exporter(vocab.Re("__name__", exporterPrefix+".+")).String()+")")
+		if err != nil {
+			return nil, err
+		}
+		served := map[string]bool{}
+		for _, s := range ss {
+			served[s.Metric["__name__"]] = true
+		}
+		return served, nil
+	}
+	_, read, err := r.emptyRules(map[string]bool{})
+	if err != nil {
+		return nil, err
+	}
+	return r.present(ctx, slices.Sorted(maps.Keys(read)), r.t.Exporter)
 }

@@ -19,7 +19,10 @@ import (
 
 // rulesLoaded: the groups winobs rendered are loaded, healthy, without an
 // error and evaluated recently.
-func (r *run) rulesLoaded(_ context.Context, c Check) Check {
+func (r *run) rulesLoaded(ctx context.Context, c Check) Check {
+	if r.azure() {
+		return r.azureRuleGroup(ctx, c)
+	}
 	loaded, err := r.promGroups, r.promGroupsErr
 	if err != nil {
 		return failed(c, err)
@@ -69,18 +72,13 @@ func (r *run) records(ctx context.Context, c Check) Check {
 	for _, g := range r.rules.Groups {
 		for _, rule := range g.Rules {
 			if rule.Record != "" {
-				recorded = append(recorded, regexp.QuoteMeta(rule.Record))
+				recorded = append(recorded, rule.Record)
 			}
 		}
 	}
-	// One query for all of them: the series count of each record present.
-	ss, err := r.query(ctx, "count by (__name__) ("+r.t.Cluster(vocab.Re("__name__", strings.Join(recorded, "|"))).String()+")")
+	present, err := r.present(ctx, recorded, r.t.Cluster)
 	if err != nil {
 		return failed(c, err)
-	}
-	present := map[string]bool{}
-	for _, s := range ss {
-		present[s.Metric["__name__"]] = true
 	}
 	var empty []string
 	for _, g := range r.rules.Groups {

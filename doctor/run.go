@@ -53,6 +53,9 @@ type facts struct {
 	promGroups    []RuleGroup
 	promGroupsErr error
 	loaded        map[string]bool
+	// azure: the rules run in Azure Monitor, whose query API serves no
+	// rules or alerts.
+	azure bool
 }
 
 // need is what a check needs of the facts: "" when they have it, else why
@@ -98,7 +101,7 @@ var prometheusChecks = []spec{
 	{"commit-limit-metric", "every scraped node reports its commit limit", []need{exporterUp}, (*run).commitLimitMetric},
 	{"exporter-names", "the exporters serve every metric name the rules read", []need{exporterUp}, (*run).exporterNames},
 	{"cluster-label", "series carry the configured cluster label", nil, (*run).clusterLabel},
-	{"alerts-firing", "no winobs alert is firing", []need{groupLoaded(rules.AlertsGroup)}, (*run).alertsFiring},
+	{"alerts-firing", "no winobs alert is firing", []need{rulesAPI, groupLoaded(rules.AlertsGroup)}, (*run).alertsFiring},
 	{"shipper-counters", "the eventlog-shipper dropped nothing and pushes without errors", nil, (*run).shipperCounters},
 }
 
@@ -145,6 +148,9 @@ func Run(ctx context.Context, v view.Doctor, prom, loki *API) Report {
 		return rep
 	}
 	reach := r.reachable(ctx, prom, "prometheus-reachable")
+	if r.azure() {
+		reach = r.azureReachable(ctx, prom, "prometheus-reachable")
+	}
 	rep.Checks = append(rep.Checks, reach)
 	if reach.Status == Pass {
 		r.facts = r.gather(ctx)
@@ -169,7 +175,19 @@ func Run(ctx context.Context, v view.Doctor, prom, loki *API) Report {
 
 // gather asks Prometheus, once, what several checks read.
 func (r *run) gather(ctx context.Context) facts {
-	f := facts{t: r.v.Terms, lt: r.v.Terms, loaded: map[string]bool{}}
+	f := facts{t: r.v.Terms, lt: r.v.Terms, loaded: map[string]bool{}, azure: r.azure()}
+	if f.azure {
+		// No configuration, rules or alerts to read: the series carry the
+		// cluster label ama-metrics writes, and the records tell the rule
+		// group runs.
+		r.facts = f
+		ss, err := r.prom.Query(ctx, fmt.Sprintf(`max by (node) (%s)`, f.t.KSM(vocab.Re("os_image", "(?i).*windows.*")).Of("kube_node_info")))
+		f.windowsNodes, f.nodesErr = label(ss, contract.LabelNode), err
+		f.scrape(ctx, r.prom)
+		r.facts = f
+		f.loaded = r.azureLoaded(ctx)
+		return f
+	}
 	cluster := r.v.Cluster
 	// Select as the rules do (no cluster matcher) when Prometheus adds the
 	// cluster on the way out, or when no series carries it: then only

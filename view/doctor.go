@@ -28,6 +28,9 @@ type Doctor struct {
 	// ShipperDefault: the eventlog-shipper is the log agent of every
 	// unlabelled node.
 	ShipperDefault bool
+	// Platform is where the rules run: a managed Prometheus's query API
+	// serves less than Prometheus's (no rules, alerts or config).
+	Platform string
 }
 
 // ForDoctor routes a validated config to gen doctor.
@@ -37,5 +40,6 @@ func ForDoctor(cfg *config.Config) Doctor {
 		Namespace: cfg.Namespace, ExporterJob: cfg.WindowsExporter.Job, KSMJob: cfg.KubeStateMetrics.Job,
 		ExporterDeployed: cfg.WindowsExporter.Deploy, EventsJob: cfg.Logs.EventsJob, PodLogsJob: cfg.Logs.PodLogsJob,
 		RunbookURL: cfg.Alerts.RunbookURL, ShipperDefault: cfg.LogAgent.Default == config.AgentShipper,
+		Platform: cfg.Prometheus.Platform,
 	}
 }
