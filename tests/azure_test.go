@@ -1,20 +1,31 @@
 package tests
 
 import (
+	"context"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+	"github.com/prometheus/common/promslog"
+	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/model/rulefmt"
+	"github.com/prometheus/prometheus/promql"
+	"github.com/prometheus/prometheus/promql/promqltest"
+	promrules "github.com/prometheus/prometheus/rules"
 	"go.yaml.in/yaml/v3"
 
 	"github.com/winobs/winobs/azuremonitor"
 	"github.com/winobs/winobs/config"
 	"github.com/winobs/winobs/rules"
 	"github.com/winobs/winobs/view"
+	"github.com/winobs/winobs/vocab"
 )
 
 // Issue 59: one test set proves both outputs. The Azure Monitor rule group
@@ -87,4 +98,183 @@ func TestAzureRulesPassTheRuleTests(t *testing.T) {
 			t.Errorf("%s: ran %d test groups of %d files on the Azure rules, want every group of %d", tc.rules, ran, files, want)
 		}
 	}
+}
+
+// Issue 59: Azure's own Windows recording rules (testdata/azure), which its
+// onboarding installs, read names windows_exporter 0.31 removed
+// (windows_system_system_up_time, windows_os_visible_memory_bytes): on a
+// current exporter those records, and the records built on them, are
+// empty. Found both ways: by the names each reads against 0.31.8's list,
+// and by evaluating the rules on the synthetic 0.31.8 exposition, where
+// the rest record something. winobs's records take none of their names.
+func TestAzureOwnWindowsRecordsOn031(t *testing.T) {
+	raw, err := os.ReadFile("../testdata/azure/windows-recording-rules.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	groups, errs := rulefmt.Parse(raw, false, model.LegacyValidation, promqlParser, promslog.NewNopLogger())
+	if len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	served := map[string]bool{}
+	for _, f := range []string{"../testdata/windows-exporter/metric-names-0.31.8.txt", "../testdata/windows-exporter/kube-state-metrics-names.txt"} {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, line := range strings.Split(string(b), "\n") {
+			if f := strings.Fields(line); len(f) > 0 && !strings.HasPrefix(f[0], "#") {
+				served[f[0]] = true
+			}
+		}
+	}
+	// By name: a record is empty when it reads an unserved name, or an
+	// empty record.
+	empty := map[string][]string{}
+	var records []string
+	for _, g := range groups.Groups {
+		for _, r := range g.Rules {
+			records = append(records, r.Record)
+			read, err := vocab.MetricsRead([]string{r.Expr})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, n := range read {
+				if _, isEmpty := empty[n]; isEmpty || !served[n] && !slices.Contains(records, n) {
+					empty[r.Record] = append(empty[r.Record], n)
+				}
+			}
+		}
+	}
+	want := []string{":windows_node_memory_MemTotal_bytes:sum", ":windows_node_memory_utilisation:", "node:windows_node:sum",
+		"node:windows_node_memory_bytes_total:sum", "node:windows_node_memory_utilisation:", "node:windows_node_memory_utilisation:ratio"}
+	if got := slices.Sorted(maps.Keys(empty)); !slices.Equal(got, want) {
+		t.Errorf("Azure's records empty on 0.31: %v, want %v (%v)", got, want, empty)
+	}
+	for r, names := range empty {
+		t.Logf("%s is empty on windows_exporter 0.31: reads %s", r, strings.Join(names, ", "))
+	}
+
+	// By evaluation on the 0.31.8 sample, scraped as ama-metrics' own job.
+	recorded := evaluateOnSample(t, "../testdata/azure/windows-recording-rules.yaml", records)
+	for _, r := range records {
+		_, isEmpty := empty[r]
+		if isEmpty && recorded[r] {
+			t.Errorf("%s records on 0.31 although it reads %v", r, empty[r])
+		}
+		// The sample has no disk, network or second node: those records may
+		// be empty for want of input, never the ones listed.
+		if !isEmpty && !recorded[r] && !strings.Contains(r, "disk") && !strings.Contains(r, "net") && !strings.Contains(r, "filesystem") && !strings.Contains(r, "cpu_cores") {
+			t.Errorf("%s is empty on the 0.31 sample, and reads only served names", r)
+		}
+	}
+
+	// winobs's records take none of Azure's names.
+	cfg := config.Default()
+	ours, err := rules.Build(view.Of(cfg).Rules)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, g := range ours.Groups {
+		for _, r := range g.Rules {
+			if r.Record != "" && slices.Contains(records, r.Record) {
+				t.Errorf("winobs's record %s takes one of Azure's names", r.Record)
+			}
+		}
+	}
+}
+
+// evaluateOnSample loads the synthetic 0.31.8 exposition as scraped under
+// job windows-exporter on one node (counters rising), kube-state-metrics'
+// rows for its containers, evaluates the rule file for ten minutes as the
+// rule manager does, and reports which of records have series at the end.
+func evaluateOnSample(t *testing.T, ruleFile string, records []string) map[string]bool {
+	t.Helper()
+	f, err := os.Open("../testdata/windows-exporter/metrics-0.31.8.prom")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	parser := expfmt.NewTextParser(model.LegacyValidation)
+	families, err := parser.TextToMetricFamilies(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var load strings.Builder
+	load.WriteString("load 1m\n")
+	for name, fam := range families {
+		for _, m := range fam.GetMetric() {
+			labels := []string{`job="windows-exporter"`, `instance="akswin000001"`}
+			var containerID, pod, namespace, container string
+			for _, l := range m.GetLabel() {
+				labels = append(labels, fmt.Sprintf("%s=%q", l.GetName(), l.GetValue()))
+				switch l.GetName() {
+				case "container_id":
+					containerID = l.GetValue()
+				case "pod":
+					pod = l.GetValue()
+				case "namespace":
+					namespace = l.GetValue()
+				case "container":
+					container = l.GetValue()
+				}
+			}
+			v, step := m.GetGauge().GetValue(), "0"
+			if fam.GetType().String() == "COUNTER" {
+				v, step = m.GetCounter().GetValue(), "1"
+			} else if fam.GetType().String() == "UNTYPED" {
+				v = m.GetUntyped().GetValue()
+			}
+			fmt.Fprintf(&load, "  %s{%s} %g+%sx15\n", name, strings.Join(labels, ", "), v, step)
+			if name == "windows_container_available" && containerID != "" {
+				ksm := fmt.Sprintf(`job="kube-state-metrics", namespace=%q, pod=%q, container=%q`, namespace, pod, container)
+				fmt.Fprintf(&load, "  kube_pod_container_info{%s, container_id=%q} 1+0x15\n", ksm, containerID)
+				fmt.Fprintf(&load, "  kube_pod_container_resource_limits{%s, resource=\"memory\"} 536870912+0x15\n", ksm)
+				fmt.Fprintf(&load, "  kube_pod_container_resource_requests{%s, resource=\"memory\"} 268435456+0x15\n", ksm)
+			}
+		}
+	}
+	tf := &testFile{RuleFiles: []string{ruleFile}, EvaluationInterval: model.Duration(time.Minute)}
+	suite, err := promqltest.NewLazyLoader(load.String(), promqltest.LazyLoaderOpts{Parser: promqlParser})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer suite.Close()
+	mgr := promrules.NewManager(&promrules.ManagerOptions{
+		QueryFunc: promrules.EngineQueryFunc(suite.QueryEngine(), suite.Storage()), AppendableV2: suite.Storage(),
+		Context: context.Background(), NotifyFunc: func(context.Context, string, ...*promrules.Alert) {},
+		Logger: promslog.NewNopLogger(), Parser: promqlParser,
+	})
+	groupMap, errs := mgr.LoadGroups(time.Minute, labels.EmptyLabels(), "", nil, false, tf.RuleFiles...)
+	if errs != nil {
+		t.Fatal(errs)
+	}
+	groups := orderGroups(groupMap, []string{"NodeRecordingRulesRuleGroup-Win", "NodeAndKubernetesRecordingRulesRuleGroup-Win"})
+	end := time.Unix(0, 0).UTC().Add(10 * time.Minute)
+	for ts := time.Unix(0, 0).UTC(); !ts.After(end); ts = ts.Add(time.Minute) {
+		suite.WithSamplesTill(ts, func(err error) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, g := range groups {
+				g.Eval(suite.Context(), ts)
+			}
+		})
+	}
+	out := map[string]bool{}
+	for _, r := range records {
+		q, err := suite.QueryEngine().NewInstantQuery(suite.Context(), suite.Queryable(), nil, r, end)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res := q.Exec(suite.Context())
+		if res.Err != nil {
+			t.Fatalf("%s: %v", r, res.Err)
+		}
+		if v, ok := res.Value.(promql.Vector); ok && len(v) > 0 {
+			out[r] = true
+		}
+		q.Close()
+	}
+	return out
 }
