@@ -20,7 +20,7 @@ import (
 )
 
 // builderPackages render the artifact families, each from its view.
-var builderPackages = []string{"rules", "dashboards", "alloy", "exporters", "shipperdeploy", "nodeagent", "azuremonitor"}
+var builderPackages = []string{"rules", "dashboards", "alloy", "exporters", "shipperdeploy", "nodeagent", "azuremonitor", "amp", "gmp"}
 
 // Every builder takes its view of the config (package view), never the
 // whole config: a builder's signature says what reaches its artifact.

@@ -6,10 +6,12 @@ import (
 	"fmt"
 
 	"github.com/winobs/winobs/alloy"
+	"github.com/winobs/winobs/amp"
 	"github.com/winobs/winobs/azuremonitor"
 	"github.com/winobs/winobs/config"
 	"github.com/winobs/winobs/dashboards"
 	"github.com/winobs/winobs/exporters"
+	"github.com/winobs/winobs/gmp"
 	"github.com/winobs/winobs/nodeagent"
 	"github.com/winobs/winobs/render"
 	"github.com/winobs/winobs/rules"
@@ -34,6 +36,8 @@ var Builders = []Builder{
 	{"exporters", func(b view.Bundle) ([]render.File, error) { return exporters.Files(b.Exporters) }},
 	{"eventlog-shipper", func(b view.Bundle) ([]render.File, error) { return shipperdeploy.Files(b.Shipper) }},
 	{"azure-monitor", func(b view.Bundle) ([]render.File, error) { return azuremonitor.Files(b.Managed) }},
+	{"amp", func(b view.Bundle) ([]render.File, error) { return amp.Files(b.Managed) }},
+	{"gmp", func(b view.Bundle) ([]render.File, error) { return gmp.Files(b.Managed) }},
 }
 
 // Build routes the config to every builder's view, once, and runs them.

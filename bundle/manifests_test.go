@@ -19,6 +19,7 @@ import (
 	"github.com/winobs/winobs/alloy"
 	"github.com/winobs/winobs/bundle"
 	"github.com/winobs/winobs/config"
+	"github.com/winobs/winobs/gmp"
 	"github.com/winobs/winobs/render"
 	"github.com/winobs/winobs/shipper/shipconfig"
 	"github.com/winobs/winobs/shipperdeploy"
@@ -42,6 +43,8 @@ func renderAll(t *testing.T, cfg *config.Config) map[string][]byte {
 // renders must be listed.
 func typed(kind string) any {
 	switch kind {
+	case "ClusterRules", "GlobalRules":
+		return &gmp.Rules{}
 	case "ConfigMap":
 		return &corev1.ConfigMap{}
 	case "Namespace":
@@ -106,8 +109,9 @@ func objects(t *testing.T, files map[string][]byte) []any {
 			!strings.HasPrefix(path, "rules/") && !strings.HasPrefix(path, "loki-rules/") && !strings.HasPrefix(path, "ruler/") &&
 			// ama-metrics' settings go to kube-system by hand: an uninstall
 			// (delete -k) must never remove them (azuremonitor's tests
-			// decode them).
-			!strings.HasPrefix(path, "azure-monitor/") {
+			// decode them); AMP's and GMP's exporter monitor is for a
+			// self-run collector, whose CRD their clusters lack.
+			!strings.HasPrefix(path, "azure-monitor/") && !strings.HasPrefix(path, "amp/") && !strings.HasSuffix(path, "/windows-exporter-monitor.yaml") {
 			t.Errorf("%s holds objects but is not in kustomization.yaml", path)
 		}
 	}
@@ -122,6 +126,14 @@ func configs(t *testing.T) map[string]*config.Config {
 		"kps exporter":   func(c *config.Config) { c.WindowsExporter.Deploy = false; c.Shipper.Deploy = true },
 		"multi-cluster":  func(c *config.Config) { c.Cluster.Name = "lab"; c.CreateNamespace = false },
 		"shipper agent":  func(c *config.Config) { c.LogAgent.Default = config.AgentShipper; c.Shipper.Deploy = true },
+		"amp": func(c *config.Config) {
+			c.Prometheus.Platform = config.PlatformAMP
+			c.Prometheus.AMP = config.AMP{WorkspaceID: "ws-8a6f7e7e-4d1e-4b88-8b4c-0123456789ab", Region: "eu-west-1"}
+		},
+		"gmp": func(c *config.Config) { c.Prometheus.Platform = config.PlatformGMP },
+		"gmp global": func(c *config.Config) {
+			c.Prometheus.Platform, c.Prometheus.GMP.Scope = config.PlatformGMP, config.GMPScopeGlobal
+		},
 		"azure-monitor": func(c *config.Config) {
 			c.Prometheus.Platform = config.PlatformAzureMonitor
 			c.Prometheus.Azure = config.AzureMonitor{Location: "westeurope",
@@ -148,7 +160,7 @@ func TestManifestsDecodeStrictly(t *testing.T) {
 			for _, o := range objects(t, renderAll(t, cfg)) {
 				if m, ok := o.(interface{ GetNamespace() string }); ok && m.GetNamespace() != cfg.Namespace {
 					switch o.(type) {
-					case *rbacv1.ClusterRole, *rbacv1.ClusterRoleBinding, *corev1.Namespace:
+					case *rbacv1.ClusterRole, *rbacv1.ClusterRoleBinding, *corev1.Namespace, *gmp.Rules: // cluster-scoped
 					default:
 						t.Errorf("%T %v is not in namespace %s", o, o.(interface{ GetName() string }).GetName(), cfg.Namespace)
 					}

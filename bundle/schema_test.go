@@ -22,7 +22,7 @@ import (
 // PodMonitor and ServiceMonitor, and apimachinery's field rules for the core
 // kinds. Over the default and every config variant.
 func TestManifestsPassAPIServerValidation(t *testing.T) {
-	checker, err := kubecheck.New(fixture.Path(t, "crds"), fixture.Path(t, "azure"))
+	checker, err := kubecheck.New(fixture.Path(t, "crds"), fixture.Path(t, "managed-crds"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -43,11 +43,19 @@ func TestManifestsPassAPIServerValidation(t *testing.T) {
 			}
 			// Azure Monitor reads no PrometheusRule, and its cluster has no
 			// monitoring.coreos.com CRD: apply -k must not meet one.
-			if cfg.Prometheus.Platform == config.PlatformAzureMonitor {
+			switch cfg.Prometheus.Platform {
+			case config.PlatformAzureMonitor:
 				if kinds["PrometheusRule"] != 0 || kinds["PodMonitor"] != 1 || apis["monitoring.coreos.com/v1"] != 0 || apis["azmonitoring.coreos.com/v1"] != 1 {
 					t.Errorf("checked kinds %v, APIs %v: want the exporter's PodMonitor in azmonitoring.coreos.com alone", kinds, apis)
 				}
-			} else if kinds["PrometheusRule"] != 2 || kinds["DaemonSet"] < 2 {
+			case config.PlatformAMP, config.PlatformGMP:
+				// Their clusters have no monitoring.coreos.com CRD; GMP's
+				// rules are one ClusterRules or GlobalRules.
+				if apis["monitoring.coreos.com/v1"] != 0 || (cfg.Prometheus.Platform == config.PlatformGMP) != (kinds["ClusterRules"]+kinds["GlobalRules"] == 1) {
+					t.Errorf("checked kinds %v, APIs %v", kinds, apis)
+				}
+			}
+			if cfg.Prometheus.Platform == "" && (kinds["PrometheusRule"] != 2 || kinds["DaemonSet"] < 2) {
 				t.Errorf("checked kinds %v: want both PrometheusRules and the agents' DaemonSets", kinds)
 			}
 		})

@@ -101,10 +101,40 @@ type Prometheus struct {
 	Platform string `yaml:"platform"`
 	// Azure is Azure Monitor managed Prometheus, for PlatformAzureMonitor.
 	Azure AzureMonitor `yaml:"azure"`
+	// AMP is Amazon Managed Service for Prometheus, for PlatformAMP.
+	AMP AMP `yaml:"amp"`
+	// GMP is Google Cloud Managed Service for Prometheus, for PlatformGMP.
+	GMP GMP `yaml:"gmp"`
 }
 
-// PlatformAzureMonitor is Azure Monitor managed Prometheus (AKS).
-const PlatformAzureMonitor = "azure-monitor"
+// The managed Prometheus platforms (prometheus.platform).
+const (
+	// PlatformAzureMonitor is Azure Monitor managed Prometheus (AKS).
+	PlatformAzureMonitor = "azure-monitor"
+	// PlatformAMP is Amazon Managed Service for Prometheus (EKS).
+	PlatformAMP = "amp"
+	// PlatformGMP is Google Cloud Managed Service for Prometheus (GKE).
+	PlatformGMP = "gmp"
+)
+
+// AMP names the workspace the rule groups namespace is uploaded to.
+type AMP struct {
+	WorkspaceID string `yaml:"workspaceId"`
+	Region      string `yaml:"region"`
+}
+
+// GMP says how widely the rules evaluate: "cluster" (ClusterRules: this
+// cluster's series, as the rule evaluator scopes them) or "global"
+// (GlobalRules: every project's and cluster's).
+type GMP struct {
+	Scope string `yaml:"scope"`
+}
+
+// GMP rule scopes.
+const (
+	GMPScopeCluster = "cluster"
+	GMPScopeGlobal  = "global"
+)
 
 // AzureMonitor names the Azure resources the rule groups are made in and
 // scoped to, each by its resource id.

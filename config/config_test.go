@@ -415,7 +415,7 @@ func TestAzureMonitorValues(t *testing.T) {
 	if probs, ok := err.(Problems); !ok || len(probs) != len(want) {
 		t.Errorf("%d problems, want %d", len(probs), len(want))
 	}
-	if _, err := Load(writeConfig(t, "prometheus:\n  platform: amp\n")); err == nil || !strings.Contains(err.Error(), `:2: prometheus.platform: must be "" `) {
+	if _, err := Load(writeConfig(t, "prometheus:\n  platform: datadog\n")); err == nil || !strings.Contains(err.Error(), `:2: prometheus.platform: must be "" `) {
 		t.Errorf("an unknown platform: %v", err)
 	}
 	if _, err := Load(writeConfig(t, "prometheus:\n  azure:\n    location: eastus\n")); err == nil || !strings.Contains(err.Error(), ":3: prometheus.azure.location: is set, but prometheus.platform is not azure-monitor") {

@@ -31,6 +31,7 @@ type Site struct {
 	// PlatformAzureMonitor, with Azure's workspace, region and cluster.
 	Prometheus                                  string
 	AzureWorkspace, AzureLocation, AzureCluster string
+	AMPWorkspace, AMPRegion                     string
 	// Platform names a preset of Platforms (aks, eks, gke, kubeadm): the
 	// API port and Service CIDR not given above.
 	Platform string
@@ -178,6 +179,21 @@ func mapping(fields ...kv) *yaml.Node {
 // a Prometheus that loads PrometheusRules, or the managed platform and its
 // resource ids.
 func prometheusFields(s Site, release string) *yaml.Node {
+	switch s.Prometheus {
+	case PlatformAMP:
+		return mapping(
+			field("platform", PlatformAMP, "Amazon Managed Service for Prometheus: the rules are rendered as a rule groups namespace (docs/platforms.md)."),
+			field("amp", mapping(
+				field("workspaceId", s.AMPWorkspace, "aws amp list-workspaces --query 'workspaces[].workspaceId'"),
+				field("region", s.AMPRegion, "The workspace's region."),
+			), ""),
+		)
+	case PlatformGMP:
+		return mapping(
+			field("platform", PlatformGMP, "Google Cloud Managed Service for Prometheus: the rules are rendered as ClusterRules (docs/platforms.md)."),
+			field("gmp", mapping(field("scope", GMPScopeCluster, "cluster (ClusterRules) or global (GlobalRules, every cluster's series).")), ""),
+		)
+	}
 	if s.Prometheus != PlatformAzureMonitor {
 		return mapping(field("ruleLabels", map[string]string{"release": release},
 			"Labels that make your Prometheus load the PrometheusRules: kube-prometheus-stack's ruleSelector\n"+

@@ -22,3 +22,11 @@ const (
 // directory HCS mounted the image at. A HostProcess container runs on the
 // host, so the image's own absolute ENTRYPOINT would name the host's C:\.
 const AlloyExe = `%CONTAINER_SANDBOX_MOUNT_POINT%\Program Files\GrafanaLabs\Alloy\alloy.exe`
+
+// The Kubernetes service-discovery roles a rendered Prometheus scrape
+// configuration names (kubernetes_sd_configs): Prometheus' words, the
+// first spelled like the node label.
+const (
+	SDRoleNode      = "node"
+	SDRoleEndpoints = "endpoints"
+)

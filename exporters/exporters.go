@@ -43,7 +43,24 @@ func Files(v view.Exporters) ([]render.File, error) {
 	if !v.WindowsExporter.Deploy {
 		return nil, nil
 	}
-	return []render.File{{Path: "exporters/windows-exporter.yaml", Objects: Objects(v)}}, nil
+	objs := Objects(v)
+	switch v.Platform {
+	case config.PlatformAMP, config.PlatformGMP:
+		// Their clusters have no monitoring.coreos.com CRD for apply -k to
+		// meet, and their managed collectors do not read it: the monitor is
+		// written beside, for a self-run collector (prometheus-operator in
+		// agent mode, GMP's self-deployed collection) that does.
+		monitor := objs[len(objs)-1:]
+		raw, err := render.EncodeObjects(monitor)
+		if err != nil {
+			return nil, err
+		}
+		return []render.File{
+			{Path: "exporters/windows-exporter.yaml", Objects: objs[:len(objs)-1]},
+			{Path: v.Platform + "/windows-exporter-monitor.yaml", Raw: raw},
+		}, nil
+	}
+	return []render.File{{Path: "exporters/windows-exporter.yaml", Objects: objs}}, nil
 }
 
 // Objects are the ConfigMap, DaemonSet and monitor (plus a headless Service

@@ -85,11 +85,16 @@ type Exporters struct {
 type Managed struct {
 	Platform   string
 	Azure      config.AzureMonitor
+	AMP        config.AMP
+	GMP        config.GMP
 	Cluster    config.Cluster
 	Rules      Rules
 	Dashboards Dashboards
 	// ScrapeInterval is the exporter's, which the settings repeat.
 	ScrapeInterval config.Duration
+	// ExporterJob and KSMJob are the jobs the rules select, which a
+	// rendered scrape configuration names.
+	ExporterJob, KSMJob string
 }
 
 // Shipper is what the eventlog-shipper's config and DaemonSet read
@@ -145,7 +150,8 @@ func Of(cfg *config.Config) Bundle {
 			Cluster: cfg.Cluster, EventsJob: cfg.Logs.EventsJob, EventLog: cfg.EventLog,
 		},
 	}
-	b.Managed = Managed{Platform: cfg.Prometheus.Platform, Azure: cfg.Prometheus.Azure, Cluster: cfg.Cluster,
-		Rules: b.Rules, Dashboards: dashboards, ScrapeInterval: cfg.WindowsExporter.ScrapeInterval}
+	b.Managed = Managed{Platform: cfg.Prometheus.Platform, Azure: cfg.Prometheus.Azure, AMP: cfg.Prometheus.AMP, GMP: cfg.Prometheus.GMP, Cluster: cfg.Cluster,
+		Rules: b.Rules, Dashboards: dashboards, ScrapeInterval: cfg.WindowsExporter.ScrapeInterval,
+		ExporterJob: cfg.WindowsExporter.Job, KSMJob: cfg.KubeStateMetrics.Job}
 	return b
 }

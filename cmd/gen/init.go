@@ -29,7 +29,10 @@ func runInit(args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&s.APIPort, "api-port", 0, "API server port (default: the platform's, else 6443)")
 	scrape := fs.String("scrape-from", "", "comma-separated IPs or CIDRs of the nodes your Prometheus runs on")
 	fs.StringVar(&s.ServiceCIDR, "service-cidr", "", "the cluster's Service CIDR (default: the platform's, else 10.96.0.0/12)")
-	fs.StringVar(&s.Prometheus, "prometheus", "", "where the rules run: empty for kube-prometheus-stack (PrometheusRule), or "+config.PlatformAzureMonitor+" for Azure Monitor managed Prometheus (with --azure-workspace and --azure-location)")
+	fs.StringVar(&s.Prometheus, "prometheus", "", "where the rules run: empty for kube-prometheus-stack (PrometheusRule), "+config.PlatformAzureMonitor+
+		" (Azure Monitor, with --azure-workspace and --azure-location), "+config.PlatformAMP+" (Amazon's, with --amp-workspace and --amp-region) or "+config.PlatformGMP+" (Google's)")
+	fs.StringVar(&s.AMPWorkspace, "amp-workspace", "", "the AMP workspace id, ws-… (--prometheus "+config.PlatformAMP+")")
+	fs.StringVar(&s.AMPRegion, "amp-region", "", "the AMP workspace's region, such as eu-west-1")
 	fs.StringVar(&s.AzureWorkspace, "azure-workspace", "", "the Azure Monitor workspace's resource id (--prometheus "+config.PlatformAzureMonitor+")")
 	fs.StringVar(&s.AzureLocation, "azure-location", "", "the workspace's region, such as westeurope")
 	fs.StringVar(&s.AzureCluster, "azure-cluster", "", "the AKS cluster's resource id, to scope the rule groups to it (optional)")
@@ -45,13 +48,19 @@ func runInit(args []string, stdout, stderr io.Writer) int {
 		s.ScrapeFrom = strings.Split(*scrape, ",")
 	}
 	switch {
-	case s.Prometheus != "" && s.Prometheus != config.PlatformAzureMonitor:
-		fmt.Fprintf(stderr, "gen init: --prometheus %q: empty (kube-prometheus-stack) or %s\n", s.Prometheus, config.PlatformAzureMonitor)
+	case s.Prometheus != "" && s.Prometheus != config.PlatformAzureMonitor && s.Prometheus != config.PlatformAMP && s.Prometheus != config.PlatformGMP:
+		fmt.Fprintf(stderr, "gen init: --prometheus %q: empty (kube-prometheus-stack), %s, %s or %s\n", s.Prometheus, config.PlatformAzureMonitor, config.PlatformAMP, config.PlatformGMP)
+		return 2
+	case s.Prometheus == config.PlatformAMP && (s.AMPWorkspace == "" || s.AMPRegion == ""):
+		fmt.Fprintf(stderr, "gen init: --prometheus %s needs --amp-workspace and --amp-region\n", config.PlatformAMP)
+		return 2
+	case s.Prometheus != config.PlatformAMP && (s.AMPWorkspace != "" || s.AMPRegion != ""):
+		fmt.Fprintf(stderr, "gen init: --amp-* flags need --prometheus %s\n", config.PlatformAMP)
 		return 2
 	case s.Prometheus == config.PlatformAzureMonitor && (s.AzureWorkspace == "" || s.AzureLocation == ""):
 		fmt.Fprintf(stderr, "gen init: --prometheus %s needs --azure-workspace (az monitor account show --query id) and --azure-location\n", config.PlatformAzureMonitor)
 		return 2
-	case s.Prometheus == "" && (s.AzureWorkspace != "" || s.AzureLocation != "" || s.AzureCluster != ""):
+	case s.Prometheus != config.PlatformAzureMonitor && (s.AzureWorkspace != "" || s.AzureLocation != "" || s.AzureCluster != ""):
 		fmt.Fprintf(stderr, "gen init: --azure-* flags need --prometheus %s\n", config.PlatformAzureMonitor)
 		return 2
 	}
@@ -106,6 +115,13 @@ func runInit(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	fmt.Fprintf(stdout, "wrote %s\n", *path)
+	if s.Platform == "eks" && s.Prometheus == "" {
+		fmt.Fprintf(stdout, "EKS: does this cluster send its metrics to Amazon Managed Service for Prometheus rather than kube-prometheus-stack?\n"+
+			"  Then run gen init again with --prometheus %s --amp-workspace ws-… --amp-region <region> (docs/platforms.md).\n", config.PlatformAMP)
+	}
+	if s.Platform == "gke" && s.Prometheus == "" {
+		fmt.Fprintf(stdout, "GKE: does this cluster use Google Cloud Managed Service for Prometheus? Then run gen init again with --prometheus %s (docs/platforms.md).\n", config.PlatformGMP)
+	}
 	if s.Platform == "aks" && s.Prometheus == "" {
 		// Most AKS clusters send metrics to Azure Monitor, which loads no
 		// PrometheusRule: ask, since nothing here can tell.
@@ -142,6 +158,7 @@ var initFlags = map[string]string{
 	"windowsExporter.firewall.allowFrom": "--scrape-from", "apiServer.host": "--api-server", "apiServer.port": "--api-port",
 	"serviceCIDR": "--service-cidr", "loki.url": "--loki-url", "loki.tenant": "--loki-tenant",
 	"prometheus.azure.workspace": "--azure-workspace", "prometheus.azure.location": "--azure-location", "prometheus.azure.cluster": "--azure-cluster",
+	"prometheus.amp.workspaceId": "--amp-workspace", "prometheus.amp.region": "--amp-region",
 }
 
 // byFlag locates the problems of the config gen init built from its flags

@@ -452,7 +452,7 @@ func TestInitAzureMonitor(t *testing.T) {
 		want string
 	}{
 		{[]string{"--prometheus", "azure-monitor"}, "needs --azure-workspace"},
-		{[]string{"--prometheus", "amp"}, `--prometheus "amp"`},
+		{[]string{"--prometheus", "datadog"}, `--prometheus "datadog"`},
 		{[]string{"--azure-location", "eastus"}, "--azure-* flags need --prometheus azure-monitor"},
 		{[]string{"--prometheus", "azure-monitor", "--azure-workspace", "amw", "--azure-location", "eastus"}, "flag --azure-workspace: prometheus.azure.workspace: must be"},
 	} {
@@ -461,5 +461,47 @@ func TestInitAzureMonitor(t *testing.T) {
 		if code := run(append([]string{"init", "--config", bad}, tc.args...), &stdout, &stderr); code != 2 || !strings.Contains(stderr.String(), tc.want) {
 			t.Errorf("%v: exit %d: %s", tc.args, code, stderr.String())
 		}
+	}
+}
+
+// Issue 60: gen init writes the AMP and GMP platforms from flags (asking
+// EKS and GKE users which Prometheus they run); each renders its files.
+func TestInitAMPAndGMP(t *testing.T) {
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		args  []string
+		ask   string
+		files []string
+	}{
+		{[]string{"--platform", "eks"}, "--prometheus amp --amp-workspace", nil},
+		{[]string{"--platform", "gke"}, "--prometheus gmp", nil},
+		{[]string{"--platform", "eks", "--prometheus", "amp", "--amp-workspace", "ws-8a6f7e7e-4d1e-4b88-8b4c-0123456789ab", "--amp-region", "eu-west-1"}, "",
+			[]string{"amp/winobs-windows.yaml", "amp/scrape-config.yaml", "amp/windows-exporter-monitor.yaml"}},
+		{[]string{"--platform", "gke", "--prometheus", "gmp"}, "", []string{"gmp/winobs-windows.yaml", "gmp/windows-exporter-monitor.yaml"}},
+	} {
+		path := filepath.Join(dir, strings.Join(tc.args, "_")+".yaml")
+		var stdout, stderr bytes.Buffer
+		if code := run(append([]string{"init", "--config", path}, tc.args...), &stdout, &stderr); code != 0 {
+			t.Fatalf("%v: exit %d: %s", tc.args, code, stderr.String())
+		}
+		if tc.ask != "" && !strings.Contains(stdout.String(), tc.ask) {
+			t.Errorf("%v does not ask: %s", tc.args, stdout.String())
+		}
+		if tc.ask == "" && strings.Contains(stdout.String(), "does this cluster") {
+			t.Errorf("%v asks again: %s", tc.args, stdout.String())
+		}
+		out := filepath.Join(dir, "out-"+strings.Join(tc.args, "_"))
+		if code := run([]string{"--config", path, "--out", out}, &stdout, &stderr); code != 0 {
+			t.Fatalf("render: %s", stderr.String())
+		}
+		for _, f := range tc.files {
+			if _, err := os.Stat(filepath.Join(out, f)); err != nil {
+				t.Error(err)
+			}
+		}
+	}
+	var stdout, stderr bytes.Buffer
+	if code := run([]string{"init", "--config", filepath.Join(dir, "x.yaml"), "--prometheus", "amp"}, &stdout, &stderr); code != 2 || !strings.Contains(stderr.String(), "needs --amp-workspace") {
+		t.Errorf("amp without its flags: %d %s", code, stderr.String())
 	}
 }

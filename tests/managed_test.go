@@ -21,40 +21,97 @@ import (
 	promrules "github.com/prometheus/prometheus/rules"
 	"go.yaml.in/yaml/v3"
 
+	"github.com/winobs/winobs/amp"
 	"github.com/winobs/winobs/azuremonitor"
 	"github.com/winobs/winobs/config"
+	"github.com/winobs/winobs/gmp"
 	"github.com/winobs/winobs/rules"
 	"github.com/winobs/winobs/view"
 	"github.com/winobs/winobs/vocab"
 )
 
-// Issue 59: one test set proves both outputs. The Azure Monitor rule group
-// gen renders is read back as Prometheus rules (expression → expr, ISO 8601
-// `for` → a duration, Azure's severity dropped: the label stays) and every
-// rule unit test runs on it, in the one group Azure evaluates in order:
-// records, then the alerts that read them.
-func TestAzureRulesPassTheRuleTests(t *testing.T) {
-	for _, tc := range []struct{ config, rules string }{
-		{"", "../manifests/rules/"},
-		{"second/config.yaml", "second/bundle/rules/"},
-	} {
-		cfg, err := config.Load(tc.config)
-		if err != nil {
-			t.Fatal(err)
+// Issues 59 and 60: one test set proves every output. Each managed
+// platform's rules are read back as Prometheus rules and every rule unit
+// test runs on them: Azure Monitor's one rule group (expression → expr,
+// ISO 8601 `for` → a duration, records first in the group Azure evaluates
+// in order), AMP's namespace file as it is (its alerts split in groups of
+// 20), GMP's ClusterRules' groups.
+func TestManagedRulesPassTheRuleTests(t *testing.T) {
+	for _, platform := range []string{config.PlatformAzureMonitor, config.PlatformAMP, config.PlatformGMP} {
+		for _, tc := range []struct{ config, rules string }{
+			{"", "../manifests/rules/"},
+			{"second/config.yaml", "second/bundle/rules/"},
+		} {
+			cfg, err := config.Load(tc.config)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cfg.Prometheus.Platform = platform
+			cfg.Prometheus.Azure = config.AzureMonitor{Location: "westeurope",
+				Workspace: "/subscriptions/0b1f6471-1bf0-4dda-aec3-111122223333/resourceGroups/rg/providers/Microsoft.Monitor/accounts/amw"}
+			if platform != config.PlatformAzureMonitor {
+				cfg.Prometheus.Azure = config.AzureMonitor{}
+			}
+			if platform == config.PlatformAMP {
+				cfg.Prometheus.AMP = config.AMP{WorkspaceID: "ws-8a6f7e7e-4d1e-4b88-8b4c-0123456789ab", Region: "eu-west-1"}
+			}
+			// Not validated: the second configuration's cluster label is
+			// refused on Azure Monitor and GMP (they write cluster), but the
+			// translation is what is tested here.
+			back := readBack(t, platform, view.Of(cfg).Managed)
+			raw, err := yaml.Marshal(back)
+			if err != nil {
+				t.Fatal(err)
+			}
+			path := filepath.Join(t.TempDir(), platform+".yaml")
+			if err := os.WriteFile(path, raw, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			var order []string
+			for _, g := range back.Groups {
+				order = append(order, g.Name)
+			}
+			ran, files := 0, 0
+			for _, file := range testFiles(t) {
+				tf := loadTestFile(t, file)
+				if !slices.Equal(tf.RuleFiles, []string{tc.rules + rules.RecordsGroup + ".yaml", tc.rules + rules.AlertsGroup + ".yaml"}) {
+					continue
+				}
+				files++
+				tf.RuleFiles, tf.GroupEvalOrder = []string{path}, order
+				for i, tg := range tf.Tests {
+					t.Run(fmt.Sprintf("%s/%s/%d_%s", platform, strings.TrimSuffix(file, ".yaml"), i, tg.Name), func(t *testing.T) {
+						for _, err := range runGroup(tf, tg) {
+							t.Error(err)
+						}
+					})
+					ran++
+				}
+			}
+			// alerts, node-health, records and rigour read the default render;
+			// second.yaml the second configuration's.
+			if want := map[string]int{"": 4, "second/config.yaml": 1}[tc.config]; files != want || ran < 3*files {
+				t.Errorf("%s %s: ran %d test groups of %d files, want every group of %d", platform, tc.rules, ran, files, want)
+			}
 		}
-		cfg.Prometheus.Platform = config.PlatformAzureMonitor
-		cfg.Prometheus.Azure = config.AzureMonitor{Location: "westeurope",
-			Workspace: "/subscriptions/0b1f6471-1bf0-4dda-aec3-111122223333/resourceGroups/rg/providers/Microsoft.Monitor/accounts/amw"}
-		v := view.Of(cfg).Managed
-		groups, err := rules.Build(v.Rules)
-		if err != nil {
-			t.Fatal(err)
-		}
+	}
+}
+
+// readBack is a platform's rendered rules as a Prometheus rule file.
+func readBack(t *testing.T, platform string, v view.Managed) rulefmt.RuleGroups {
+	t.Helper()
+	groups, err := rules.Build(v.Rules)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back rulefmt.RuleGroups
+	switch platform {
+	case config.PlatformAzureMonitor:
 		tmpl, err := azuremonitor.Template(v, groups)
 		if err != nil {
 			t.Fatal(err)
 		}
-		back := rulefmt.RuleGroup{Name: tmpl.Resources[0].Name}
+		g := rulefmt.RuleGroup{Name: tmpl.Resources[0].Name}
 		for _, r := range tmpl.Resources[0].Properties.Rules {
 			var hold rulefmt.Rule
 			if r.For != "" {
@@ -65,39 +122,39 @@ func TestAzureRulesPassTheRuleTests(t *testing.T) {
 				hold.For = d
 			}
 			hold.Record, hold.Alert, hold.Expr, hold.Labels, hold.Annotations = r.Record, r.Alert, r.Expression, r.Labels, r.Annotations
-			back.Rules = append(back.Rules, hold)
+			g.Rules = append(g.Rules, hold)
 		}
-		raw, err := yaml.Marshal(rulefmt.RuleGroups{Groups: []rulefmt.RuleGroup{back}})
+		back.Groups = []rulefmt.RuleGroup{g}
+	case config.PlatformAMP:
+		files, err := amp.Files(v)
 		if err != nil {
 			t.Fatal(err)
 		}
-		path := filepath.Join(t.TempDir(), "azure.yaml")
-		if err := os.WriteFile(path, raw, 0o644); err != nil {
+		parsed, errs := rulefmt.Parse(files[0].Raw, false, model.LegacyValidation, promqlParser, promslog.NewNopLogger())
+		if len(errs) > 0 {
+			t.Fatal(errs)
+		}
+		back = *parsed
+	case config.PlatformGMP:
+		obj, err := gmp.Object(v, groups)
+		if err != nil {
 			t.Fatal(err)
 		}
-		ran, files := 0, 0
-		for _, file := range testFiles(t) {
-			tf := loadTestFile(t, file)
-			if !slices.Equal(tf.RuleFiles, []string{tc.rules + rules.RecordsGroup + ".yaml", tc.rules + rules.AlertsGroup + ".yaml"}) {
-				continue
-			}
-			files++
-			tf.RuleFiles, tf.GroupEvalOrder = []string{path}, []string{back.Name}
-			for i, tg := range tf.Tests {
-				t.Run(fmt.Sprintf("%s/%d_%s", strings.TrimSuffix(file, ".yaml"), i, tg.Name), func(t *testing.T) {
-					for _, err := range runGroup(tf, tg) {
-						t.Error(err)
+		for _, g := range obj.Spec.Groups {
+			out := rulefmt.RuleGroup{Name: g.Name}
+			for _, r := range g.Rules {
+				hold := rulefmt.Rule{Record: r.Record, Alert: r.Alert, Expr: r.Expr, Labels: r.Labels, Annotations: r.Annotations}
+				if r.For != "" {
+					if hold.For, err = model.ParseDuration(r.For); err != nil {
+						t.Fatal(err)
 					}
-				})
-				ran++
+				}
+				out.Rules = append(out.Rules, hold)
 			}
-		}
-		// alerts, node-health, records and rigour read the default render;
-		// second.yaml the second configuration's.
-		if want := map[string]int{"": 4, "second/config.yaml": 1}[tc.config]; files != want || ran < 3*files {
-			t.Errorf("%s: ran %d test groups of %d files on the Azure rules, want every group of %d", tc.rules, ran, files, want)
+			back.Groups = append(back.Groups, out)
 		}
 	}
+	return back
 }
 
 // Issue 59: Azure's own Windows recording rules (testdata/azure), which its
