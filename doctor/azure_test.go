@@ -12,6 +12,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/prometheus/common/model"
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/promql/parser"
 
@@ -57,7 +58,7 @@ func (a *azureWorkspace) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			}
 			named := 0
 			for _, m := range vs.LabelMatchers {
-				if m.Name == labels.MetricName && m.Type == labels.MatchEqual {
+				if m.Name == model.MetricNameLabel && m.Type == labels.MatchEqual {
 					named++
 				}
 			}

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/prometheus/common/model"
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/promql/parser"
 )
@@ -49,9 +50,9 @@ func MetricsRead(queries []string) ([]string, error) {
 				return nil
 			}
 			for _, m := range vs.LabelMatchers {
-				if m.Name == labels.MetricName && m.Type != labels.MatchEqual {
+				if m.Name == model.MetricNameLabel && m.Type != labels.MatchEqual {
 					bad = fmt.Errorf("%s selects metric names by %s: list each name instead", vs, m.Type)
-				} else if m.Name == labels.MetricName {
+				} else if m.Name == model.MetricNameLabel {
 					names = append(names, m.Value)
 				}
 			}
