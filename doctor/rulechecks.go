@@ -20,8 +20,8 @@ import (
 // rulesLoaded: the groups winobs rendered are loaded, healthy, without an
 // error and evaluated recently.
 func (r *run) rulesLoaded(ctx context.Context, c Check) Check {
-	if r.azure() {
-		return r.azureRuleGroup(ctx, c)
+	if r.managed() {
+		return r.managedRules(ctx, c)
 	}
 	loaded, err := r.promGroups, r.promGroupsErr
 	if err != nil {

@@ -53,9 +53,9 @@ type facts struct {
 	promGroups    []RuleGroup
 	promGroupsErr error
 	loaded        map[string]bool
-	// azure: the rules run in Azure Monitor, whose query API serves no
-	// rules or alerts.
-	azure bool
+	// platform is the managed Prometheus the rules run in ("" none):
+	// doctor reads no rules or alerts there.
+	platform string
 }
 
 // need is what a check needs of the facts: "" when they have it, else why
@@ -148,8 +148,8 @@ func Run(ctx context.Context, v view.Doctor, prom, loki *API) Report {
 		return rep
 	}
 	reach := r.reachable(ctx, prom, "prometheus-reachable")
-	if r.azure() {
-		reach = r.azureReachable(ctx, prom, "prometheus-reachable")
+	if r.managed() {
+		reach = r.managedReachable(ctx, prom, "prometheus-reachable")
 	}
 	rep.Checks = append(rep.Checks, reach)
 	if reach.Status == Pass {
@@ -175,8 +175,8 @@ func Run(ctx context.Context, v view.Doctor, prom, loki *API) Report {
 
 // gather asks Prometheus, once, what several checks read.
 func (r *run) gather(ctx context.Context) facts {
-	f := facts{t: r.v.Terms, lt: r.v.Terms, loaded: map[string]bool{}, azure: r.azure()}
-	if f.azure {
+	f := facts{t: r.v.Terms, lt: r.v.Terms, loaded: map[string]bool{}, platform: r.v.Platform}
+	if r.managed() {
 		// No configuration, rules or alerts to read: the series carry the
 		// cluster label ama-metrics writes, and the records tell the rule
 		// group runs.
@@ -185,7 +185,7 @@ func (r *run) gather(ctx context.Context) facts {
 		f.windowsNodes, f.nodesErr = label(ss, contract.LabelNode), err
 		f.scrape(ctx, r.prom)
 		r.facts = f
-		f.loaded = r.azureLoaded(ctx)
+		f.loaded = r.managedLoaded(ctx)
 		return f
 	}
 	cluster := r.v.Cluster

@@ -30,7 +30,10 @@ import (
 // answers is the engine-backed fake Prometheus behind it.
 type azureWorkspace struct {
 	token string
-	next  http.Handler
+	// gmp: GMP's frontend instead, which proxies the query API to Monarch
+	// (any label values, no scoping rule) and takes no token itself.
+	gmp  bool
+	next http.Handler
 	// noRecords: the rule group is not deployed, so no record exists.
 	noRecords bool
 	mu        sync.Mutex
@@ -38,40 +41,22 @@ type azureWorkspace struct {
 }
 
 func (a *azureWorkspace) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if r.Header.Get("Authorization") != "Bearer "+a.token {
+	if !a.gmp && r.Header.Get("Authorization") != "Bearer "+a.token {
 		w.WriteHeader(http.StatusUnauthorized)
 		return
 	}
-	switch r.URL.Path {
-	case "/api/v1/query", "/api/v1/query_range", "/api/v1/series", "/api/v1/labels", "/api/v1/label/__name__/values":
+	switch p := r.URL.Path; {
+	case p == "/api/v1/query", p == "/api/v1/query_range", p == "/api/v1/series", p == "/api/v1/labels", p == "/api/v1/label/__name__/values":
+	case a.gmp && strings.HasPrefix(p, "/api/v1/label/") && strings.HasSuffix(p, "/values"):
 	default:
 		http.NotFound(w, r)
 		return
 	}
 	q := r.URL.Query().Get("query")
-	if expr, err := parser.NewParser(parser.Options{}).ParseExpr(q); err == nil {
-		var unscoped string
-		parser.Inspect(expr, func(n parser.Node, _ []parser.Node) error {
-			vs, ok := n.(*parser.VectorSelector)
-			if !ok {
-				return nil
-			}
-			named := 0
-			for _, m := range vs.LabelMatchers {
-				if m.Name == model.MetricNameLabel && m.Type == labels.MatchEqual {
-					named++
-				}
-			}
-			if named != 1 {
-				unscoped = vs.String()
-			}
-			return nil
-		})
-		if unscoped != "" {
-			w.WriteHeader(http.StatusBadRequest)
-			json.NewEncoder(w).Encode(map[string]string{"status": "error", "errorType": "bad_data", "error": "query must be scoped to one metric name: " + unscoped})
-			return
-		}
+	if unscoped := unscopedSelector(q); !a.gmp && unscoped != "" {
+		w.WriteHeader(http.StatusBadRequest)
+		json.NewEncoder(w).Encode(map[string]string{"status": "error", "errorType": "bad_data", "error": "query must be scoped to one metric name: " + unscoped})
+		return
 	}
 	a.mu.Lock()
 	a.asked = append(a.asked, r.URL.Path+" "+q)
@@ -81,6 +66,34 @@ func (a *azureWorkspace) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	a.next.ServeHTTP(w, r)
+}
+
+// unscopedSelector is a selector of q that is not scoped to exactly one
+// metric name, or "" (a query that does not parse is the engine's to
+// refuse).
+func unscopedSelector(q string) string {
+	expr, err := parser.NewParser(parser.Options{}).ParseExpr(q)
+	if err != nil {
+		return ""
+	}
+	var unscoped string
+	parser.Inspect(expr, func(n parser.Node, _ []parser.Node) error {
+		vs, ok := n.(*parser.VectorSelector)
+		if !ok {
+			return nil
+		}
+		named := 0
+		for _, m := range vs.LabelMatchers {
+			if m.Name == model.MetricNameLabel && m.Type == labels.MatchEqual {
+				named++
+			}
+		}
+		if named != 1 {
+			unscoped = vs.String()
+		}
+		return nil
+	})
+	return unscoped
 }
 
 func azureDoctor(t *testing.T, c cluster, noRecords bool, token string) (Report, *azureWorkspace) {
@@ -116,7 +129,7 @@ func TestDoctorOnAzureMonitor(t *testing.T) {
 			t.Errorf("%s: %s %v (fix: %s)", id, c.Status, c.Evidence, c.Fix)
 		}
 	}
-	if rl := got["rules-loaded"]; !strings.Contains(strings.Join(rl.Evidence, " "), "the rule group evaluates") {
+	if rl := got["rules-loaded"]; !strings.Contains(strings.Join(rl.Evidence, " "), "the rules evaluate") {
 		t.Errorf("rules-loaded on Azure: %+v", rl)
 	}
 	if !strings.Contains(strings.Join(got["prometheus-reachable"].Evidence, " "), "Azure Monitor workspace at") {
@@ -156,5 +169,34 @@ func TestDoctorOnAzureMonitor(t *testing.T) {
 	}
 	if slices.ContainsFunc(rep.Checks, func(c Check) bool { return c.Status == Pass }) {
 		t.Error("a check passed without the workspace")
+	}
+}
+
+// Issue 60: doctor through GMP's frontend (a Prometheus query API proxied
+// to Monarch, no rules or alerts): the same checks pass, the same are
+// skipped, naming GMP's way to see its rules; no rule group means no
+// record, a fail that says how to apply the ClusterRules.
+func TestDoctorOnGMP(t *testing.T) {
+	for _, noRecords := range []bool{false, true} {
+		cfg := config.Default()
+		cfg.Prometheus.Platform = config.PlatformGMP
+		ws := &azureWorkspace{gmp: true, next: newFakeProm(t, cfg, healthy()), noRecords: noRecords}
+		rep := Run(context.Background(), view.ForDoctor(cfg), newTestAPI(t, "Prometheus", ws, Auth{}), nil)
+		got := statuses(rep)
+		if c := got["alerts-firing"]; c.Status != Skip || !strings.Contains(strings.Join(c.Evidence, " "), "kubectl describe clusterrules") {
+			t.Errorf("alerts-firing: %+v", c)
+		}
+		rl := got["rules-loaded"]
+		if !noRecords && rl.Status != Pass || noRecords && (rl.Status != Fail || !strings.Contains(rl.Fix, "gmp/winobs-windows.yaml")) {
+			t.Errorf("rules-loaded (no records %v): %+v", noRecords, rl)
+		}
+		if c := got["prometheus-reachable"]; c.Status != Pass || !strings.Contains(strings.Join(c.Evidence, " "), "GMP frontend") {
+			t.Errorf("reachable: %+v", c)
+		}
+		for _, a := range ws.asked {
+			if !strings.HasPrefix(a, "/api/v1/query ") {
+				t.Errorf("asked %s", a)
+			}
+		}
 	}
 }

@@ -1,0 +1,132 @@
+package doctor
+
+// A managed Prometheus (prometheus.platform): doctor reads no build info,
+// configuration, rules or alerts there, proves the rules run by their
+// records, and skips, saying why, each check that needs what it does not
+// read. Azure Monitor's workspace query endpoint
+// (https://<workspace>.<region>.prometheus.monitor.azure.com) documents
+// /api/v1/query, query_range, series, labels and label/__name__/values
+// alone, each query scoped to a metric name, so there doctor asks for
+// several metrics one name at a time. GMP's frontend proxies the query
+// API alone. AMP serves its rules through the namespace's split groups
+// (docs/platforms.md), which doctor leaves to the AWS CLI.
+
+import (
+	"context"
+	"fmt"
+	"regexp"
+	"strings"
+
+	"github.com/winobs/winobs/config"
+	"github.com/winobs/winobs/rules"
+	"github.com/winobs/winobs/vocab"
+)
+
+// noRulesAPI is why a managed platform's rules and alerts are not read,
+// and where to see them instead.
+var noRulesAPI = map[string]string{
+	config.PlatformAzureMonitor: "Azure Monitor's query API serves no rules, alerts or configuration (documented: query, query_range, series, labels, __name__ values): " +
+		"see the rule group with az resource list --resource-type Microsoft.AlertsManagement/prometheusRuleGroups, and its alerts in the portal's Alerts",
+	config.PlatformAMP: "doctor reads no rules or alerts from Amazon Managed Service for Prometheus, whose namespace splits the alerts by its quota: " +
+		"see them with aws amp describe-rule-groups-namespace and the workspace's alert manager",
+	config.PlatformGMP: "GMP's frontend serves the query API alone: see the ClusterRules with kubectl describe clusterrules, and the alerts in Cloud Monitoring",
+}
+
+// managed: the rules run in a managed Prometheus.
+func (r *run) managed() bool { return r.v.Platform != "" }
+
+// azure: the rules run in Azure Monitor, whose query API takes only
+// selectors scoped to one metric name.
+func (r *run) azure() bool { return r.v.Platform == config.PlatformAzureMonitor }
+
+// rulesAPI is a need: a Prometheus whose rules and alerts doctor reads.
+func rulesAPI(f *facts) string { return noRulesAPI[f.platform] }
+
+// managedReach is, by platform, what the query endpoint is called and how
+// to reach it when it does not answer.
+var managedReach = map[string]struct{ what, fix string }{
+	config.PlatformAzureMonitor: {"Azure Monitor workspace", "check the URL (the workspace's query endpoint, https://<workspace>.<region>.prometheus.monitor.azure.com) and the token: " +
+		"--prometheus-bearer-token-file with a token for https://prometheus.monitor.azure.com (az account get-access-token --resource https://prometheus.monitor.azure.com --query accessToken -o tsv), " +
+		"of an identity with Monitoring Data Reader on the workspace"},
+	config.PlatformAMP: {"AMP workspace", "check the URL (https://aps-workspaces.<region>.amazonaws.com/workspaces/<ws-id>) and the AWS credentials doctor signs with " +
+		"(SigV4: the standard chain, AWS_PROFILE or the environment, never a flag; aps:QueryMetrics on the workspace)"},
+	config.PlatformGMP: {"GMP frontend", "check the URL (the frontend's Service, port-forwarded: http://127.0.0.1:9090) and, when not through the frontend, the token: " +
+		"--prometheus-bearer-token-file with gcloud auth print-access-token's output"},
+}
+
+// managedReachable: the endpoint answers a query scoped to a metric, with
+// the credentials given (it may have no build info to ask).
+func (r *run) managedReachable(ctx context.Context, api *API, id string) Check {
+	c := Check{ID: id, Title: api.name + " answers its API"}
+	reach := managedReach[r.v.Platform]
+	if _, err := api.Query(ctx, "count(up)"); err != nil {
+		c.Status, c.Evidence, c.Fix = Fail, []string{err.Error()}, reach.fix
+		return c
+	}
+	c.Status, c.Evidence = Pass, []string{reach.what + " at " + api.base.Redacted() + " answers PromQL"}
+	return c
+}
+
+// managedRules: the platform's rules run, as their records arrive (the
+// node info record has a series whenever an exporter is scraped).
+func (r *run) managedRules(ctx context.Context, c Check) Check {
+	if r.exportersUp == 0 {
+		return skip(c, "no exporter target is up: no record can be written, nothing to check (see windows-nodes-scraped)")
+	}
+	n, err := r.count(ctx, "count("+r.t.Cluster().Of(vocab.Records.NodeInfo)+")")
+	if err != nil {
+		return failed(c, err)
+	}
+	if n == 0 {
+		c.Status = Fail
+		c.Evidence = []string{fmt.Sprintf("%s has no series although exporters are scraped: the rules are not deployed, disabled, or scoped to another cluster", vocab.Records.NodeInfo)}
+		c.Fix = deployRules[r.v.Platform]
+		return c
+	}
+	c.Status, c.Evidence = Pass, []string{fmt.Sprintf("the rules evaluate: %s has %d series", vocab.Records.NodeInfo, n)}
+	return c
+}
+
+// deployRules is how each platform's rules are deployed.
+var deployRules = map[string]string{
+	config.PlatformAzureMonitor: "deploy it: az deployment group create -g <the workspace's resource group> --template-file out/azure-monitor/prometheus-rule-groups.json; its clusterName must be the cluster label ama-metrics writes (cluster.name, cluster_alias)",
+	config.PlatformAMP:          "upload it: aws amp create-rule-groups-namespace (or put-rule-groups-namespace) --workspace-id <ws-id> --name <namespace> --data fileb://out/amp/<namespace>.yaml",
+	config.PlatformGMP:          "apply it: kubectl apply -k out (gmp/winobs-windows.yaml), with GMP's managed collection on so its CRDs and rule evaluator exist",
+}
+
+// present reports which metric names have series under sel: one query
+// with a regular expression over __name__ on a Prometheus; on Azure
+// Monitor, one query a name.
+func (r *run) present(ctx context.Context, names []string, sel func(...vocab.Matcher) vocab.Selector) (map[string]bool, error) {
+	out := map[string]bool{}
+	if !r.azure() {
+		quoted := make([]string, len(names))
+		for i, n := range names {
+			quoted[i] = regexp.QuoteMeta(n)
+		}
+		ss, err := r.query(ctx, "count by (__name__) ("+sel(vocab.Re("__name__", strings.Join(quoted, "|"))).String()+")")
+		if err != nil {
+			return nil, err
+		}
+		for _, s := range ss {
+			out[s.Metric["__name__"]] = true
+		}
+		return out, nil
+	}
+	for _, n := range names {
+		k, err := r.count(ctx, "count("+sel().Of(n)+")")
+		if err != nil {
+			return nil, err
+		}
+		out[n] = k > 0
+	}
+	return out, nil
+}
+
+// managedLoaded: the rule groups as the facts see them where no rules API
+// is read: the records group when its records arrive, the alerts group
+// never known.
+func (r *run) managedLoaded(ctx context.Context) map[string]bool {
+	n, err := r.count(ctx, "count("+r.t.Cluster().Of(vocab.Records.NodeInfo)+")")
+	return map[string]bool{rules.RecordsGroup: err == nil && n > 0}
+}
