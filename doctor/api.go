@@ -19,6 +19,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/prometheus/sigv4"
 	"go.yaml.in/yaml/v3"
 
 	"github.com/winobs/winobs/conffile"
@@ -57,6 +58,11 @@ type Auth struct {
 	endpoint.TLS
 	// Tenant is sent as X-Scope-OrgID (a multi-tenant Loki or Mimir).
 	Tenant string
+	// SigV4Region signs every request with AWS SigV4 for that region
+	// (Amazon Managed Service for Prometheus, service aps), credentials
+	// from AWS's standard chain (the environment, a profile, an instance
+	// or pod identity), never a flag.
+	SigV4Region string
 }
 
 // API is a Prometheus- or Loki-compatible HTTP API.
@@ -103,6 +109,19 @@ func NewAPI(name, rawURL string, auth Auth, timeout time.Duration) (*API, error)
 	client, err := endpoint.NewHTTPClient(auth.TLS, timeout)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	if auth.SigV4Region != "" {
+		if auth.BearerTokenFile != "" || auth.Username != "" {
+			return nil, fmt.Errorf("%s: SigV4 signs the requests: give no bearer token or basic auth", name)
+		}
+		if u.Scheme != "https" {
+			return nil, fmt.Errorf("%s URL is plain http: SigV4 requests go to AWS over https", name)
+		}
+		rt, err := sigv4.NewSigV4RoundTripper(&sigv4.SigV4Config{Region: auth.SigV4Region}, client.Transport)
+		if err != nil {
+			return nil, fmt.Errorf("%s: SigV4: %w (AWS credentials come from the standard chain: AWS_PROFILE, the environment, or the instance's or pod's identity)", name, err)
+		}
+		client.Transport = rt
 	}
 	return &API{name: name, base: u, auth: auth, client: client}, nil
 }

@@ -3,14 +3,24 @@ package doctor
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
+	"encoding/pem"
+	"io"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
 
 	"github.com/prometheus/common/model"
 	"github.com/prometheus/prometheus/model/labels"
@@ -197,6 +207,110 @@ func TestDoctorOnGMP(t *testing.T) {
 			if !strings.HasPrefix(a, "/api/v1/query ") {
 				t.Errorf("asked %s", a)
 			}
+		}
+	}
+}
+
+// ampWorkspace stands in for an AMP workspace's query API: every request
+// must carry a valid SigV4 signature (service aps, the region, the known
+// credentials), checked by signing the request again with the AWS SDK's
+// own signer (the one github.com/prometheus/sigv4 signs with) and
+// comparing; 403 otherwise, as AWS answers.
+type ampWorkspace struct {
+	region, key, secret string
+	next                http.Handler
+	verified            int
+	mu                  sync.Mutex
+}
+
+func (a *ampWorkspace) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if !a.signed(r) {
+		w.WriteHeader(http.StatusForbidden)
+		w.Write([]byte(`{"message":"The request signature we calculated does not match the signature you provided."}`))
+		return
+	}
+	a.mu.Lock()
+	a.verified++
+	a.mu.Unlock()
+	// AMP's query API lives under the workspace's path.
+	prefix := regexp.MustCompile(`^/workspaces/ws-[0-9a-f-]{36}`).FindString(r.URL.Path)
+	if prefix == "" {
+		http.NotFound(w, r)
+		return
+	}
+	r.URL.Path = strings.TrimPrefix(r.URL.Path, prefix)
+	a.next.ServeHTTP(w, r)
+}
+
+func (a *ampWorkspace) signed(r *http.Request) bool {
+	auth := r.Header.Get("Authorization")
+	m := regexp.MustCompile(`^AWS4-HMAC-SHA256 Credential=([^/]+)/\d{8}/([^/]+)/aps/aws4_request, SignedHeaders=([^,]+), Signature=[0-9a-f]{64}$`).FindStringSubmatch(auth)
+	if m == nil || m[1] != a.key || m[2] != a.region {
+		return false
+	}
+	at, err := time.Parse("20060102T150405Z", r.Header.Get("X-Amz-Date"))
+	if err != nil {
+		return false
+	}
+	body, _ := io.ReadAll(r.Body)
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	again, _ := http.NewRequest(r.Method, "https://"+r.Host+r.URL.RequestURI(), bytes.NewReader(body))
+	for _, h := range strings.Split(m[3], ";") {
+		if h != "host" && h != "x-amz-date" {
+			again.Header.Set(h, r.Header.Get(h))
+		}
+	}
+	sum := sha256.Sum256(body)
+	creds := aws.Credentials{AccessKeyID: a.key, SecretAccessKey: a.secret}
+	if err := v4.NewSigner().SignHTTP(context.Background(), creds, again, hex.EncodeToString(sum[:]), "aps", a.region, at); err != nil {
+		return false
+	}
+	return again.Header.Get("Authorization") == auth
+}
+
+// Issue 60: doctor on AMP signs every request with SigV4 from AWS's
+// standard chain (here the environment; never a flag), over https only;
+// the workspace's stand-in verifies each signature with the SDK's signer.
+// The checks run as on any managed Prometheus; wrong credentials fail
+// reachability, naming the chain.
+func TestDoctorOnAMP(t *testing.T) {
+	for k, v := range map[string]string{"AWS_ACCESS_KEY_ID": "AKIDWINOBSTEST", "AWS_SECRET_ACCESS_KEY": "c2VjcmV0LWtleS1mb3ItdGhlLXN0YW5kLWlu",
+		"AWS_SESSION_TOKEN": "", "AWS_PROFILE": "", "AWS_CONFIG_FILE": "/nonexistent", "AWS_SHARED_CREDENTIALS_FILE": "/nonexistent", "AWS_EC2_METADATA_DISABLED": "true"} {
+		t.Setenv(k, v)
+	}
+	cfg := config.Default()
+	cfg.Prometheus.Platform = config.PlatformAMP
+	for _, secret := range []string{"c2VjcmV0LWtleS1mb3ItdGhlLXN0YW5kLWlu", "another-secret"} {
+		ws := &ampWorkspace{region: "eu-west-1", key: "AKIDWINOBSTEST", secret: secret, next: newFakeProm(t, cfg, healthy())}
+		srv := httptest.NewTLSServer(ws)
+		defer srv.Close()
+		ca := filepath.Join(t.TempDir(), "ca.pem")
+		os.WriteFile(ca, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw}), 0o600)
+		prom, err := NewAPI("Prometheus", srv.URL+"/workspaces/ws-8a6f7e7e-4d1e-4b88-8b4c-0123456789ab", Auth{TLS: endpoint.TLS{CAFile: ca}, SigV4Region: "eu-west-1"}, 10*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := statuses(Run(context.Background(), view.ForDoctor(cfg), prom, nil))
+		reach := got["prometheus-reachable"]
+		if secret == ws.secret && secret == "c2VjcmV0LWtleS1mb3ItdGhlLXN0YW5kLWlu" {
+			if reach.Status != Pass || got["rules-loaded"].Status != Pass || got["alerts-firing"].Status != Skip || ws.verified < 10 {
+				t.Errorf("AMP: reachable %+v, rules-loaded %+v, %d requests verified", reach, got["rules-loaded"], ws.verified)
+			}
+		} else if reach.Status != Fail || !strings.Contains(reach.Fix, "SigV4") || ws.verified != 0 {
+			t.Errorf("with credentials AWS does not know: %+v (%d verified)", reach, ws.verified)
+		}
+	}
+	// SigV4 goes over https, alone.
+	for _, tc := range []struct {
+		url  string
+		auth Auth
+		want string
+	}{
+		{"http://aps.example/workspaces/ws-1", Auth{SigV4Region: "eu-west-1"}, "SigV4 requests go to AWS over https"},
+		{"https://aps.example/workspaces/ws-1", Auth{SigV4Region: "eu-west-1", Credentials: endpoint.Credentials{BearerTokenFile: "/t"}}, "give no bearer token"},
+	} {
+		if _, err := NewAPI("Prometheus", tc.url, tc.auth, time.Second); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v", tc.url, err)
 		}
 	}
 }

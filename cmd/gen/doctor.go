@@ -40,13 +40,21 @@ func runDoctor(args []string, stdout, stderr io.Writer) int {
 	if code, ok := parseFlags(fs, args, stdout, stderr); !ok {
 		return code
 	}
-	if *promURL == "" || (*output != "text" && *output != "json") {
-		fmt.Fprintln(stderr, "gen doctor: --prometheus URL is required and --output is text or json; run \"gen doctor --help\"")
-		return 2
-	}
 	cfg, _, err := config.Read(*configPath)
 	if err != nil {
 		return configFailed(stderr, "gen doctor", err)
+	}
+	if a := cfg.Prometheus.AMP; cfg.Prometheus.Platform == config.PlatformAMP {
+		// AMP's query API is the workspace's, signed with SigV4 for its
+		// region; credentials from AWS's standard chain, never a flag.
+		promAuth.SigV4Region = a.Region
+		if *promURL == "" {
+			*promURL = "https://aps-workspaces." + a.Region + ".amazonaws.com/workspaces/" + a.WorkspaceID
+		}
+	}
+	if *promURL == "" || (*output != "text" && *output != "json") {
+		fmt.Fprintln(stderr, "gen doctor: --prometheus URL is required and --output is text or json; run \"gen doctor --help\"")
+		return 2
 	}
 	// The agents push as loki.tenant: doctor reads as the same tenant.
 	lokiAuth.Tenant = cfg.Loki.Tenant
