@@ -125,6 +125,24 @@ func TestClusterInABox(t *testing.T) {
 	})
 	b.kubectl("get", "configmap", "not-ours", "-n", "monitoring")
 
+	// Issue 51: kube-prometheus-stack released as prom-stack into
+	// observability, a name gen cannot know. A config naming it (and
+	// saying nothing of createNamespace) leaves it shared: install and
+	// uninstall neither relabel it nor delete it or what else it holds.
+	b.kubectl("create", "namespace", "observability")
+	b.kubectl("create", "configmap", "prom-stack-grafana", "-n", "observability", "--from-literal=a=b")
+	outO := b.renderConfig("observability", b.config("observability", true, "prom-stack"))
+	if _, err := os.Stat(filepath.Join(outO, "namespace.yaml")); err == nil {
+		t.Error("a Namespace was rendered for observability")
+	}
+	b.kubectl("apply", "-k", outO)
+	if got := b.kubectl("get", "namespace", "observability", "-o", `jsonpath={.metadata.labels}`); strings.Contains(got, "pod-security") {
+		t.Errorf("observability was relabelled: %s", got)
+	}
+	b.kubectl("delete", "-k", outO, "--wait=true")
+	b.kubectl("get", "namespace", "observability")
+	b.kubectl("get", "configmap", "prom-stack-grafana", "-n", "observability")
+
 	// Pod Security: the same bundle in a namespace at baseline is refused,
 	// with the message a user would see in the DaemonSet's events.
 	outB := b.renderConfig("strict", "createNamespace: false\n"+b.config("strict", true, "kps"))
