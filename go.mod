@@ -3,6 +3,7 @@ module github.com/winobs/winobs
 go 1.26.8
 
 require (
+	github.com/aws/aws-sdk-go-v2 v1.47.3
 	github.com/distribution/reference v0.6.0
 	github.com/golang/snappy v1.0.0
 	github.com/grafana/alloy/syntax v0.1.0
@@ -39,7 +40,6 @@ require (
 	github.com/AzureAD/microsoft-authentication-library-for-go v1.10.1 // indirect
 	github.com/alecthomas/units v0.0.0-20240927000941-0f3dac36c52b // indirect
 	github.com/antlr4-go/antlr/v4 v4.13.1 // indirect
-	github.com/aws/aws-sdk-go-v2 v1.47.3 // indirect
 	github.com/aws/aws-sdk-go-v2/config v1.33.9 // indirect
 	github.com/aws/aws-sdk-go-v2/credentials v1.20.9 // indirect
 	github.com/aws/aws-sdk-go-v2/feature/ec2/imds v1.20.3 // indirect
