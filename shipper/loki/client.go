@@ -117,9 +117,10 @@ type Result struct {
 	Body    string // the start of Loki's answer, for logs
 }
 
-// Push makes one attempt.
-func (c *Client) Push(ctx context.Context, streams []Stream) Result {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.cfg.URL, bytes.NewReader(Body(streams)))
+// Push makes one attempt to store one stream, in a request of its own (Send
+// says why).
+func (c *Client) Push(ctx context.Context, s Stream) Result {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.cfg.URL, bytes.NewReader(Body([]Stream{s})))
 	if err != nil {
 		return Result{Outcome: Rejected, Err: err}
 	}
@@ -245,8 +246,8 @@ func (c *Client) record(r Result, next time.Duration) {
 	}
 }
 
-// maxRepairs bounds the rounds of repair one stream gets: a stream's newest
-// entry may move between rounds, and an ingester's answer hides the
+// maxRepairs bounds the rounds of repair a stream gets beyond its first: its
+// newest entry may move between rounds, and an ingester's answer hides the
 // distributor's refusals of the same request until the next round.
 const maxRepairs = 5
 
@@ -301,7 +302,7 @@ const sendParallel = 4
 
 // sendStream delivers one stream in a request of its own, in time order.
 func (c *Client) sendStream(ctx context.Context, s Stream, rep *Report) error {
-	return c.send(ctx, newWork([]Stream{inTimeOrder(s)}), rep)
+	return c.send(ctx, newWork(inTimeOrder(s)), rep)
 }
 
 // inTimeOrder is s with its entries sorted by time (a copy when they were
@@ -317,10 +318,10 @@ func inTimeOrder(s Stream) Stream {
 }
 
 func (c *Client) send(ctx context.Context, w work, rep *Report) error {
-	attempt, repairs, mostRepairs := 0, 0, maxRepairs+len(w.streams)
-	for len(w.streams) > 0 {
+	attempt, repairs := 0, 0
+	for len(w.Entries) > 0 {
 		start := time.Now()
-		r := c.Push(ctx, w.streams)
+		r := c.Push(ctx, w.Stream)
 		retry := r.Outcome == Retry
 		if c.Observe != nil {
 			c.Observe(r.Status, time.Since(start), retry)
@@ -332,15 +333,15 @@ func (c *Client) send(ctx context.Context, w work, rep *Report) error {
 			return nil
 		case Partial:
 			c.record(r, 0)
-			v := judge(w.streams, r.Body, c.now())
+			v := judge(w.Stream, r.Body, c.now())
 			if v.unattributed > 0 {
 				c.logs.Error("unattributed_400", "Loki rejected entries in words the shipper cannot attribute; entries no later 204 confirms are counted as dropped ("+contract.DropUnconfirmed+")",
 					"reject_lines", v.unattributed, "first", firstLine(r.Body))
 			}
 			next, progress := v.repair(w, rep)
-			if !progress || repairs >= mostRepairs {
+			if !progress || repairs > maxRepairs {
 				v.giveUp(w, rep)
-				c.logs.Error("given_up_400", "Loki keeps rejecting entries that cannot be repaired; they are counted as dropped", "entries", count(w.streams), "first", firstLine(r.Body))
+				c.logs.Error("given_up_400", "Loki keeps rejecting entries that cannot be repaired; they are counted as dropped", "entries", len(w.Entries), "first", firstLine(r.Body))
 				return nil
 			}
 			w = next
@@ -356,11 +357,11 @@ func (c *Client) send(ctx context.Context, w work, rep *Report) error {
 				continue
 			}
 			c.record(r, -1)
-			c.dropAll(w.streams, contract.DropTooLarge, rep)
+			c.dropAll(w.Stream, contract.DropTooLarge, rep)
 			return nil
 		case Rejected:
 			c.record(r, -1)
-			c.dropAll(w.streams, contract.DropRejected, rep)
+			c.dropAll(w.Stream, contract.DropRejected, rep)
 			return nil
 		}
 		if mayHaveStored(r) {
@@ -391,53 +392,28 @@ func mayHaveStored(r Result) bool {
 
 // markMaybeStored marks every entry of w as possibly stored already.
 func markMaybeStored(w work) {
-	for _, s := range w.streams {
-		for k := range s.Entries {
-			s.Entries[k].MaybeStored = true
-		}
+	for k := range w.Entries {
+		w.Entries[k].MaybeStored = true
 	}
 }
 
-func (c *Client) dropAll(streams []Stream, reason string, rep *Report) {
-	for _, s := range streams {
-		rep.drop(s.Labels, reason, len(s.Entries))
-	}
-	c.logs.Error("drop_"+reason, "dropping entries Loki will not take", "reason", reason, "entries", count(streams))
+func (c *Client) dropAll(s Stream, reason string, rep *Report) {
+	rep.drop(s.Labels, reason, len(s.Entries))
+	c.logs.Error("drop_"+reason, "dropping entries Loki will not take", "reason", reason, "entries", len(s.Entries))
 }
 
 func (c *Client) backoff() backoff.Policy {
 	return backoff.Policy{Min: c.cfg.MinBackoff, Max: c.cfg.MaxBackoff}
 }
 
-func count(streams []Stream) int {
-	n := 0
-	for _, s := range streams {
-		n += len(s.Entries)
-	}
-	return n
-}
-
-// split halves a batch by entries.
+// split halves a stream by entries, the older half first.
 func split(w work) (a, b work, ok bool) {
-	n := count(w.streams)
-	if n < 2 {
+	half := len(w.Entries) / 2
+	if half == 0 {
 		return work{}, work{}, false
 	}
-	half := n / 2
-	for i, s := range w.streams {
-		why := w.why[i]
-		switch {
-		case half <= 0:
-			b.streams, b.why = append(b.streams, s), append(b.why, why)
-		case len(s.Entries) <= half:
-			a.streams, a.why = append(a.streams, s), append(a.why, why)
-			half -= len(s.Entries)
-		default:
-			a.streams, a.why = append(a.streams, Stream{Labels: s.Labels, Entries: s.Entries[:half]}), append(a.why, why[:half])
-			b.streams, b.why = append(b.streams, Stream{Labels: s.Labels, Entries: s.Entries[half:]}), append(b.why, why[half:])
-			half = 0
-		}
-	}
+	a = work{Stream: Stream{Labels: w.Labels, Entries: w.Entries[:half]}, why: w.why[:half]}
+	b = work{Stream: Stream{Labels: w.Labels, Entries: w.Entries[half:]}, why: w.why[half:]}
 	return a, b, true
 }
 

@@ -118,88 +118,77 @@ type ignored struct {
 	sharded  bool // of a shard: which of our entries it got is Loki's secret
 }
 
-// verdict is a 400 read against the batch it answered.
+// verdict is a 400 read against the request it answered, which holds one
+// stream (Send).
 type verdict struct {
-	marks [][]mark // per stream, per entry
-	// proven: per stream, Loki's answer for it was attributed entry by
-	// entry, so its unnamed entries are stored. A request holds one stream
-	// (Send): either the ingester refused some of its entries, and its
-	// answer (which then hides the distributor's) says how many of how
-	// many reached it, or the ingester took every entry that reached it and
-	// the answer is the distributor's refusals alone.
-	proven       []bool
-	unattributed int               // lines that name nothing of this batch
-	floors       map[int]time.Time // per stream, the oldest time its ingester takes
+	marks []mark // per entry
+	// proven: Loki's answer was attributed entry by entry, so the unnamed
+	// entries are stored. Either the ingester refused some entries, and its
+	// answer (which then hides the distributor's) says how many of how many
+	// reached it, or the ingester took every entry that reached it and the
+	// answer is the distributor's refusals alone.
+	proven       bool
+	unattributed int       // lines that name nothing of this stream
+	floor        time.Time // the oldest time the stream's ingester takes
 	now          time.Time
 }
 
-// batchIndex finds a batch's streams by the labels Loki names them with
-// (without the labels Loki adds: service_name, __stream_shard__) and their
-// entries by time, so reading an answer is linear in the answer and the batch.
-type batchIndex struct {
-	streams []Stream
-	byKey   map[string]int
-	byTime  [][]int // per stream, entry indexes sorted by time (built on demand)
-	cache   map[string]int
+// streamIndex knows a stream by the labels Loki names it with (without the
+// labels Loki adds: service_name, __stream_shard__) and its entries by
+// time, so reading an answer is linear in the answer and the stream.
+type streamIndex struct {
+	s      Stream
+	key    string
+	byTime []int // entry indexes sorted by time (built on demand)
+	cache  map[string]bool
 }
 
-func newBatchIndex(streams []Stream) *batchIndex {
-	ix := &batchIndex{streams: streams, byKey: make(map[string]int, len(streams)), byTime: make([][]int, len(streams)), cache: map[string]int{}}
-	for i, s := range streams {
-		ix.byKey[FormatLabels(ParseLabels(s.Labels))] = i
-	}
-	return ix
+func newStreamIndex(s Stream) *streamIndex {
+	return &streamIndex{s: s, key: FormatLabels(ParseLabels(s.Labels)), cache: map[string]bool{}}
 }
 
-// stream returns the batch's stream Loki named, or -1; sharded reports a
-// shard of it.
-func (ix *batchIndex) stream(named string) (i int, sharded bool) {
+// names reports whether Loki named this stream; sharded reports a shard of it.
+func (ix *streamIndex) names(named string) (ours, sharded bool) {
 	sharded = strings.Contains(named, "__stream_shard__")
-	if i, ok := ix.cache[named]; ok {
-		return i, sharded
+	if ours, ok := ix.cache[named]; ok {
+		return ours, sharded
 	}
 	m := ParseLabels(named)
 	delete(m, "__stream_shard__")
-	i, ok := ix.byKey[FormatLabels(m)]
-	if !ok {
+	ours = FormatLabels(m) == ix.key
+	if !ours {
 		delete(m, "service_name")
-		if i, ok = ix.byKey[FormatLabels(m)]; !ok {
-			i = -1
-		}
+		ours = FormatLabels(m) == ix.key
 	}
-	ix.cache[named] = i
-	return i, sharded
+	ix.cache[named] = ours
+	return ours, sharded
 }
 
-// sorted is stream i's entry indexes by time.
-func (ix *batchIndex) sorted(i int) []int {
-	if ix.byTime[i] == nil {
-		es := ix.streams[i].Entries
+// sorted is the entry indexes by time.
+func (ix *streamIndex) sorted() []int {
+	if ix.byTime == nil {
+		es := ix.s.Entries
 		order := make([]int, len(es))
 		for k := range order {
 			order[k] = k
 		}
 		sort.SliceStable(order, func(a, b int) bool { return es[order[a]].Time.Before(es[order[b]].Time) })
-		ix.byTime[i] = order
+		ix.byTime = order
 	}
-	return ix.byTime[i]
+	return ix.byTime
 }
 
-// inRange calls fn with every entry of stream i timed in [from, to).
-func (ix *batchIndex) inRange(i int, from, to time.Time, fn func(k int)) {
-	es, order := ix.streams[i].Entries, ix.sorted(i)
+// inRange calls fn with every entry timed in [from, to).
+func (ix *streamIndex) inRange(from, to time.Time, fn func(k int)) {
+	es, order := ix.s.Entries, ix.sorted()
 	for p := sort.Search(len(order), func(p int) bool { return !es[order[p]].Time.Before(from) }); p < len(order) && es[order[p]].Time.Before(to); p++ {
 		fn(order[p])
 	}
 }
 
-// judge reads Loki's 400 body against the batch it answered.
-func judge(streams []Stream, body string, now time.Time) *verdict {
-	rd := &reader{ix: newBatchIndex(streams), blocks: map[int][]ignored{},
-		v: &verdict{marks: make([][]mark, len(streams)), floors: map[int]time.Time{}, now: now}}
-	for i, s := range streams {
-		rd.v.marks[i] = make([]mark, len(s.Entries))
-	}
+// judge reads Loki's 400 body against the stream it answered.
+func judge(s Stream, body string, now time.Time) *verdict {
+	rd := &reader{ix: newStreamIndex(s), v: &verdict{marks: make([]mark, len(s.Entries)), now: now}}
 	for _, l := range refusals(body) {
 		// Cheap tests first: an expression runs only on lines it can match.
 		switch {
@@ -214,16 +203,10 @@ func judge(streams []Stream, body string, now time.Time) *verdict {
 	}
 	v := rd.v
 	v.unattributed += len(rd.pending.named) // named entries without their block's total
-	attributed := map[int]bool{}
-	for i, bl := range rd.blocks {
-		attributed[i] = v.attribute(rd.ix, i, bl)
-	}
-	v.proven = make([]bool, len(streams))
-	for i := range rd.blocks {
-		v.proven[i] = attributed[i] && !rd.distributor
-	}
-	if len(streams) == 1 && len(rd.blocks) == 0 && rd.distributor && v.unattributed == 0 {
-		v.proven[0] = true // the distributor's words: the ingester took the rest
+	if len(rd.blocks) > 0 {
+		v.proven = v.attribute(rd.ix, rd.blocks) && !rd.distributor
+	} else {
+		v.proven = rd.distributor && v.unattributed == 0 // the distributor's words: the ingester took the rest
 	}
 	return v
 }
@@ -282,16 +265,16 @@ func groupPrefix(s string) int {
 
 // reader holds what judge has read so far.
 type reader struct {
-	ix          *batchIndex
+	ix          *streamIndex
 	v           *verdict
-	blocks      map[int][]ignored // per stream, the ingester's blocks
-	pending     ignored           // named entries waiting for their block's total
-	distributor bool              // a distributor's refusal was read (Loki never writes one beside an ingester's: both prove nothing)
+	blocks      []ignored // the ingester's blocks
+	pending     ignored   // named entries waiting for their block's total
+	distributor bool      // a distributor's refusal was read (Loki never writes one beside an ingester's: both prove nothing)
 }
 
-func (rd *reader) set(i, k int, m mark) {
-	if rd.v.marks[i][k].fault == unnamed || m.fault == refused {
-		rd.v.marks[i][k] = m
+func (rd *reader) set(k int, m mark) {
+	if rd.v.marks[k].fault == unnamed || m.fault == refused {
+		rd.v.marks[k] = m
 	}
 }
 
@@ -307,57 +290,55 @@ func (rd *reader) ingester(l string) bool {
 	}
 	if m := reTotal.FindStringSubmatch(l); m != nil {
 		matched = true
-		i, sharded := rd.ix.stream(m[3])
+		ours, sharded := rd.ix.names(m[3])
 		rd.pending.n, _ = strconv.Atoi(m[1])
 		rd.pending.total, _ = strconv.Atoi(m[2])
 		rd.pending.sharded = sharded
-		if i < 0 {
-			rd.v.unattributed++
+		if ours {
+			rd.blocks = append(rd.blocks, rd.pending)
 		} else {
-			rd.blocks[i] = append(rd.blocks[i], rd.pending)
+			rd.v.unattributed++
 		}
 		rd.pending = ignored{}
 	}
 	return matched
 }
 
-// distributorLine matches a distributor's rejection naming one of the
-// batch's streams (in submatch group): the submatches and the stream.
-func (rd *reader) distributorLine(re *regexp.Regexp, l string, group int) ([]string, int, bool) {
+// distributorLine matches a distributor's rejection naming the stream (in
+// submatch group): the submatches.
+func (rd *reader) distributorLine(re *regexp.Regexp, l string, group int) ([]string, bool) {
 	m := re.FindStringSubmatch(l)
 	if m == nil {
-		return nil, -1, false
+		return nil, false
 	}
-	i, _ := rd.ix.stream(m[group])
-	if i < 0 {
-		return nil, -1, false
+	if ours, _ := rd.ix.names(m[group]); !ours {
+		return nil, false
 	}
 	rd.distributor = true
-	return m, i, true
+	return m, true
 }
 
-// refused reads a stream refused whole for its labels.
+// refused reads the stream refused whole for its labels.
 func (rd *reader) refused(l string) bool {
-	_, i, ok := rd.distributorLine(reRefused, l, 1)
-	if !ok {
+	if _, ok := rd.distributorLine(reRefused, l, 1); !ok {
 		return false
 	}
-	for k := range rd.ix.streams[i].Entries {
-		rd.set(i, k, mark{fault: refused})
+	for k := range rd.ix.s.Entries {
+		rd.set(k, mark{fault: refused})
 	}
 	return true
 }
 
 // tooLong reads a line over max_line_size: every longer line of the stream.
 func (rd *reader) tooLong(l string) bool {
-	m, i, ok := rd.distributorLine(reTooLong, l, 2)
+	m, ok := rd.distributorLine(reTooLong, l, 2)
 	if !ok {
 		return false
 	}
 	limit, _ := strconv.Atoi(m[1])
-	for k, e := range rd.ix.streams[i].Entries {
+	for k, e := range rd.ix.s.Entries {
 		if len(e.Line) > limit {
-			rd.set(i, k, mark{fault: tooLong, limit: limit})
+			rd.set(k, mark{fault: tooLong, limit: limit})
 		}
 	}
 	return true
@@ -366,7 +347,7 @@ func (rd *reader) tooLong(l string) bool {
 // tooOld reads an entry too old or too new: every entry of the stream in
 // the second (or nanosecond) Loki named.
 func (rd *reader) tooOld(l string) bool {
-	m, i, ok := rd.distributorLine(reTooOld, l, 1)
+	m, ok := rd.distributorLine(reTooOld, l, 1)
 	if !ok {
 		return false
 	}
@@ -381,11 +362,11 @@ func (rd *reader) tooOld(l string) bool {
 			mk.at = oldest.Add(restampMargin)
 		}
 	}
-	rd.ix.inRange(i, t, t.Add(prec), func(k int) { rd.set(i, k, mk) })
+	rd.ix.inRange(t, t.Add(prec), func(k int) { rd.set(k, mk) })
 	return true
 }
 
-// attribute marks the entries of stream i that the ingester ignored. Loki
+// attribute marks the entries the ingester ignored. Loki
 // names at most ten and gives the total; for one writer's stream the
 // ignored entries are those older than one floor (the stream's newest entry
 // minus max_chunk_age/2, fixed for the request when the batch keeps within
@@ -394,8 +375,8 @@ func (rd *reader) tooOld(l string) bool {
 // ingester, every named time among them, the next entry not older than any
 // floor named, no tie across the boundary. When the check fails, only the
 // named entries are marked and false says the others are unproven.
-func (v *verdict) attribute(ix *batchIndex, i int, blocks []ignored) bool {
-	es := ix.streams[i].Entries
+func (v *verdict) attribute(ix *streamIndex, blocks []ignored) bool {
+	es := ix.s.Entries
 	var n, total int
 	var named []time.Time
 	var floorMin, floorMax time.Time
@@ -416,13 +397,13 @@ func (v *verdict) attribute(ix *batchIndex, i int, blocks []ignored) bool {
 		}
 	}
 	at := floorMax.Add(BehindMargin)
-	if !floorMax.IsZero() && (v.floors[i].IsZero() || floorMax.After(v.floors[i])) {
-		v.floors[i] = floorMax
+	if floorMax.After(v.floor) {
+		v.floor = floorMax
 	}
-	reached, order := 0, ix.sorted(i)
+	reached, order := 0, ix.sorted()
 	var eligible []int // in time order: the entries the distributor let through
 	for _, k := range order {
-		if v.marks[i][k].fault == unnamed {
+		if v.marks[k].fault == unnamed {
 			eligible = append(eligible, k)
 			reached++
 		}
@@ -460,11 +441,11 @@ func (v *verdict) attribute(ix *batchIndex, i int, blocks []ignored) bool {
 			rank := 0
 			for _, k := range eligible {
 				if es[k].Time.Before(edge) {
-					v.marks[i][k] = mark{fault: behind, at: at.Add(time.Duration(rank))}
+					v.marks[k] = mark{fault: behind, at: at.Add(time.Duration(rank))}
 					rank++
 					continue
 				}
-				v.marks[i][k].aboveFloor = true
+				v.marks[k].aboveFloor = true
 			}
 			return false
 		}
@@ -477,7 +458,7 @@ func (v *verdict) attribute(ix *batchIndex, i int, blocks []ignored) bool {
 		rank := 0
 		for _, k := range eligible {
 			if names[es[k].Time.UnixNano()] {
-				v.marks[i][k] = mark{fault: behind, at: at.Add(time.Duration(rank))}
+				v.marks[k] = mark{fault: behind, at: at.Add(time.Duration(rank))}
 				rank++
 			}
 		}
@@ -485,25 +466,19 @@ func (v *verdict) attribute(ix *batchIndex, i int, blocks []ignored) bool {
 	}
 	// Re-stamped a nanosecond apart, in their order of time.
 	for rank, k := range eligible[:n] {
-		v.marks[i][k] = mark{fault: behind, at: at.Add(time.Duration(rank))}
+		v.marks[k] = mark{fault: behind, at: at.Add(time.Duration(rank))}
 	}
 	return true
 }
 
-// work is a batch on its way: the entries, and per entry why its
+// work is a stream on its way: its entries, and per entry why its
 // timestamp was changed ("" for not at all).
 type work struct {
-	streams []Stream
-	why     [][]string
+	Stream
+	why []string
 }
 
-func newWork(streams []Stream) work {
-	w := work{streams: streams, why: make([][]string, len(streams))}
-	for i, s := range streams {
-		w.why[i] = make([]string, len(s.Entries))
-	}
-	return w
-}
+func newWork(s Stream) work { return work{Stream: s, why: make([]string, len(s.Entries))} }
 
 // repair applies the verdict: over-long lines truncated with the marker,
 // too-old, too-new and too-far-behind entries re-stamped (the line, with
@@ -511,67 +486,57 @@ func newWork(streams []Stream) work {
 // again as they are: Loki drops the stored ones as identical. progress is
 // false when nothing changed, so sending again cannot help.
 func (v *verdict) repair(w work, rep *Report) (next work, progress bool) {
-	for i, floor := range v.floors {
-		if floor.After(rep.Floors[w.streams[i].Labels]) {
-			rep.Floors[w.streams[i].Labels] = floor
-		}
+	if v.floor.After(rep.Floors[w.Labels]) {
+		rep.Floors[w.Labels] = v.floor
 	}
-	next = work{streams: make([]Stream, 0, len(w.streams)), why: make([][]string, 0, len(w.streams))}
-	for i, s := range w.streams {
-		ns := Stream{Labels: s.Labels, Entries: make([]Entry, 0, len(s.Entries))}
-		why := make([]string, 0, len(s.Entries))
-		own := v.ownNewest(i, s) // once per stream: it reads all of its entries
-		for k, e := range s.Entries {
-			m, reason := v.marks[i][k], w.why[i][k]
-			switch {
-			case m.fault == unnamed && v.proven[i]:
-				// Loki accounted for this stream entry by entry: stored.
-				// Resent, it could be "too far behind" the entries stored
-				// with it, which Loki says before it drops a duplicate.
-				rep.stored(s.Labels, reason)
-				progress = true
-				continue
-			case m.fault == unnamed:
-				e.MaybeStored = true
-				e.aboveFloor = e.aboveFloor || m.aboveFloor
-			case m.fault == behind && (e.aboveFloor || e.MaybeStored && own):
-				// Stored by an earlier request: it reached the ingester
-				// above its floor before (what the distributor refuses it
-				// refuses again, and then no ingester names it), or its
-				// stream's newest entry in Loki is its own batch's.
-				rep.stored(s.Labels, reason)
-				rep.Presumed[s.Labels]++
-				progress = true
-				continue
-			}
-			switch m.fault {
-			case refused:
-				rep.drop(s.Labels, contract.DropStreamRefused, 1)
-				progress = true
-				continue
-			case tooLong:
-				if len(e.Line) > m.limit {
-					e = Entry{Time: e.Time, Line: Truncate(e.Line, m.limit)}
-					progress = true
-				}
-			case tooOld, tooNew, behind:
-				ts := m.at
-				if ts.IsZero() || ts.After(v.now) {
-					ts = v.now
-				}
-				if !ts.Equal(e.Time) {
-					e = Entry{Time: ts, Line: e.Line}
-					reason = [...]string{tooOld: contract.RestampTooOld, tooNew: contract.RestampTooNew, behind: contract.RestampTooFarBehind}[m.fault]
-					progress = true
-				}
-			}
-			ns.Entries = append(ns.Entries, e)
-			why = append(why, reason)
+	next = work{Stream: Stream{Labels: w.Labels, Entries: make([]Entry, 0, len(w.Entries))}, why: make([]string, 0, len(w.Entries))}
+	own := v.ownNewest(w.Stream) // once: it reads all of the entries
+	for k, e := range w.Entries {
+		m, reason := v.marks[k], w.why[k]
+		switch {
+		case m.fault == unnamed && v.proven:
+			// Loki accounted for the stream entry by entry: stored.
+			// Resent, it could be "too far behind" the entries stored
+			// with it, which Loki says before it drops a duplicate.
+			rep.stored(w.Labels, reason)
+			progress = true
+			continue
+		case m.fault == unnamed:
+			e.MaybeStored = true
+			e.aboveFloor = e.aboveFloor || m.aboveFloor
+		case m.fault == behind && (e.aboveFloor || e.MaybeStored && own):
+			// Stored by an earlier request: it reached the ingester
+			// above its floor before (what the distributor refuses it
+			// refuses again, and then no ingester names it), or the
+			// stream's newest entry in Loki is its own batch's.
+			rep.stored(w.Labels, reason)
+			rep.Presumed[w.Labels]++
+			progress = true
+			continue
 		}
-		if len(ns.Entries) > 0 {
-			next.streams = append(next.streams, ns)
-			next.why = append(next.why, why)
+		switch m.fault {
+		case refused:
+			rep.drop(w.Labels, contract.DropStreamRefused, 1)
+			progress = true
+			continue
+		case tooLong:
+			if len(e.Line) > m.limit {
+				e = Entry{Time: e.Time, Line: Truncate(e.Line, m.limit)}
+				progress = true
+			}
+		case tooOld, tooNew, behind:
+			ts := m.at
+			if ts.IsZero() || ts.After(v.now) {
+				ts = v.now
+			}
+			if !ts.Equal(e.Time) {
+				e = Entry{Time: ts, Line: e.Line}
+				reason = [...]string{tooOld: contract.RestampTooOld, tooNew: contract.RestampTooNew, behind: contract.RestampTooFarBehind}[m.fault]
+				progress = true
+			}
 		}
+		next.Entries = append(next.Entries, e)
+		next.why = append(next.why, reason)
 	}
 	return next, progress
 }
@@ -580,16 +545,16 @@ func (v *verdict) repair(w work, rep *Report) (next work, progress bool) {
 // (max_chunk_age/2: 1h by default, and max_chunk_age is hours in practice).
 const presumeMargin = 30 * time.Minute
 
-// ownNewest reports whether stream i's newest entry in Loki (the floor Loki
+// ownNewest reports whether the stream's newest entry in Loki (the floor Loki
 // named plus its cutoff) is explained by entries of this batch that an
 // earlier request may have stored: then an entry of theirs "too far behind"
 // was stored with them, and re-stamping it would store it twice. A newer
 // entry from another writer (a live agent ahead of a backfill) leaves the
 // floor above them: those entries were ignored, never stored, and are
 // re-stamped into the window.
-func (v *verdict) ownNewest(i int, s Stream) bool {
-	floor, ok := v.floors[i]
-	if !ok || floor.IsZero() {
+func (v *verdict) ownNewest(s Stream) bool {
+	floor := v.floor
+	if floor.IsZero() {
 		return false
 	}
 	var newest time.Time
@@ -607,17 +572,15 @@ func (v *verdict) ownNewest(i int, s Stream) bool {
 }
 
 // giveUp ends a batch Loki keeps refusing: each named entry is dropped with
-// its reason; the unnamed ones are stored where Loki's answer for their
-// stream accounted for every entry, and dropped as unconfirmed otherwise.
+// its reason; the unnamed ones are stored where Loki's answer accounted for
+// every entry, and dropped as unconfirmed otherwise.
 func (v *verdict) giveUp(w work, rep *Report) {
-	for i, s := range w.streams {
-		for k := range s.Entries {
-			if f := v.marks[i][k].fault; f != unnamed || !v.proven[i] {
-				rep.drop(s.Labels, dropReasons[f], 1)
-				continue
-			}
-			rep.stored(s.Labels, w.why[i][k])
+	for k := range w.Entries {
+		if f := v.marks[k].fault; f != unnamed || !v.proven {
+			rep.drop(w.Labels, dropReasons[f], 1)
+			continue
 		}
+		rep.stored(w.Labels, w.why[k])
 	}
 }
 
@@ -656,12 +619,10 @@ func (r *Report) add(o Report) {
 
 // delivered counts every entry of a request Loki answered 204.
 func (r *Report) delivered(w work) {
-	for i, s := range w.streams {
-		r.Stored[s.Labels] += len(s.Entries)
-		for _, why := range w.why[i] {
-			if why != "" {
-				bump(r.Restamped, s.Labels, why, 1)
-			}
+	r.Stored[w.Labels] += len(w.Entries)
+	for _, why := range w.why {
+		if why != "" {
+			bump(r.Restamped, w.Labels, why, 1)
 		}
 	}
 }

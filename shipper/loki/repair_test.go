@@ -81,15 +81,15 @@ func TestTooFarBehindUnprovenAnswers(t *testing.T) {
 		{"a sharded stream", strings.Replace(body, `node="win-node-3", `, `node="win-node-3", __stream_shard__="1", `, 1), 10},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			v := judge(behind12(), tc.body, now)
+			v := judge(behind12()[0], tc.body, now)
 			named := 0
-			for _, m := range v.marks[0] {
+			for _, m := range v.marks {
 				if m.fault == behind {
 					named++
 				}
 			}
-			if v.proven[0] || named != tc.marked || v.marks[0][12].fault != unnamed {
-				t.Errorf("proven %v, %d entries marked (want %d), the one above the floor %v", v.proven[0], named, tc.marked, v.marks[0][12].fault)
+			if v.proven || named != tc.marked || v.marks[12].fault != unnamed {
+				t.Errorf("proven %v, %d entries marked (want %d), the one above the floor %v", v.proven, named, tc.marked, v.marks[12].fault)
 			}
 			// Loki keeps refusing: the batch ends dropped, none of it sent.
 			c, _, dropped := setup(t, Config{}, status(400, tc.body), status(400, tc.body))
@@ -111,12 +111,12 @@ func TestTooFarBehindUnprovenAnswers(t *testing.T) {
 func TestGiveUpKeepsWhatTheAnswerProves(t *testing.T) {
 	body := string(fixture.Read(t, "loki", "400-too-far-behind-12-of-13.txt"))
 	now := time.Date(2026, 12, 3, 13, 0, 0, 0, time.UTC) // before every floor: a re-stamp cannot help
-	v := judge(behind12(), body, now)
-	if !v.proven[0] {
+	v := judge(behind12()[0], body, now)
+	if !v.proven {
 		t.Fatal("the capture's answer accounts for every entry")
 	}
 	rep := newReport()
-	v.giveUp(newWork(behind12()), &rep)
+	v.giveUp(newWork(behind12()[0]), &rep)
 	if rep.Stored[agent] != 1 || rep.Dropped[agent][contract.DropTooFarBehind] != 12 {
 		t.Errorf("report %+v", rep)
 	}
@@ -157,11 +157,10 @@ func BenchmarkJudgeLargeBody(b *testing.B) {
 	for body.Len() < 1<<20 {
 		body.WriteString("entry for stream '{job=\"elsewhere\"}' has timestamp too old: 2026-11-19T00:00:00Z\n")
 	}
-	streams := []Stream{s}
 	b.ResetTimer()
 	for range b.N {
-		v := judge(streams, body.String(), base)
-		if v.marks[0][4999].fault != tooOld {
+		v := judge(s, body.String(), base)
+		if v.marks[4999].fault != tooOld {
 			b.Fatal("not attributed")
 		}
 	}
