@@ -19,6 +19,9 @@ const (
 const (
 	ChannelSecurity = "Security"
 	ChannelSystem   = "System"
+	// ChannelApplication is where applications' own events go (Application
+	// Error 1000); the default config forwards its errors.
+	ChannelApplication = "Application"
 	// ChannelHNS is the Host Network Service's admin channel: pod
 	// endpoints, networks and load balancers.
 	ChannelHNS = "Microsoft-Windows-Host-Network-Service-Admin"
@@ -31,7 +34,7 @@ const (
 // another case gets Windows' spelling (CanonicalChannel), since stream
 // labels, the detections' selectors and the dashboards' matchers are
 // case-sensitive and Windows' channel names are not.
-var KnownChannels = []string{"Application", ChannelSecurity, "Setup", ChannelSystem, "ForwardedEvents", ChannelHNS, ChannelHCS}
+var KnownChannels = []string{ChannelApplication, ChannelSecurity, "Setup", ChannelSystem, "ForwardedEvents", ChannelHNS, ChannelHCS}
 
 // CanonicalChannel is name as Windows spells it when it is one of
 // KnownChannels in another case, else name.

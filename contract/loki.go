@@ -92,6 +92,10 @@ const (
 	// LokiMaxLineBytes is max_line_size (256KB); the shipper's
 	// limits.maxLineBytes defaults to it.
 	LokiMaxLineBytes = 256 << 10
+	// LokiMaxGlobalStreams is max_global_streams_per_user: the streams one
+	// tenant may hold at once, every node's event streams and every
+	// container's log streams together.
+	LokiMaxGlobalStreams = 5000
 )
 
 // ReservedLabels are the label names winobs's streams, scrapes, records and

@@ -80,7 +80,7 @@ func TestFleetChannelIntoRealLoki(t *testing.T) {
 }
 
 // lokiScalar is the one sample of an instant LogQL metric query, now.
-func lokiScalar(t *testing.T, base, query string) int {
+func lokiScalar(t testing.TB, base, query string) int {
 	t.Helper()
 	resp, err := http.Get(base + "/loki/api/v1/query?" + url.Values{"query": {query}}.Encode())
 	if err != nil {
@@ -141,7 +141,7 @@ func TestDumpQueryIntoRealLoki(t *testing.T) {
 
 // writeDump writes events as wevtutil's /f:RenderedXml dump does: UTF-16LE
 // with a BOM, one event a line.
-func writeDump(t *testing.T, path string, events [][]byte) {
+func writeDump(t testing.TB, path string, events [][]byte) {
 	t.Helper()
 	var text strings.Builder
 	for _, e := range events {

@@ -158,6 +158,11 @@ func shards(r result) string {
 	return out
 }
 
+// streams shows a node's event streams and the fleet they fill a tenant with.
+func streams(r result) string {
+	return fmt.Sprintf("%.0f streams a node: %.0f nodes fill Loki's default 5,000", r["streams/node"], r["nodes_at_stream_limit"])
+}
+
 func unit(u, format string) func(result) string {
 	return func(r result) string { return fmt.Sprintf(format, r[u]) }
 }
@@ -181,6 +186,11 @@ var rows = []row{
 		"Loki 3.7.6, 300,000 real events: 775 events/s (issue 34; one stream, before lanes); target ≥ 3,500 events/s, no entry sharded"},
 	{"… a node's two channels", "BenchmarkShipperIntoLoki/loki-model/channels=2", perNode, "limits.bytesPerSecond: 3 MiB/s a node"},
 	{"… one channel into VictoriaLogs", "BenchmarkShipperIntoLoki/victorialogs/channels=1", perChannel, ""},
+	{"Event streams a node (real binary, real Loki, 3 nodes), default channels (System, Application), no set", "BenchmarkFleetStreams/sets=none", streams,
+		"max_global_streams_per_user 5,000 a tenant, pod log streams (one or two a container) included; goal: 2,000 nodes with every default set (issue 61)"},
+	{"… with the node-operations set", "BenchmarkFleetStreams/sets=node-operations", streams, ""},
+	{"… with the security set", "BenchmarkFleetStreams/sets=security", streams, ""},
+	{"… with both sets (the default)", "BenchmarkFleetStreams/sets=node-operations+security", streams, "the default's 5 streams a node: 1,000 nodes, no pod logs"},
 	{"Format, batch and encode, per event", "BenchmarkFormatBatchEncode", unit("ns/op", "%.0f ns/op"), "the shipper's CPU per event"},
 	{"… allocations", "BenchmarkFormatBatchEncode", unit("allocs/op", "%.0f allocs/op"), ""},
 	{"Event XML → Alloy line", "BenchmarkParseLine", unit("ns/op", "%.0f ns/op"), ""},
