@@ -77,7 +77,7 @@ func Starter(s Site) ([]byte, Problems, error) {
 				"\"privileged\", which then admits any privileged pod in it; kube-prometheus-stack's default selectors\n"+
 				"find the rules, the monitor and the dashboards in any namespace."),
 		field("createNamespace", create,
-			"true: the render creates the namespace at \"privileged\" and an uninstall deletes it (winobs's own, or one\n"+
+			"true: the render creates the namespace at \"privileged\", which the uninstall leaves (winobs's own, or one\n"+
 				"you asked for with --create-namespace). false for a namespace that exists or that other systems share\n"+
 				"(kube-prometheus-stack's, say): label it yourself, and every pod in it may then run privileged."),
 		field("cluster", mapping(

@@ -546,7 +546,7 @@ func validateOwnNamespace(v *validator, c *Config) {
 		v.probs = append(v.probs, Problem{Path: "createNamespace", Related: "namespace", Msg: fmt.Sprintf(
 			"would make winobs own %s namespace %q (createNamespace is true by default: winobs keeps a namespace of its own): "+
 				"applying relabels it to Pod Security \"privileged\", which then admits any privileged pod in it, "+
-				"and uninstalling deletes it with everything in it; keep the default namespace (winobs), or set createNamespace: false and label it once: %s",
+				"and a bare kubectl delete -k deletes it with everything in it; keep the default namespace (winobs), or set createNamespace: false and label it once: %s",
 			ours(owner), c.Namespace, ours(LabelNamespaceCommand(c.Namespace)))})
 	}
 }

@@ -20,7 +20,7 @@ func runInit(args []string, stdout, stderr io.Writer) int {
 	path := fs.String("config", "winobs.yaml", "file to write (never replaced)")
 	var s config.Site
 	fs.StringVar(&s.Namespace, "namespace", "", "namespace of the rendered objects (default winobs, created by the render; any other is taken as shared: you label it)")
-	fs.BoolVar(&s.CreateNamespace, "create-namespace", false, "the render creates --namespace (at Pod Security \"privileged\", deleted on uninstall): only for a namespace of winobs's alone")
+	fs.BoolVar(&s.CreateNamespace, "create-namespace", false, "the render creates --namespace (at Pod Security \"privileged\"; the uninstall leaves it): only for a namespace of winobs's alone")
 	fs.StringVar(&s.ClusterName, "cluster", "", "this cluster's name, when several share one Prometheus or Loki")
 	fs.StringVar(&s.Release, "release", "", "kube-prometheus-stack Helm release name (its Prometheus selects release=<name>)")
 	fs.StringVar(&s.LokiURL, "loki-url", "", "Loki push URL as the Windows nodes reach it (a NodePort, an internal load balancer or an ingress: not a Service)")
@@ -141,7 +141,7 @@ func runInit(args []string, stdout, stderr io.Writer) int {
 			whose = owner
 		}
 		fmt.Fprintf(stdout, "next (%s is %s namespace: createNamespace is false, and the Pod Security label admits any privileged pod in it;\n"+
-			"--create-namespace makes it winobs's alone, created at \"privileged\" and deleted on uninstall):\n"+
+			"--create-namespace makes it winobs's alone, created at \"privileged\"):\n"+
 			"  kubectl create namespace %[1]s      # if it does not exist yet\n"+
 			"  %[3]s\n"+
 			"  %[4]s\n", ns, whose, config.LabelNamespaceCommand(ns), render)

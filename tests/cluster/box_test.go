@@ -66,8 +66,8 @@ func TestClusterInABox(t *testing.T) {
 	if got := b.kubectl("get", "namespace", "monitoring", "-o", `jsonpath={.metadata.labels}`); strings.Contains(got, "pod-security") {
 		t.Errorf("the shared namespace was relabelled: %s", got)
 	}
-	// Something of the user's in winobs's namespace: a prune leaves it (an
-	// uninstall deletes the namespace with it, as docs/upgrade.md says).
+	// Something of the user's in winobs's namespace: a prune and an
+	// uninstall leave it.
 	b.kubectl("create", "configmap", "not-ours", "-n", "winobs", "--from-literal=a=b")
 
 	// The exporter on every Windows node; one log agent per node: the
@@ -110,20 +110,21 @@ func TestClusterInABox(t *testing.T) {
 		t.Errorf("a second apply changed something:\n%s", again)
 	}
 
-	// Uninstall: nothing of ours stays (the namespace it created included),
-	// nothing else goes.
-	b.kubectl("delete", "-k", up, "--wait=true")
-	b.waitFor("nothing of winobs left", func() error {
-		left := strings.Join(b.ours(), " ")
-		if strings.TrimSpace(left) != "" {
+	// Uninstall as docs/upgrade.md writes it: nothing of ours stays but
+	// the namespace, which holds the user's ConfigMap (issue 51: no
+	// uninstall deletes a namespace, and so what else it holds); nothing
+	// else goes.
+	b.kubectl(b.uninstallCommand(up)...)
+	b.waitFor("nothing of winobs left but its namespace", func() error {
+		if left := strings.Join(b.ours(), " "); strings.TrimSpace(left) != "" {
 			return fmt.Errorf("left: %s", left)
-		}
-		if _, err := b.try("get", "namespace", "winobs"); err == nil {
-			return fmt.Errorf("namespace winobs is still there")
 		}
 		return nil
 	})
+	b.kubectl("get", "namespace", "winobs")
+	b.kubectl("get", "configmap", "not-ours", "-n", "winobs")
 	b.kubectl("get", "configmap", "not-ours", "-n", "monitoring")
+	b.kubectl("delete", "namespace", "winobs", "--wait=true") // the user's step, once it holds nothing of theirs
 
 	// Issue 51: kube-prometheus-stack released as prom-stack into
 	// observability, a name gen cannot know. A config naming it (and
@@ -139,7 +140,7 @@ func TestClusterInABox(t *testing.T) {
 	if got := b.kubectl("get", "namespace", "observability", "-o", `jsonpath={.metadata.labels}`); strings.Contains(got, "pod-security") {
 		t.Errorf("observability was relabelled: %s", got)
 	}
-	b.kubectl("delete", "-k", outO, "--wait=true")
+	b.kubectl(b.uninstallCommand(outO)...)
 	b.kubectl("get", "namespace", "observability")
 	b.kubectl("get", "configmap", "prom-stack-grafana", "-n", "observability")
 
@@ -397,20 +398,40 @@ func (b *box) ours() []string {
 // pruneCommand is docs/upgrade.md's prune command for the output directory
 // out: the kubectl line of its "Upgrade and prune" block, run as written.
 func (b *box) pruneCommand(out string) []string {
+	return b.docCommand("## Upgrade and prune", "kubectl apply -k out", "apply", "-k", out)
+}
+
+// uninstallCommand is docs/upgrade.md's uninstall command for out.
+func (b *box) uninstallCommand(out string) []string {
+	return append(b.docCommand("## Uninstall", "kubectl delete -k out", "delete", "-k", out), "--wait=true")
+}
+
+// docCommand is the kubectl line of docs/upgrade.md's first sh block under
+// heading that starts with prefix: head, then the line's words after the
+// prefix (a backslash continues the line, single quotes group a word).
+func (b *box) docCommand(heading, prefix string, head ...string) []string {
 	doc, err := os.ReadFile(repo(b.t, "docs/upgrade.md"))
 	if err != nil {
 		b.t.Fatal(err)
 	}
-	_, section, _ := strings.Cut(string(doc), "## Upgrade and prune")
+	_, section, _ := strings.Cut(string(doc), heading)
 	_, block, _ := strings.Cut(section, "```sh\n")
 	block, _, _ = strings.Cut(block, "```")
-	_, line, ok := strings.Cut(block, "kubectl apply -k out")
+	_, line, ok := strings.Cut(block, prefix)
 	if !ok {
-		b.t.Fatalf("docs/upgrade.md's prune block has no kubectl apply -k out:\n%s", block)
+		b.t.Fatalf("docs/upgrade.md's %q block has no %s:\n%s", heading, prefix, block)
 	}
 	line = strings.ReplaceAll(line, "\\\n", " ")
 	line, _, _ = strings.Cut(line, "\n")
-	return append([]string{"apply", "-k", out}, strings.Fields(line)...)
+	var words []string
+	for i, part := range strings.Split(line, "'") {
+		if i%2 == 1 {
+			words = append(words, part) // quoted: one word as it is
+			continue
+		}
+		words = append(words, strings.Fields(part)...)
+	}
+	return append(head, words...)
 }
 
 func (b *box) names(kind, ns string) []string {
