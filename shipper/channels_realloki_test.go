@@ -2,15 +2,11 @@ package shipper_test
 
 import (
 	"encoding/json"
-	"fmt"
 	"io"
 	"net/http"
 	"net/url"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
-	"strings"
 	"testing"
 
 	"go.yaml.in/yaml/v3"
@@ -48,30 +44,15 @@ func TestChannelLabelIsTheEventsOwnRealLoki(t *testing.T) {
 			security = append(security, x)
 		}
 	}
-	ship := func(node string, dumps map[string][][]byte) {
-		t.Helper()
-		dir := t.TempDir()
-		var list strings.Builder
-		i := 0
-		for channel, events := range dumps {
-			path := filepath.Join(dir, fmt.Sprintf("dump%d.xml", i))
-			i++
-			writeDump(t, path, events)
-			fmt.Fprintf(&list, "  - {path: %q, channel: %q}\n", path, channel)
-		}
-		cfg := writeConfigURL(t, dir, loki.URL+"/loki/api/v1/push", filepath.Join(dir, "unused.xml"), "timestamp: read\n")
-		conf := strings.Replace(mustRead(t, cfg), fmt.Sprintf("  - {path: %q, channel: System}\n", filepath.Join(dir, "unused.xml")), list.String(), 1)
-		os.WriteFile(cfg, []byte(conf), 0o644)
-		cmd := exec.Command(bin, "--config", cfg)
-		cmd.Env = append(cmd.Environ(), "NODE_NAME="+node)
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("shipper: %v\n%s", err, out)
-		}
+	push := loki.URL + "/loki/api/v1/push"
+	var native []channelDump
+	for channel, events := range byChannel {
+		native = append(native, channelDump{channel: channel, events: events})
 	}
-	ship("control", byChannel) // each channel spelled as Windows spells it
-	ship("control-security", map[string][][]byte{"Security": security})
-	ship("spelled", map[string][][]byte{"security": security}) // the config's spelling
-	ship("collector", map[string][][]byte{"ForwardedEvents": all})
+	shipOnce(t, bin, push, "windows-events", "control", native) // each channel spelled as Windows spells it
+	shipOnce(t, bin, push, "windows-events", "control-security", []channelDump{{channel: "Security", events: security}})
+	shipOnce(t, bin, push, "windows-events", "spelled", []channelDump{{channel: "security", events: security}}) // the config's spelling
+	shipOnce(t, bin, push, "windows-events", "collector", []channelDump{{channel: "ForwardedEvents", events: all}})
 	lokiLines(t, loki, `{job="windows-events", node="collector"}`) // wait for the last run to be readable
 
 	fired := map[string][]string{}

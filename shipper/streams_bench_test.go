@@ -13,6 +13,7 @@ import (
 	"github.com/winobs/winobs/contract"
 	"github.com/winobs/winobs/internal/fixture"
 	"github.com/winobs/winobs/internal/lokiproc"
+	"github.com/winobs/winobs/shipper/eventxml"
 )
 
 // fleetNodes is how many nodes BenchmarkFleetStreams ships from: enough to
@@ -65,10 +66,12 @@ func BenchmarkFleetStreams(b *testing.B) {
 func channelEvents(t testing.TB) map[string][][]byte {
 	out := map[string][][]byte{}
 	add := func(dir, file string) {
-		x := string(fixture.Read(t, dir, file))
-		i := strings.Index(x, "<Channel>") + len("<Channel>")
-		ch := x[i : i+strings.Index(x[i:], "</Channel>")]
-		out[ch] = append(out[ch], []byte(x))
+		x := fixture.Read(t, dir, file)
+		e, err := eventxml.Parse(x)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[e.Channel()] = append(out[e.Channel()], x)
 	}
 	for _, f := range fixture.Glob(t, 12, fixture.Events, "*.xml") {
 		add(fixture.Events, filepath.Base(f))
@@ -81,35 +84,52 @@ func channelEvents(t testing.TB) map[string][][]byte {
 	return out
 }
 
-// shipNode runs the shipper once as node: a dump per subscription, the
-// node's name as every event's computer, read-time timestamps (the
-// fixtures may be older than Loki takes).
+// shipNode ships, as node, a dump per subscription of the channel's events
+// with the node's name as every event's computer.
 func shipNode(b *testing.B, bin, lokiURL, job, node string, subs []config.Subscription, events map[string][][]byte) {
 	b.Helper()
-	dir := b.TempDir()
-	var dumps strings.Builder
+	var dumps []channelDump
 	for _, s := range subs {
-		xs := events[s.Name]
-		if len(xs) == 0 {
+		if len(events[s.Name]) == 0 {
 			b.Fatalf("no fixture event of channel %s", s.Name)
 		}
-		var mine [][]byte
-		for _, x := range xs {
-			mine = append(mine, []byte(replaceBetween(string(x), "<Computer>", "</Computer>", node)))
+		d := channelDump{channel: s.Name, query: s.Query}
+		for _, x := range events[s.Name] {
+			d.events = append(d.events, []byte(replaceBetween(string(x), "<Computer>", "</Computer>", node)))
 		}
-		path := filepath.Join(dir, s.ComponentLabel()+".xml")
-		writeDump(b, path, mine)
-		fmt.Fprintf(&dumps, "  - {path: %q, channel: %q, query: %q}\n", path, s.Name, s.Query)
+		dumps = append(dumps, d)
+	}
+	shipOnce(b, bin, lokiURL+"/loki/api/v1/push", job, node, dumps)
+}
+
+// channelDump is one dump of a shipper run: its channel, the query it is
+// read through ("" for every event), and its events.
+type channelDump struct {
+	channel, query string
+	events         [][]byte
+}
+
+// shipOnce runs the shipper once as node, its streams under job, until
+// every dump is delivered; timestamps are read times (the fixtures may be
+// older than Loki takes).
+func shipOnce(t testing.TB, bin, push, job, node string, dumps []channelDump) {
+	t.Helper()
+	dir := t.TempDir()
+	var list strings.Builder
+	for i, d := range dumps {
+		path := filepath.Join(dir, fmt.Sprintf("dump%d.xml", i))
+		writeDump(t, path, d.events)
+		fmt.Fprintf(&list, "  - {path: %q, channel: %q, query: %q}\n", path, d.channel, d.query)
 	}
 	cfg := fmt.Sprintf("loki: {url: %q, minBackoff: 50ms, maxBackoff: 1s}\nlabels: {job: %s}\nlabelsFromEnv: {node: NODE_NAME}\ndumps:\n%sstateDir: %q\nlisten: %s\ntimestamp: read\n",
-		lokiURL+"/loki/api/v1/push", job, dumps.String(), filepath.Join(dir, "state"), freeAddr(b))
+		push, job, list.String(), filepath.Join(dir, "state"), freeAddr(t))
 	path := filepath.Join(dir, "shipper.yaml")
 	if err := os.WriteFile(path, []byte(cfg), 0o644); err != nil {
-		b.Fatal(err)
+		t.Fatal(err)
 	}
 	cmd := exec.Command(bin, "--config", path)
 	cmd.Env = append(cmd.Environ(), "NODE_NAME="+node)
 	if out, err := cmd.CombinedOutput(); err != nil {
-		b.Fatalf("shipper as %s: %v\n%s", node, err, out)
+		t.Fatalf("shipper as %s: %v\n%s", node, err, out)
 	}
 }
