@@ -4,11 +4,11 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/prometheus/common/model"
 	"github.com/prometheus/prometheus/promql/parser"
 
 	"github.com/winobs/winobs/config"
 	"github.com/winobs/winobs/gmp"
+	"github.com/winobs/winobs/internal/managedrules"
 	"github.com/winobs/winobs/rules"
 	"github.com/winobs/winobs/view"
 )
@@ -25,7 +25,7 @@ func gmpView(t *testing.T, scope string) view.Managed {
 
 // Issue 60: every record and alert of the default render is in the rules
 // object once, in order, with the same expression, `for`, labels and
-// annotations, every group with its interval (the CRD requires it; the
+// annotations (read back as Prometheus rules), every group with its interval (the CRD requires it; the
 // bundle's schema test validates the object against the published CRDs).
 // As a ClusterRules, no rule sets a label GMP's evaluator scopes (it would
 // refuse the object), and no selector matches one (the evaluator's added
@@ -44,6 +44,13 @@ func TestRulesObject(t *testing.T) {
 		if obj.Kind != kind || obj.APIVersion != "monitoring.googleapis.com/v1" || obj.Namespace != "" || len(obj.Spec.Groups) != len(want.Groups) {
 			t.Fatalf("%s %s %q %d groups", obj.APIVersion, obj.Kind, obj.Namespace, len(obj.Spec.Groups))
 		}
+		back, err := managedrules.ReadBack(config.PlatformGMP, v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range managedrules.Diff(want, back) {
+			t.Errorf("%s: %s", kind, d)
+		}
 		p := parser.NewParser(parser.Options{})
 		for i, g := range want.Groups {
 			got := obj.Spec.Groups[i]
@@ -52,10 +59,6 @@ func TestRulesObject(t *testing.T) {
 			}
 			for j, r := range g.Rules {
 				a := got.Rules[j]
-				d, _ := model.ParseDuration(a.For)
-				if a.Record != r.Record || a.Alert != r.Alert || a.Expr != r.Expr || (a.For != "" || r.For != 0) && d != r.For {
-					t.Errorf("%s%s differs", r.Record, r.Alert)
-				}
 				for k := range a.Labels {
 					if slices.Contains(gmp.ScopingLabels, k) {
 						t.Errorf("%s%s sets %s", r.Record, r.Alert, k)

@@ -21,10 +21,8 @@ import (
 	promrules "github.com/prometheus/prometheus/rules"
 	"go.yaml.in/yaml/v3"
 
-	"github.com/winobs/winobs/amp"
-	"github.com/winobs/winobs/azuremonitor"
 	"github.com/winobs/winobs/config"
-	"github.com/winobs/winobs/gmp"
+	"github.com/winobs/winobs/internal/managedrules"
 	"github.com/winobs/winobs/rules"
 	"github.com/winobs/winobs/view"
 	"github.com/winobs/winobs/vocab"
@@ -58,7 +56,10 @@ func TestManagedRulesPassTheRuleTests(t *testing.T) {
 			// Not validated: the second configuration's cluster label is
 			// refused on Azure Monitor and GMP (they write cluster), but the
 			// translation is what is tested here.
-			back := readBack(t, platform, view.Of(cfg).Managed)
+			back, err := managedrules.ReadBack(platform, view.Of(cfg).Managed)
+			if err != nil {
+				t.Fatal(err)
+			}
 			raw, err := yaml.Marshal(back)
 			if err != nil {
 				t.Fatal(err)
@@ -95,66 +96,6 @@ func TestManagedRulesPassTheRuleTests(t *testing.T) {
 			}
 		}
 	}
-}
-
-// readBack is a platform's rendered rules as a Prometheus rule file.
-func readBack(t *testing.T, platform string, v view.Managed) rulefmt.RuleGroups {
-	t.Helper()
-	groups, err := rules.Build(v.Rules)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var back rulefmt.RuleGroups
-	switch platform {
-	case config.PlatformAzureMonitor:
-		tmpl, err := azuremonitor.Template(v, groups)
-		if err != nil {
-			t.Fatal(err)
-		}
-		g := rulefmt.RuleGroup{Name: tmpl.Resources[0].Name}
-		for _, r := range tmpl.Resources[0].Properties.Rules {
-			var hold rulefmt.Rule
-			if r.For != "" {
-				d, err := azuremonitor.ParseISODuration(r.For)
-				if err != nil {
-					t.Fatal(err)
-				}
-				hold.For = d
-			}
-			hold.Record, hold.Alert, hold.Expr, hold.Labels, hold.Annotations = r.Record, r.Alert, r.Expression, r.Labels, r.Annotations
-			g.Rules = append(g.Rules, hold)
-		}
-		back.Groups = []rulefmt.RuleGroup{g}
-	case config.PlatformAMP:
-		files, err := amp.Files(v)
-		if err != nil {
-			t.Fatal(err)
-		}
-		parsed, errs := rulefmt.Parse(files[0].Raw, false, model.LegacyValidation, promqlParser, promslog.NewNopLogger())
-		if len(errs) > 0 {
-			t.Fatal(errs)
-		}
-		back = *parsed
-	case config.PlatformGMP:
-		obj, err := gmp.Object(v, groups)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, g := range obj.Spec.Groups {
-			out := rulefmt.RuleGroup{Name: g.Name}
-			for _, r := range g.Rules {
-				hold := rulefmt.Rule{Record: r.Record, Alert: r.Alert, Expr: r.Expr, Labels: r.Labels, Annotations: r.Annotations}
-				if r.For != "" {
-					if hold.For, err = model.ParseDuration(r.For); err != nil {
-						t.Fatal(err)
-					}
-				}
-				out.Rules = append(out.Rules, hold)
-			}
-			back.Groups = append(back.Groups, out)
-		}
-	}
-	return back
 }
 
 // Issue 59: Azure's own Windows recording rules (testdata/azure), which its

@@ -1,0 +1,110 @@
+// Package managedrules reads each managed Prometheus platform's rendered
+// rules back as Prometheus rule groups, and compares them with the render's
+// own, for tests: what Azure Monitor, AMP and GMP are given must be the
+// rules the rule tests prove.
+package managedrules
+
+import (
+	"fmt"
+	"log/slog"
+	"maps"
+
+	"github.com/prometheus/common/model"
+	"github.com/prometheus/prometheus/model/rulefmt"
+	"github.com/prometheus/prometheus/promql/parser"
+
+	"github.com/winobs/winobs/amp"
+	"github.com/winobs/winobs/azuremonitor"
+	"github.com/winobs/winobs/config"
+	"github.com/winobs/winobs/gmp"
+	"github.com/winobs/winobs/rules"
+	"github.com/winobs/winobs/view"
+)
+
+// ReadBack is the platform's rendered rules as a Prometheus rule file:
+// Azure Monitor's rule group (expression → expr, ISO 8601 `for` → a
+// duration), AMP's namespace file parsed by Prometheus' rulefmt, GMP's
+// rules object's groups.
+func ReadBack(platform string, v view.Managed) (rulefmt.RuleGroups, error) {
+	groups, err := rules.Build(v.Rules)
+	if err != nil {
+		return rulefmt.RuleGroups{}, err
+	}
+	var back rulefmt.RuleGroups
+	switch platform {
+	case config.PlatformAzureMonitor:
+		tmpl, err := azuremonitor.Template(v, groups)
+		if err != nil {
+			return back, err
+		}
+		g := rulefmt.RuleGroup{Name: tmpl.Resources[0].Name}
+		for _, r := range tmpl.Resources[0].Properties.Rules {
+			hold := rulefmt.Rule{Record: r.Record, Alert: r.Alert, Expr: r.Expression, Labels: r.Labels, Annotations: r.Annotations}
+			if r.For != "" {
+				if hold.For, err = azuremonitor.ParseISODuration(r.For); err != nil {
+					return back, err
+				}
+			}
+			g.Rules = append(g.Rules, hold)
+		}
+		back.Groups = []rulefmt.RuleGroup{g}
+	case config.PlatformAMP:
+		files, err := amp.Files(v)
+		if err != nil {
+			return back, err
+		}
+		parsed, errs := rulefmt.Parse(files[0].Raw, false, model.LegacyValidation, parser.NewParser(parser.Options{}), slog.New(slog.DiscardHandler))
+		if len(errs) > 0 {
+			return back, fmt.Errorf("%s: %v", files[0].Path, errs)
+		}
+		back = *parsed
+	case config.PlatformGMP:
+		obj, err := gmp.Object(v, groups)
+		if err != nil {
+			return back, err
+		}
+		for _, g := range obj.Spec.Groups {
+			out := rulefmt.RuleGroup{Name: g.Name}
+			for _, r := range g.Rules {
+				hold := rulefmt.Rule{Record: r.Record, Alert: r.Alert, Expr: r.Expr, Labels: r.Labels, Annotations: r.Annotations}
+				if r.For != "" {
+					if hold.For, err = model.ParseDuration(r.For); err != nil {
+						return back, err
+					}
+				}
+				out.Rules = append(out.Rules, hold)
+			}
+			back.Groups = append(back.Groups, out)
+		}
+	default:
+		return back, fmt.Errorf("no managed platform %q", platform)
+	}
+	return back, nil
+}
+
+// Diff compares got's rules with want's, in order across groups (a
+// platform may regroup them): the same record or alert, expression, `for`,
+// labels and annotations, each once. It returns every difference.
+func Diff(want, got rulefmt.RuleGroups) []string {
+	flat := func(gs rulefmt.RuleGroups) []rulefmt.Rule {
+		var out []rulefmt.Rule
+		for _, g := range gs.Groups {
+			out = append(out, g.Rules...)
+		}
+		return out
+	}
+	w, g := flat(want), flat(got)
+	var diffs []string
+	if len(w) != len(g) {
+		diffs = append(diffs, fmt.Sprintf("%d rules, want %d", len(g), len(w)))
+	}
+	for i := range min(len(w), len(g)) {
+		a, b := g[i], w[i]
+		if a.Record != b.Record || a.Alert != b.Alert || a.Expr != b.Expr || a.For != b.For ||
+			!maps.Equal(a.Labels, b.Labels) || !maps.Equal(a.Annotations, b.Annotations) {
+			diffs = append(diffs, fmt.Sprintf("rule %d is %s%s (for %v), want %s%s (for %v), or their labels or annotations differ",
+				i, a.Record, a.Alert, a.For, b.Record, b.Alert, b.For))
+		}
+	}
+	return diffs
+}
