@@ -1,10 +1,6 @@
 package shipper_test
 
 import (
-	"encoding/json"
-	"io"
-	"net/http"
-	"net/url"
 	"path/filepath"
 	"slices"
 	"testing"
@@ -96,24 +92,8 @@ func renderedLokiAlerts(t *testing.T) []struct{ Alert, Expr string } {
 // now.
 func lokiNodes(t *testing.T, base, query string) []string {
 	t.Helper()
-	resp, err := http.Get(base + "/loki/api/v1/query?" + url.Values{"query": {query}}.Encode())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	var r struct {
-		Data struct {
-			Result []struct {
-				Metric map[string]string `json:"metric"`
-			} `json:"result"`
-		} `json:"data"`
-	}
-	b, _ := io.ReadAll(resp.Body)
-	if err := json.Unmarshal(b, &r); err != nil || resp.StatusCode != 200 {
-		t.Fatalf("%s: %d %s", query, resp.StatusCode, b)
-	}
 	var nodes []string
-	for _, s := range r.Data.Result {
+	for _, s := range lokiInstant(t, base, query) {
 		nodes = append(nodes, s.Metric["node"])
 	}
 	return nodes

@@ -82,6 +82,23 @@ func TestFleetChannelIntoRealLoki(t *testing.T) {
 // lokiScalar is the one sample of an instant LogQL metric query, now.
 func lokiScalar(t testing.TB, base, query string) int {
 	t.Helper()
+	samples := lokiInstant(t, base, query)
+	if len(samples) != 1 {
+		t.Fatalf("%s: %d samples", query, len(samples))
+	}
+	v, _ := strconv.ParseFloat(fmt.Sprint(samples[0].Value[1]), 64)
+	return int(v)
+}
+
+// lokiSample is one series of an instant LogQL metric query's answer.
+type lokiSample struct {
+	Metric map[string]string `json:"metric"`
+	Value  [2]any            `json:"value"`
+}
+
+// lokiInstant runs an instant LogQL metric query, now.
+func lokiInstant(t testing.TB, base, query string) []lokiSample {
+	t.Helper()
 	resp, err := http.Get(base + "/loki/api/v1/query?" + url.Values{"query": {query}}.Encode())
 	if err != nil {
 		t.Fatal(err)
@@ -89,20 +106,14 @@ func lokiScalar(t testing.TB, base, query string) int {
 	defer resp.Body.Close()
 	var r struct {
 		Data struct {
-			Result []struct {
-				Value [2]any `json:"value"`
-			} `json:"result"`
+			Result []lokiSample `json:"result"`
 		} `json:"data"`
 	}
 	b, _ := io.ReadAll(resp.Body)
 	if err := json.Unmarshal(b, &r); err != nil || resp.StatusCode != 200 {
 		t.Fatalf("%s: %d %s", query, resp.StatusCode, b)
 	}
-	if len(r.Data.Result) != 1 {
-		t.Fatalf("%s: %d samples: %s", query, len(r.Data.Result), b)
-	}
-	v, _ := strconv.ParseFloat(fmt.Sprint(r.Data.Result[0].Value[1]), 64)
-	return int(v)
+	return r.Data.Result
 }
 
 // The security filter of the issue that asked for filters as code, as gen
