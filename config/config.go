@@ -263,14 +263,7 @@ func (e EventLog) Subscriptions() ([]Subscription, error) {
 			filters[key] = append(filters[key], ch.Filter)
 		}
 	}
-	for _, ch := range e.Channels {
-		add(ch)
-	}
-	for _, set := range e.Sets {
-		for _, ch := range EventSets[set] {
-			add(ch)
-		}
-	}
+	e.sources(func(_ string, ch Channel) { add(ch) })
 	subs := make([]Subscription, 0, len(order))
 	for _, key := range order {
 		q, err := eventfilter.Compile(names[key], filters[key])

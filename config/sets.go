@@ -133,12 +133,14 @@ var EventReaders = []EventReader{
 func setWarnings(e EventLog) Problems {
 	excluded := map[string]map[int]bool{}
 	for _, ch := range e.Channels {
-		for _, id := range exclusions(ch) {
-			key := strings.ToLower(ch.Name)
-			if excluded[key] == nil {
-				excluded[key] = map[int]bool{}
+		for _, ev := range ch.Events {
+			if id, ok := eventfilter.Exclusion(ev); ok {
+				key := strings.ToLower(ch.Name)
+				if excluded[key] == nil {
+					excluded[key] = map[int]bool{}
+				}
+				excluded[key][id] = true
 			}
-			excluded[key][id] = true
 		}
 	}
 	readers := map[string][]EventReader{}
@@ -163,7 +165,7 @@ func setWarnings(e EventLog) Problems {
 	var out Problems
 	for i, ch := range e.Channels {
 		for j, ev := range ch.Events {
-			id, ok := exclusion(ev)
+			id, ok := eventfilter.Exclusion(ev)
 			if !ok {
 				continue
 			}
@@ -182,22 +184,17 @@ func setWarnings(e EventLog) Problems {
 	return out
 }
 
-// exclusion is the id an events entry excludes ("-4697"), if it is one.
-func exclusion(ev string) (int, bool) {
-	t := strings.TrimSpace(ev)
-	id, err := strconv.Atoi(strings.TrimPrefix(t, "-"))
-	return id, err == nil && strings.HasPrefix(t, "-")
-}
-
-// exclusions are the ids a channel's filter excludes.
-func exclusions(ch Channel) []int {
-	var ids []int
-	for _, ev := range ch.Events {
-		if id, ok := exclusion(ev); ok {
-			ids = append(ids, id)
+// sources calls fn with each channel filter the config forwards and where
+// it comes from: the user's eventLog.channels, then each set's, in order.
+func (e EventLog) sources(fn func(from string, ch Channel)) {
+	for _, ch := range e.Channels {
+		fn("eventLog.channels", ch)
+	}
+	for _, set := range e.Sets {
+		for _, ch := range EventSets[set] {
+			fn("set "+set, ch)
 		}
 	}
-	return ids
 }
 
 // Describe says, one line a channel, what its subscription forwards: each
@@ -224,19 +221,12 @@ func (e EventLog) Describe() []string {
 			s.from = append(s.from, took)
 		}
 		for _, ev := range f.Events {
-			if t := strings.TrimSpace(ev); strings.HasPrefix(t, "-") && !slices.Contains(s.excluded, t[1:]) {
-				s.excluded = append(s.excluded, t[1:])
+			if id, ok := eventfilter.Exclusion(ev); ok && !slices.Contains(s.excluded, strconv.Itoa(id)) {
+				s.excluded = append(s.excluded, strconv.Itoa(id))
 			}
 		}
 	}
-	for _, ch := range e.Channels {
-		add(ch.Name, "eventLog.channels", ch.Filter)
-	}
-	for _, set := range e.Sets {
-		for _, ch := range EventSets[set] {
-			add(ch.Name, "set "+set, ch.Filter)
-		}
-	}
+	e.sources(func(from string, ch Channel) { add(ch.Name, from, ch.Filter) })
 	var lines []string
 	for _, s := range order {
 		line := s.name + ": " + strings.Join(s.from, " + ")
@@ -261,8 +251,8 @@ func takes(f eventfilter.Filter) string {
 	}
 	var ids []string
 	for _, ev := range f.Events {
-		if t := strings.TrimSpace(ev); !strings.HasPrefix(t, "-") {
-			ids = append(ids, t)
+		if _, excluded := eventfilter.Exclusion(ev); !excluded {
+			ids = append(ids, strings.TrimSpace(ev))
 		}
 	}
 	if len(ids) > 0 {

@@ -127,6 +127,12 @@ func (f Filter) parse() (parsed, []Problem) {
 	return p, probs
 }
 
+// Exclusion is the id an Events entry excludes ("-4697"), if it is one.
+func Exclusion(entry string) (int, bool) {
+	r, excluded, err := parseEvent(entry)
+	return r.lo, excluded && err == nil
+}
+
 // parseEvent reads one entry of Winlogbeat's event id notation.
 func parseEvent(s string) (r idRange, excluded bool, err error) {
 	t := strings.TrimSpace(s)

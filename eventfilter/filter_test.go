@@ -342,3 +342,13 @@ func TestStructuredEscapes(t *testing.T) {
 		t.Error("the escaped path does not read back")
 	}
 }
+
+// Exclusion reads an exclusion as the filter does, and nothing else.
+func TestExclusion(t *testing.T) {
+	for entry, want := range map[string]int{"-4697": 4697, " -0 ": 0, "4697": -1, "4720-4767": -1, "-x": -1, "-4720-4767": -1, "-65536": -1} {
+		id, ok := eventfilter.Exclusion(entry)
+		if got := map[bool]int{true: id, false: -1}[ok]; got != want {
+			t.Errorf("Exclusion(%q) = %d, %v; want %d", entry, id, ok, want)
+		}
+	}
+}
