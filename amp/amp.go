@@ -64,11 +64,7 @@ func Files(v view.Managed) ([]render.File, error) {
 // NamespaceName is the rule groups namespace: the ruler namespace's name
 // (ruler.namespacePrefix), as mimirtool's, with the cluster's when set.
 func NamespaceName(v view.Managed) string {
-	name := rules.MetricsNamespace(v.Rules.Ruler)
-	if v.Cluster.Name != "" {
-		name += "-" + v.Cluster.Name
-	}
-	return name
+	return rules.ClusterMetricsNamespace(v.Rules.Ruler, v.Cluster)
 }
 
 // Namespace is the groups as AMP takes them: a group of more than

@@ -127,16 +127,8 @@ var Severities = map[string]int{"critical": 0, "warning": 2, "info": 3}
 var groupName = regexp.MustCompile(`^[^:@/#{}%&+*<>?]+$`)
 
 // GroupName is the rule group's name: the ruler namespace's
-// (ruler.namespacePrefix), with the cluster's name
-// when one is set, so several clusters' groups live side by side in one
-// resource group as Azure's own (NodeRecordingRulesRuleGroup-Win-<cluster>).
-func GroupName(v view.Managed) string {
-	name := rules.MetricsNamespace(v.Rules.Ruler)
-	if v.Cluster.Name != "" {
-		name += "-" + v.Cluster.Name
-	}
-	return name
-}
+// (ruler.namespacePrefix), with the cluster's name when one is set.
+func GroupName(v view.Managed) string { return rules.ClusterMetricsNamespace(v.Rules.Ruler, v.Cluster) }
 
 // Template is every record and alert of groups as one Azure rule group, in
 // their order: Azure evaluates groups independently of one another but the

@@ -144,6 +144,18 @@ type RulerNamespace struct {
 // MetricsNamespace is the ruler namespace of the Prometheus rules.
 func MetricsNamespace(r config.Ruler) string { return r.NamespacePrefix + "-windows" }
 
+// ClusterMetricsNamespace is MetricsNamespace with the cluster's name when
+// one is set: the name a managed platform's rule group takes (Azure
+// Monitor's group, AMP's rule groups namespace), so several clusters' live
+// side by side in one workspace, as Azure's own
+// (NodeRecordingRulesRuleGroup-Win-<cluster>).
+func ClusterMetricsNamespace(r config.Ruler, c config.Cluster) string {
+	if c.Name == "" {
+		return MetricsNamespace(r)
+	}
+	return MetricsNamespace(r) + "-" + c.Name
+}
+
 // LogsNamespace is the ruler namespace of the Loki event log alerts.
 func LogsNamespace(r config.Ruler) string { return r.NamespacePrefix + "-windows-events" }
 
