@@ -46,7 +46,7 @@ func Files(v view.Managed) ([]render.File, error) {
 	if err := enc.Encode(tmpl); err != nil {
 		return nil, err
 	}
-	settings, err := Settings(v)
+	settings, err := Settings(v, groups)
 	if err != nil {
 		return nil, err
 	}

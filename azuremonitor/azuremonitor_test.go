@@ -297,11 +297,11 @@ func TestISODuration(t *testing.T) {
 func TestKeepListsHoldEveryMetricRead(t *testing.T) {
 	c := azureConfig(t, "")
 	v := view.Of(c).Managed
-	k, err := azuremonitor.Keep(v)
+	groups, err := rules.Build(v.Rules)
 	if err != nil {
 		t.Fatal(err)
 	}
-	groups, err := rules.Build(v.Rules)
+	k, err := azuremonitor.Keep(v, groups)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -351,7 +351,11 @@ func TestKeepListsHoldEveryMetricRead(t *testing.T) {
 func TestSettingsAreWhatAmaMetricsReads(t *testing.T) {
 	for _, name := range []string{"aks-prod", ""} {
 		c := azureConfig(t, name)
-		raw, err := azuremonitor.Settings(view.Of(c).Managed)
+		groups, err := rules.Build(view.Of(c).Rules)
+		if err != nil {
+			t.Fatal(err)
+		}
+		raw, err := azuremonitor.Settings(view.Of(c).Managed, groups)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -376,7 +380,7 @@ func TestSettingsAreWhatAmaMetricsReads(t *testing.T) {
 				settings[section+"/"+m[1]] = strings.Trim(m[2], `"`)
 			}
 		}
-		k, err := azuremonitor.Keep(view.Of(c).Managed)
+		k, err := azuremonitor.Keep(view.Of(c).Managed, groups)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -6,12 +6,12 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/prometheus/prometheus/model/rulefmt"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/winobs/winobs/dashboards"
 	"github.com/winobs/winobs/render"
-	"github.com/winobs/winobs/rules"
 	"github.com/winobs/winobs/view"
 	"github.com/winobs/winobs/vocab"
 )
@@ -38,14 +38,11 @@ type KeepLists struct {
 	KubeState []string
 }
 
-// Keep derives the keep-lists from what the rules and the dashboards read:
-// every metric name any of their PromQL selects, but the records (the
-// rules write those) and up (no scrape drops it).
-func Keep(v view.Managed) (KeepLists, error) {
-	groups, err := rules.Build(v.Rules)
-	if err != nil {
-		return KeepLists{}, err
-	}
+// Keep derives the keep-lists from what the rules (groups, as rules.Build
+// makes them) and the dashboards read: every metric name any of their
+// PromQL selects, but the records (the rules write those) and up (no
+// scrape drops it).
+func Keep(v view.Managed, groups rulefmt.RuleGroups) (KeepLists, error) {
 	var queries []string
 	records := map[string]bool{"up": true}
 	for _, g := range groups.Groups {
@@ -77,10 +74,11 @@ func Keep(v view.Managed) (KeepLists, error) {
 	return k, nil
 }
 
-// Settings is the ama-metrics settings ConfigMap winobs needs, with a
-// header that says how to merge it into one the cluster has.
-func Settings(v view.Managed) ([]byte, error) {
-	k, err := Keep(v)
+// Settings is the ama-metrics settings ConfigMap winobs needs for groups'
+// and the dashboards' metrics, with a header that says how to merge it
+// into one the cluster has.
+func Settings(v view.Managed, groups rulefmt.RuleGroups) ([]byte, error) {
+	k, err := Keep(v, groups)
 	if err != nil {
 		return nil, err
 	}
