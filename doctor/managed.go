@@ -22,14 +22,45 @@ import (
 	"github.com/winobs/winobs/vocab"
 )
 
-// noRulesAPI is why a managed platform's rules and alerts are not read,
-// and where to see them instead.
-var noRulesAPI = map[string]string{
-	config.PlatformAzureMonitor: "Azure Monitor's query API serves no rules, alerts or configuration (documented: query, query_range, series, labels, __name__ values): " +
-		"see the rule group with az resource list --resource-type Microsoft.AlertsManagement/prometheusRuleGroups, and its alerts in the portal's Alerts",
-	config.PlatformAMP: "doctor reads no rules or alerts from Amazon Managed Service for Prometheus, whose namespace splits the alerts by its quota: " +
-		"see them with aws amp describe-rule-groups-namespace and the workspace's alert manager",
-	config.PlatformGMP: "GMP's frontend serves the query API alone: see the ClusterRules with kubectl describe clusterrules, and the alerts in Cloud Monitoring",
+// platformDoc is what doctor tells of one managed platform.
+type platformDoc struct {
+	// endpoint is what its query endpoint is called, and reach how to
+	// reach it when it does not answer.
+	endpoint, reach string
+	// noRules is why its rules and alerts are not read, and where to see
+	// them instead.
+	noRules string
+	// deploy is how its rules are deployed.
+	deploy string
+}
+
+// platformDocs are the managed platforms doctor knows, by
+// prometheus.platform.
+var platformDocs = map[string]platformDoc{
+	config.PlatformAzureMonitor: {
+		endpoint: "Azure Monitor workspace",
+		reach: "check the URL (the workspace's query endpoint, https://<workspace>.<region>.prometheus.monitor.azure.com) and the token: " +
+			"--prometheus-bearer-token-file with a token for https://prometheus.monitor.azure.com (az account get-access-token --resource https://prometheus.monitor.azure.com --query accessToken -o tsv), " +
+			"of an identity with Monitoring Data Reader on the workspace",
+		noRules: "Azure Monitor's query API serves no rules, alerts or configuration (documented: query, query_range, series, labels, __name__ values): " +
+			"see the rule group with az resource list --resource-type Microsoft.AlertsManagement/prometheusRuleGroups, and its alerts in the portal's Alerts",
+		deploy: "deploy it: az deployment group create -g <the workspace's resource group> --template-file out/azure-monitor/prometheus-rule-groups.json; its clusterName must be the cluster label ama-metrics writes (cluster.name, cluster_alias)",
+	},
+	config.PlatformAMP: {
+		endpoint: "AMP workspace",
+		reach: "check the URL (https://aps-workspaces.<region>.amazonaws.com/workspaces/<ws-id>) and the AWS credentials doctor signs with " +
+			"(SigV4: the standard chain, AWS_PROFILE or the environment, never a flag; aps:QueryMetrics on the workspace)",
+		noRules: "doctor reads no rules or alerts from Amazon Managed Service for Prometheus, whose namespace splits the alerts by its quota: " +
+			"see them with aws amp describe-rule-groups-namespace and the workspace's alert manager",
+		deploy: "upload it: aws amp create-rule-groups-namespace (or put-rule-groups-namespace) --workspace-id <ws-id> --name <namespace> --data fileb://out/amp/<namespace>.yaml",
+	},
+	config.PlatformGMP: {
+		endpoint: "GMP frontend",
+		reach: "check the URL (the frontend's Service, port-forwarded: http://127.0.0.1:9090) and, when not through the frontend, the token: " +
+			"--prometheus-bearer-token-file with gcloud auth print-access-token's output",
+		noRules: "GMP's frontend serves the query API alone: see the ClusterRules with kubectl describe clusterrules, and the alerts in Cloud Monitoring",
+		deploy:  "apply it: kubectl apply -k out (gmp/winobs-windows.yaml), with GMP's managed collection on so its CRDs and rule evaluator exist",
+	},
 }
 
 // managed: the rules run in a managed Prometheus.
@@ -40,30 +71,18 @@ func (r *run) managed() bool { return r.v.Platform != "" }
 func (r *run) azure() bool { return r.v.Platform == config.PlatformAzureMonitor }
 
 // rulesAPI is a need: a Prometheus whose rules and alerts doctor reads.
-func rulesAPI(f *facts) string { return noRulesAPI[f.platform] }
-
-// managedReach is, by platform, what the query endpoint is called and how
-// to reach it when it does not answer.
-var managedReach = map[string]struct{ what, fix string }{
-	config.PlatformAzureMonitor: {"Azure Monitor workspace", "check the URL (the workspace's query endpoint, https://<workspace>.<region>.prometheus.monitor.azure.com) and the token: " +
-		"--prometheus-bearer-token-file with a token for https://prometheus.monitor.azure.com (az account get-access-token --resource https://prometheus.monitor.azure.com --query accessToken -o tsv), " +
-		"of an identity with Monitoring Data Reader on the workspace"},
-	config.PlatformAMP: {"AMP workspace", "check the URL (https://aps-workspaces.<region>.amazonaws.com/workspaces/<ws-id>) and the AWS credentials doctor signs with " +
-		"(SigV4: the standard chain, AWS_PROFILE or the environment, never a flag; aps:QueryMetrics on the workspace)"},
-	config.PlatformGMP: {"GMP frontend", "check the URL (the frontend's Service, port-forwarded: http://127.0.0.1:9090) and, when not through the frontend, the token: " +
-		"--prometheus-bearer-token-file with gcloud auth print-access-token's output"},
-}
+func rulesAPI(f *facts) string { return platformDocs[f.platform].noRules }
 
 // managedReachable: the endpoint answers a query scoped to a metric, with
 // the credentials given (it may have no build info to ask).
 func (r *run) managedReachable(ctx context.Context, api *API, id string) Check {
 	c := Check{ID: id, Title: api.name + " answers its API"}
-	reach := managedReach[r.v.Platform]
+	doc := platformDocs[r.v.Platform]
 	if _, err := api.Query(ctx, "count(up)"); err != nil {
-		c.Status, c.Evidence, c.Fix = Fail, []string{err.Error()}, reach.fix
+		c.Status, c.Evidence, c.Fix = Fail, []string{err.Error()}, doc.reach
 		return c
 	}
-	c.Status, c.Evidence = Pass, []string{reach.what + " at " + api.base.Redacted() + " answers PromQL"}
+	c.Status, c.Evidence = Pass, []string{doc.endpoint + " at " + api.base.Redacted() + " answers PromQL"}
 	return c
 }
 
@@ -80,18 +99,11 @@ func (r *run) managedRules(ctx context.Context, c Check) Check {
 	if n == 0 {
 		c.Status = Fail
 		c.Evidence = []string{fmt.Sprintf("%s has no series although exporters are scraped: the rules are not deployed, disabled, or scoped to another cluster", vocab.Records.NodeInfo)}
-		c.Fix = deployRules[r.v.Platform]
+		c.Fix = platformDocs[r.v.Platform].deploy
 		return c
 	}
 	c.Status, c.Evidence = Pass, []string{fmt.Sprintf("the rules evaluate: %s has %d series", vocab.Records.NodeInfo, n)}
 	return c
-}
-
-// deployRules is how each platform's rules are deployed.
-var deployRules = map[string]string{
-	config.PlatformAzureMonitor: "deploy it: az deployment group create -g <the workspace's resource group> --template-file out/azure-monitor/prometheus-rule-groups.json; its clusterName must be the cluster label ama-metrics writes (cluster.name, cluster_alias)",
-	config.PlatformAMP:          "upload it: aws amp create-rule-groups-namespace (or put-rule-groups-namespace) --workspace-id <ws-id> --name <namespace> --data fileb://out/amp/<namespace>.yaml",
-	config.PlatformGMP:          "apply it: kubectl apply -k out (gmp/winobs-windows.yaml), with GMP's managed collection on so its CRDs and rule evaluator exist",
 }
 
 // present reports which metric names have series under sel: one query
