@@ -115,18 +115,8 @@ func runInit(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	fmt.Fprintf(stdout, "wrote %s\n", *path)
-	if s.Platform == "eks" && s.Prometheus == "" {
-		fmt.Fprintf(stdout, "EKS: does this cluster send its metrics to Amazon Managed Service for Prometheus rather than kube-prometheus-stack?\n"+
-			"  Then run gen init again with --prometheus %s --amp-workspace ws-… --amp-region <region> (docs/platforms.md).\n", config.PlatformAMP)
-	}
-	if s.Platform == "gke" && s.Prometheus == "" {
-		fmt.Fprintf(stdout, "GKE: does this cluster use Google Cloud Managed Service for Prometheus? Then run gen init again with --prometheus %s (docs/platforms.md).\n", config.PlatformGMP)
-	}
-	if s.Platform == "aks" && s.Prometheus == "" {
-		// Most AKS clusters send metrics to Azure Monitor, which loads no
-		// PrometheusRule: ask, since nothing here can tell.
-		fmt.Fprintf(stdout, "AKS: does this cluster use Azure Monitor managed Prometheus (the ama-metrics add-on) rather than kube-prometheus-stack?\n"+
-			"  Then run gen init again with --prometheus %s --azure-workspace <id> --azure-location <region> (docs/platforms.md).\n", config.PlatformAzureMonitor)
+	if q := managedQuestion[s.Platform]; q != "" && s.Prometheus == "" {
+		fmt.Fprintln(stdout, q)
 	}
 	ns := s.Namespace
 	if ns == "" {
@@ -149,6 +139,17 @@ func runInit(args []string, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintf(stdout, "next:\n  %s   # creates namespace %s at Pod Security \"privileged\", for winobs's pods alone\n", render, ns)
 	return 0
+}
+
+// managedQuestion asks, by --platform, whether the cluster's metrics go to
+// the platform's managed Prometheus, which loads no PrometheusRule: most
+// AKS, EKS and GKE clusters' do, and nothing here can tell.
+var managedQuestion = map[string]string{
+	"aks": "AKS: does this cluster use Azure Monitor managed Prometheus (the ama-metrics add-on) rather than kube-prometheus-stack?\n" +
+		"  Then run gen init again with --prometheus " + config.PlatformAzureMonitor + " --azure-workspace <id> --azure-location <region> (docs/platforms.md).",
+	"eks": "EKS: does this cluster send its metrics to Amazon Managed Service for Prometheus rather than kube-prometheus-stack?\n" +
+		"  Then run gen init again with --prometheus " + config.PlatformAMP + " --amp-workspace ws-… --amp-region <region> (docs/platforms.md).",
+	"gke": "GKE: does this cluster use Google Cloud Managed Service for Prometheus? Then run gen init again with --prometheus " + config.PlatformGMP + " (docs/platforms.md).",
 }
 
 // initFlags names the flag that sets each field gen init writes.
