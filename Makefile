@@ -29,7 +29,7 @@ RACE_PKGS := ./shipper/... ./internal/lokitest/...
 # Packages with Windows-only files, linted for Windows too.
 WINDOWS_PKGS := ./shipper/... ./cmd/eventlog-shipper/...
 
-.PHONY: image-shipper image-alloy pin-alloy gen cluster-e2e grafana-harness alloy-harness loki release-gen test-loaded doctor-e2e images help generate test race lint tidy-check vet fmt-check windows winapi-check check-generated ci bench promtool-test \
+.PHONY: image-shipper image-alloy pin-alloy gen cluster-e2e grafana-harness powershell-harness alloy-harness loki release-gen test-loaded doctor-e2e images help generate test race lint tidy-check vet fmt-check windows winapi-check check-generated ci bench promtool-test \
 	reliability update-crds print-versions
 
 help: ## list targets
@@ -79,9 +79,18 @@ $(GRAFANA_HARNESS): tests/grafana/package-lock.json tests/grafana/package.json
 
 grafana-harness: $(GRAFANA_HARNESS) ## install the Grafana harness (npm ci in tests/grafana; make test does it)
 
+# tree-sitter's PowerShell grammar for the node steps' scripts (a wasm
+# parser: --ignore-scripts builds nothing native).
+POWERSHELL_HARNESS := tests/powershell/node_modules/.winobs-installed
+$(POWERSHELL_HARNESS): tests/powershell/package-lock.json tests/powershell/package.json
+	cd tests/powershell && npm ci --ignore-scripts --no-audit --no-fund
+	@touch $@
+
+powershell-harness: $(POWERSHELL_HARNESS) ## install the PowerShell parser (npm ci in tests/powershell; make test does it)
+
 # With the harness installed, its tests must run: a missing module fails them.
-test: $(BIN)/victoria-logs $(GRAFANA_HARNESS) $(ALLOY_HARNESS) $(LOKI) ## run every test (rule unit tests on Prometheus' engine and on a real Loki, schema checks, dashboards through Grafana's code and shipper end-to-end tests included)
-	@start=$$(date +%s); WINOBS_REQUIRE_GRAFANA=1 WINOBS_REQUIRE_ALLOY=1 WINOBS_REQUIRE_LOKI=1 $(GO) test -timeout $(TEST_TIMEOUT) ./... && echo "make test: passed in $$(( $$(date +%s) - start )) s"
+test: $(BIN)/victoria-logs $(GRAFANA_HARNESS) $(POWERSHELL_HARNESS) $(ALLOY_HARNESS) $(LOKI) ## run every test (rule unit tests on Prometheus' engine and on a real Loki, schema checks, dashboards through Grafana's code, the node steps through a PowerShell parser and shipper end-to-end tests included)
+	@start=$$(date +%s); WINOBS_REQUIRE_GRAFANA=1 WINOBS_REQUIRE_POWERSHELL=1 WINOBS_REQUIRE_ALLOY=1 WINOBS_REQUIRE_LOKI=1 $(GO) test -timeout $(TEST_TIMEOUT) ./... && echo "make test: passed in $$(( $$(date +%s) - start )) s"
 
 # The real-Loki tests run the shipper's binary, not the test process's
 # goroutines: the race detector has nothing to add to them, make test runs them.
@@ -95,8 +104,8 @@ race: $(BIN)/victoria-logs ## the packages with goroutines under the race detect
 LOAD_PER_CORE ?= 2
 busy = sh scripts/busy.sh $$(( $$(nproc) * $(LOAD_PER_CORE) ))
 
-test-loaded: $(BIN)/victoria-logs $(GRAFANA_HARNESS) $(ALLOY_HARNESS) $(LOKI) ## make test while other processes keep every core busy: no verdict may depend on the machine's speed
-	WINOBS_REQUIRE_GRAFANA=1 WINOBS_REQUIRE_ALLOY=1 WINOBS_REQUIRE_LOKI=1 $(busy) $(GO) test -count=1 -timeout $(TEST_TIMEOUT) ./...
+test-loaded: $(BIN)/victoria-logs $(GRAFANA_HARNESS) $(POWERSHELL_HARNESS) $(ALLOY_HARNESS) $(LOKI) ## make test while other processes keep every core busy: no verdict may depend on the machine's speed
+	WINOBS_REQUIRE_GRAFANA=1 WINOBS_REQUIRE_POWERSHELL=1 WINOBS_REQUIRE_ALLOY=1 WINOBS_REQUIRE_LOKI=1 $(busy) $(GO) test -count=1 -timeout $(TEST_TIMEOUT) ./...
 
 race-loaded: $(BIN)/victoria-logs ## make race under the same load (CI runs this: the shipper and the Loki model, raced and starved)
 	$(busy) $(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) -skip '$(RACE_SKIP)' $(RACE_PKGS)

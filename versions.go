@@ -62,6 +62,10 @@ type Versions struct {
 	// which pins them).
 	GrafanaScenes     string `json:"grafanaScenes"`
 	GrafanaPrometheus string `json:"grafanaPrometheus"`
+	// PowerShellGrammar is tree-sitter's PowerShell grammar (npm
+	// tree-sitter-powershell), which parses the node steps' scripts
+	// (tests/powershell/package.json, which pins it).
+	PowerShellGrammar string `json:"powershellGrammar"`
 	// AlloyHarness is the Grafana Alloy module whose own code the Alloy
 	// tests run (tests/alloy: parser, validator, loki.process): Alloy, the
 	// release the DaemonSet runs (versions_test.go holds them equal).

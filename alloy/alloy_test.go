@@ -15,10 +15,12 @@ import (
 	"github.com/grafana/alloy/syntax/ast"
 	"github.com/grafana/alloy/syntax/parser"
 	"github.com/grafana/alloy/syntax/printer"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/winobs/winobs/config"
 	"github.com/winobs/winobs/eventfilter"
+	"github.com/winobs/winobs/nodeagent"
 	"github.com/winobs/winobs/render"
 	"github.com/winobs/winobs/view"
 )
@@ -305,5 +307,43 @@ func TestLogMonitorConfigMatchesThePipeline(t *testing.T) {
 	}
 	if want := []string{"System=Warning", "Application=Error", "Microsoft-Windows-DSC/Operational=Information"}; !slices.Equal(got, want) {
 		t.Errorf("channels %v, want %v", got, want)
+	}
+}
+
+// Alloy's storage path, which holds every bookmark, is closed to other
+// accounts by a step that runs before Alloy starts: a bookmark planted there
+// would make Alloy skip events (issue 58 #2).
+func TestStoragePathClosedBeforeAlloyStarts(t *testing.T) {
+	cfg := load(t, func(c *config.Config) { c.Alloy.StoragePath = `D:\alloy-data` })
+	v := view.Of(cfg).Alloy
+	conf := mustConfig(t, cfg)
+	var ds *appsv1.DaemonSet
+	for _, o := range Objects(v, conf) {
+		if d, ok := o.(*appsv1.DaemonSet); ok {
+			ds = d
+		}
+	}
+	pod := ds.Spec.Template.Spec
+	if len(pod.InitContainers) != 1 || pod.InitContainers[0].Name != "secure-directories" {
+		t.Fatalf("init containers %+v, want the secure-directories step", pod.InitContainers)
+	}
+	step := pod.InitContainers[0]
+	if step.Image != pod.Containers[0].Image || step.Command[len(step.Command)-1] != nodeagent.SecureDirsScript {
+		t.Errorf("the step must run the constant script in Alloy's image: %s %q", step.Image, step.Command)
+	}
+	if !slices.Contains(pod.Containers[0].Args, "--storage.path="+step.Env[0].Value) || step.Env[0].Value != `D:\alloy-data` {
+		t.Errorf("the step closes %q; Alloy runs with %q", step.Env[0].Value, pod.Containers[0].Args)
+	}
+	bookmarks := 0
+	for key, attrs := range parse(t, conf) {
+		if b, ok := attrs["bookmark_path"]; ok {
+			bookmarks++
+			if path, err := strconv.Unquote(b); err != nil || !strings.HasPrefix(path, step.Env[0].Value+`\`) {
+				t.Errorf("%s keeps its bookmark at %s, outside the closed directory", key, b)
+			}
+		}
+	}
+	if bookmarks == 0 {
+		t.Error("no bookmark_path found in the config")
 	}
 }

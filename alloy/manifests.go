@@ -107,7 +107,10 @@ func daemonSet(v view.Alloy) any {
 	pod := corev1.PodSpec{
 		ServiceAccountName: Name,
 		Affinity:           nodeagent.AgentAffinity(v.Agents, config.AgentAlloy),
-		Containers:         []corev1.Container{container},
+		// The storage path holds the bookmarks and positions: only SYSTEM
+		// and Administrators may write it.
+		InitContainers: []corev1.Container{nodeagent.SecureDirsContainer(v.Alloy.Image, v.Alloy.StoragePath)},
+		Containers:     []corev1.Container{container},
 		Volumes: []corev1.Volume{{Name: "config", VolumeSource: corev1.VolumeSource{
 			ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: Name}},
 		}}},

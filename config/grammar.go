@@ -90,10 +90,13 @@ func (v *validator) clusterLabel(path, s string) {
 	}
 }
 
-// safeWindowsPath: a drive-letter path whose characters need no quoting on a
-// Windows command line or in a config file (no quotes, %, ^, &, |, <, >, and
-// no .. segment).
-var safeWindowsPath = regexp.MustCompile(`^[A-Za-z]:(\\[A-Za-z0-9_.\-]+)+\\?$`)
+// WindowsPathPattern is a drive-letter path whose characters need no
+// quoting on a Windows command line or in a config file (no quotes, %, ^, &,
+// |, <, >); the windowsPath check also refuses . and .. segments and device
+// names. The node's own steps match it again before they touch a path.
+const WindowsPathPattern = `^[A-Za-z]:(\\[A-Za-z0-9_.\-]+)+\\?$`
+
+var safeWindowsPath = regexp.MustCompile(WindowsPathPattern)
 
 func (v *validator) windowsPath(path, s string) {
 	ok := safeWindowsPath.MatchString(s) && len(s) <= endpoint.MaxText

@@ -130,7 +130,7 @@ func daemonSet(v view.Exporters) any {
 		AutomountServiceAccountToken: new(bool),
 	}
 	if e.Firewall.Enabled {
-		pod.InitContainers = []corev1.Container{{
+		pod.InitContainers = append(pod.InitContainers, corev1.Container{
 			Name:    "configure-firewall",
 			Image:   e.Image,
 			Command: []string{"powershell.exe", "-NoLogo", "-NoProfile", "-NonInteractive", "-ExecutionPolicy", "Bypass", "-Command", FirewallScript},
@@ -138,9 +138,12 @@ func daemonSet(v view.Exporters) any {
 				{Name: HostIPEnv, ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "status.hostIP"}}},
 				{Name: AllowFromEnv, Value: AllowFrom(e.Firewall.AllowFrom)},
 			},
-			Resources: firewallResources,
-		}}
+			Resources: nodeagent.StepResources,
+		})
 	}
+	// The textfile directory is served as metrics: only SYSTEM and
+	// Administrators may write it.
+	pod.InitContainers = append(pod.InitContainers, nodeagent.SecureDirsContainer(e.Image, v.TextfileDir))
 	// SYSTEM reads performance counters, the SCM and job objects, and may
 	// change the firewall.
 	return nodeagent.DaemonSet(v.Agents, Name, Name, nodeagent.SystemAccount, pod)
@@ -177,12 +180,6 @@ func AllowFrom(addrs []string) string {
 	}
 	return strings.Join(out, ",")
 }
-
-// firewallResources bound the one-shot PowerShell step like every container.
-var firewallResources = nodeagent.Resources(config.Resources{
-	Requests: map[string]string{"cpu": "50m", "memory": "64Mi"},
-	Limits:   map[string]string{"memory": "256Mi"},
-})
 
 // relabelings make the series look the way the rules expect, whichever
 // monitor scrapes them: instance and node are the node name (so joins with

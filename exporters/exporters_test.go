@@ -2,6 +2,7 @@ package exporters
 
 import (
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -12,6 +13,7 @@ import (
 
 	"github.com/winobs/winobs"
 	"github.com/winobs/winobs/config"
+	"github.com/winobs/winobs/nodeagent"
 	"github.com/winobs/winobs/view"
 )
 
@@ -79,6 +81,23 @@ func TestDaemonSet(t *testing.T) {
 	if c.Resources.Limits.Memory().String() != "200Mi" || c.Resources.Requests.Cpu().String() != "50m" {
 		t.Errorf("resources = %+v", c.Resources)
 	}
+	if names := initNames(pod); !slices.Equal(names, []string{"configure-firewall", "secure-directories"}) {
+		t.Errorf("init containers %v, want the firewall step and then the directories step", names)
+	}
+	// The directories step closes exactly the directory the exporter serves.
+	var conf struct {
+		Collector struct {
+			Textfile struct {
+				Directories string `yaml:"directories"`
+			} `yaml:"textfile"`
+		} `yaml:"collector"`
+	}
+	if err := yaml.Unmarshal([]byte(ExporterConfig(load(t, nil))), &conf); err != nil {
+		t.Fatal(err)
+	}
+	if dirs := pod.InitContainers[1].Env[0]; dirs.Name != nodeagent.SecureDirsEnv || dirs.Value != conf.Collector.Textfile.Directories || dirs.Value != `C:\var\lib\winobs\textfile` {
+		t.Errorf("the directories step closes %+v, the exporter reads %q", dirs, conf.Collector.Textfile.Directories)
+	}
 	init := pod.InitContainers[0]
 	if init.Env[0].Name != HostIPEnv || init.Env[0].ValueFrom.FieldRef.FieldPath != "status.hostIP" {
 		t.Error("the firewall step does not get the node's own address")
@@ -94,9 +113,17 @@ func TestDaemonSet(t *testing.T) {
 	}
 
 	off := daemonSetOf(t, Objects(load(t, func(c *config.Config) { c.WindowsExporter.Firewall.Enabled = false })))
-	if len(off.Spec.Template.Spec.InitContainers) != 0 {
-		t.Error("firewall step present although switched off")
+	if names := initNames(off.Spec.Template.Spec); !slices.Equal(names, []string{"secure-directories"}) {
+		t.Errorf("firewall switched off: init containers %v, want only the directories step", names)
 	}
+}
+
+func initNames(pod corev1.PodSpec) []string {
+	var names []string
+	for _, c := range pod.InitContainers {
+		names = append(names, c.Name)
+	}
+	return names
 }
 
 // The exporter's config enables the container collector and limits the
