@@ -131,13 +131,49 @@ type Error struct {
 	API, Path string
 	Status    int
 	Msg       string
+	// Limit names the setting that refused the answer as too large ("" for
+	// any other failure): at fleet size a check can meet one, and has then
+	// read nothing, which is neither a pass nor a finding.
+	Limit string
+}
+
+// answerLimits are the refusals of an answer as too large, by a marker of
+// their message (Loki's pkg/logqlmodel, pkg/querier/queryrange and
+// pkg/util/validation; Prometheus' promql.ErrTooManySamples; doctor's own
+// bound), and the setting each names.
+var answerLimits = []struct{ marker, setting string }{
+	{"maximum number of series", "Loki's limits_config.max_query_series"},
+	{"maximum of series", "Loki's limits_config.max_query_series"},
+	{"max_entries_limit_per_query", "Loki's limits_config.max_entries_limit_per_query"},
+	{"the query time range exceeds the limit", "Loki's limits_config.max_query_length"},
+	{"would load too many samples into memory", "Prometheus' --query.max-samples"},
+	{"the answer is larger than", fmt.Sprintf("doctor's bound on one answer (%d MiB)", maxBody>>20)},
+}
+
+// limitOf is the setting a message says refused an answer, or "".
+func limitOf(msg string) string {
+	for _, l := range answerLimits {
+		if strings.Contains(msg, l.marker) {
+			return l.setting
+		}
+	}
+	return ""
+}
+
+// newError is an Error with its Limit read from the message.
+func newError(api, path string, status int, msg string) *Error {
+	return &Error{API: api, Path: path, Status: status, Msg: msg, Limit: limitOf(msg)}
 }
 
 func (e *Error) Error() string {
-	if e.Status != 0 {
-		return fmt.Sprintf("%s %s: HTTP %d: %s", e.API, e.Path, e.Status, e.Msg)
+	msg := e.Msg
+	if e.Limit != "" {
+		msg += " (the limit: " + e.Limit + ")"
 	}
-	return fmt.Sprintf("%s %s: %s", e.API, e.Path, e.Msg)
+	if e.Status != 0 {
+		return fmt.Sprintf("%s %s: HTTP %d: %s", e.API, e.Path, e.Status, msg)
+	}
+	return fmt.Sprintf("%s %s: %s", e.API, e.Path, msg)
 }
 
 // get sends a GET to path with params and decodes the API's JSON envelope
@@ -152,12 +188,20 @@ func (a *API) get(ctx context.Context, path string, params url.Values, data any)
 		Data      json.RawMessage `json:"data"`
 		ErrorType string          `json:"errorType"`
 		Error     string          `json:"error"`
+		Warnings  []string        `json:"warnings"`
 	}
 	if err := json.Unmarshal(body, &env); err != nil || env.Status == "" {
 		return a.notJSON(path, status, body)
 	}
 	if env.Status != "success" {
-		return &Error{API: a.name, Path: path, Status: status, Msg: message(env.ErrorType + ": " + env.Error)}
+		return newError(a.name, path, status, message(env.ErrorType+": "+env.Error))
+	}
+	// A partial answer (a limit reached, said in a warning) is no answer:
+	// what it leaves out could be what the check looks for.
+	for _, w := range env.Warnings {
+		if limitOf(w) != "" {
+			return newError(a.name, path, status, "a partial answer: "+message(w))
+		}
 	}
 	if len(env.Data) == 0 {
 		return nil // Loki leaves data out when nothing matches (label values): no data
@@ -207,7 +251,7 @@ func (a *API) fetch(ctx context.Context, path string, params url.Values) ([]byte
 		return nil, 0, &Error{API: a.name, Path: path, Status: resp.StatusCode, Msg: "reading the answer: " + err.Error()}
 	}
 	if len(body) > maxBody {
-		return nil, 0, &Error{API: a.name, Path: path, Status: resp.StatusCode, Msg: fmt.Sprintf("the answer is larger than %d bytes", maxBody)}
+		return nil, 0, newError(a.name, path, resp.StatusCode, fmt.Sprintf("the answer is larger than %d bytes", maxBody))
 	}
 	switch {
 	case resp.StatusCode == http.StatusUnauthorized && strings.TrimSpace(string(body)) == "no org id":
@@ -232,7 +276,7 @@ func (a *API) notJSON(path string, status int, body []byte) error {
 	case status == http.StatusNotFound:
 		return &Error{API: a.name, Path: path, Status: status, Msg: "no such path (" + text + "): not " + a.name + "'s API; give its base URL, without a path"}
 	case status >= 400:
-		return &Error{API: a.name, Path: path, Status: status, Msg: text} // Loki's errors are plain text
+		return newError(a.name, path, status, text) // Loki's errors are plain text
 	}
 	return &Error{API: a.name, Path: path, Status: status, Msg: "the answer is not " + a.name + "'s API (" + text + ")"}
 }

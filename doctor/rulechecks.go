@@ -215,8 +215,8 @@ func (r *run) containerLabels(ctx context.Context, c Check) Check {
 
 // alertsFiring: no winobs alert fires now; the firing ones, grouped.
 func (r *run) alertsFiring(ctx context.Context, c Check) Check {
-	if r.exportersUp == 0 {
-		return skip(c, "no exporter target is up: no winobs alert can fire, nothing to check (see windows-nodes-scraped)")
+	if why := exporterUp(&r.facts); why != "" {
+		return skip(c, "no winobs alert can fire without exporter data: "+why)
 	}
 	alerts, err := r.prom.Alerts(ctx)
 	if err != nil {

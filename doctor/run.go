@@ -63,6 +63,9 @@ type facts struct {
 type need func(f *facts) string
 
 func exporterUp(f *facts) string {
+	if f.scrapeErr != nil {
+		return "the exporter targets could not be read: nothing to check (see windows-nodes-scraped)"
+	}
 	if f.exportersUp == 0 {
 		return noExporter
 	}

@@ -1,0 +1,233 @@
+package doctor
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/prometheus/promql"
+
+	"github.com/winobs/winobs/config"
+	"github.com/winobs/winobs/contract"
+	"github.com/winobs/winobs/internal/lokiproc"
+	"github.com/winobs/winobs/view"
+	"github.com/winobs/winobs/vocab"
+)
+
+// fleetSize is the fleet doctor is held to (issue 61).
+const fleetSize = 1000
+
+// answerSizes records, per API, the largest answer doctor read: its
+// series (a query's result) or values (a label's values), and the query.
+type answerSizes struct {
+	mu      sync.Mutex
+	largest map[string]answerSize
+}
+
+type answerSize struct {
+	items int
+	what  string
+}
+
+// wrap passes every request to h and records the size of its answer.
+func (a *answerSizes) wrap(api string, h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		rec := &bufferedResponse{header: http.Header{}, status: http.StatusOK}
+		h.ServeHTTP(rec, r)
+		var env struct {
+			Data json.RawMessage `json:"data"`
+		}
+		items := 0
+		if json.Unmarshal(rec.body.Bytes(), &env) == nil {
+			var values []string
+			var query struct {
+				Result []json.RawMessage `json:"result"`
+			}
+			if json.Unmarshal(env.Data, &values) == nil {
+				items = len(values)
+			} else if json.Unmarshal(env.Data, &query) == nil {
+				items = len(query.Result)
+			}
+		}
+		what := r.URL.Path
+		if q := r.URL.Query().Get("query"); q != "" {
+			what += " " + q
+		}
+		a.mu.Lock()
+		if items > a.largest[api].items {
+			a.largest[api] = answerSize{items, what}
+		}
+		a.mu.Unlock()
+		for k, v := range rec.header {
+			w.Header()[k] = v
+		}
+		w.WriteHeader(rec.status)
+		w.Write(rec.body.Bytes())
+	})
+}
+
+type bufferedResponse struct {
+	header http.Header
+	status int
+	body   bytes.Buffer
+}
+
+func (b *bufferedResponse) Header() http.Header         { return b.header }
+func (b *bufferedResponse) Write(p []byte) (int, error) { return b.body.Write(p) }
+func (b *bufferedResponse) WriteHeader(status int)      { b.status = status }
+
+// At 1,000 Windows nodes every check doctor makes still answers within the
+// servers' default limits, on Prometheus' own engine (its rule manager
+// evaluating the rendered rules, the engine's sample limit at a fifth of
+// Prometheus' default) and on a real Loki with its default limits holding
+// four event streams a node: every check passes, none is refused as too
+// large, and the largest answers are logged (make bench's fleet table).
+func TestDoctorAtFleetSize(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a 1,000-node fleet: not in -short")
+	}
+	loki := lokiproc.Start(t, lokiproc.Options{})
+	cfg := config.Default()
+	c := healthy()
+	c.nodes = nil
+	for i := range fleetSize {
+		c.nodes = append(c.nodes, fmt.Sprintf("akswin%06d", i))
+	}
+	pushFleet(t, loki, cfg, c.nodes)
+
+	sizes := &answerSizes{largest: map[string]answerSize{}}
+	target, err := url.Parse(loki.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := newFakeProm(t, cfg, c)
+	prom := newTestAPI(t, "Prometheus", sizes.wrap("Prometheus", f), Auth{})
+	lokiAPI := newTestAPI(t, "Loki", sizes.wrap("Loki", httputil.NewSingleHostReverseProxy(target)), Auth{})
+	rep := Run(context.Background(), view.ForDoctor(cfg), prom, lokiAPI)
+
+	var out bytes.Buffer
+	rep.WriteText(&out)
+	nothing := map[string]bool{"cluster-label": true, "shipper-counters": true}
+	for _, ch := range rep.Checks {
+		if want := map[bool]Status{true: Skip, false: Pass}[nothing[ch.ID]]; ch.Status != want {
+			t.Errorf("%s: %s, want %s: %v (fix: %s)", ch.ID, ch.Status, want, ch.Evidence, ch.Fix)
+		}
+	}
+	for _, want := range []string{"1000 Windows nodes in kube-state-metrics, 1000 exporter targets", "1000 of 1000 running Windows containers covered", "1000 nodes, channels"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("the report lacks %q:\n%s", want, out.String())
+		}
+	}
+	for _, api := range []string{"Prometheus", "Loki"} {
+		l := sizes.largest[api]
+		t.Logf("largest %s answer at %d nodes: %d items (%s)", api, fleetSize, l.items, l.what)
+	}
+	if l := sizes.largest["Loki"]; l.items < fleetSize {
+		t.Errorf("no Loki answer listed the fleet's nodes: %+v", l)
+	}
+}
+
+// pushFleet pushes, as the agents label them, one event a stream for four
+// channels of every node (4,000 streams, under Loki's default 5,000 a
+// tenant) and pod log lines from a tenth of the nodes.
+func pushFleet(t *testing.T, loki *lokiproc.Loki, cfg *config.Config, nodes []string) {
+	t.Helper()
+	now := strconv.FormatInt(time.Now().Add(-time.Minute).UnixNano(), 10)
+	type stream struct {
+		Stream map[string]string `json:"stream"`
+		Values [][2]string       `json:"values"`
+	}
+	var streams []stream
+	flush := func() {
+		body, err := json.Marshal(map[string]any{"streams": streams})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if code, answer := loki.Push(t, "", "application/json", body); code != http.StatusNoContent {
+			t.Fatalf("push: %d %s", code, answer)
+		}
+		streams = streams[:0]
+	}
+	channels := []string{config.ChannelSystem, config.ChannelApplication, config.ChannelSecurity, config.ChannelHNS}
+	for i, n := range nodes {
+		for _, ch := range channels {
+			line := fmt.Sprintf(`{"source":"Service Control Manager","channel":%q,"computer":%q,"event_id":7036,"levelText":"Information","message":"the service entered the running state"}`, ch, strings.ToUpper(n))
+			streams = append(streams, stream{Stream: map[string]string{contract.LabelJob: cfg.Logs.EventsJob, contract.LabelNode: n,
+				contract.LabelChannel: ch, contract.LabelComputer: strings.ToUpper(n)}, Values: [][2]string{{now, line}}})
+		}
+		if i%10 == 0 {
+			streams = append(streams, stream{Stream: map[string]string{contract.LabelJob: cfg.Logs.PodLogsJob, contract.LabelNode: n,
+				contract.LabelNamespace: "shop", contract.LabelPod: "app-" + n, contract.LabelContainer: "app"}, Values: [][2]string{{now, "started"}}})
+		}
+		if len(streams) >= 400 {
+			flush()
+		}
+	}
+	if len(streams) > 0 {
+		flush()
+	}
+}
+
+// An answer a server refuses as too large (Loki's max_query_series in its
+// recorded words, Prometheus' sample limit from its own engine, a partial
+// answer Loki flags in a warning) skips the check naming the limit: never
+// a pass, and no finding about the cluster.
+func TestAnswerTooLargeIsASkipNamingTheLimit(t *testing.T) {
+	cfg := config.Default()
+	nodes := []string{"win-1", "win-2", "win-3"}
+	for name, answer := range map[string]http.HandlerFunc{
+		"max_query_series": func(w http.ResponseWriter, r *http.Request) {
+			recorded(t, "loki-api", "mt-query-max-series")(w, r)
+		},
+		"partial": func(w http.ResponseWriter, _ *http.Request) {
+			w.Header().Set("Content-Type", "application/json")
+			w.Write([]byte(`{"status":"success","data":{"resultType":"vector","result":[]},"warnings":["maximum number of series (500) reached for a single query; returning partial results"]}`))
+		},
+	} {
+		loki := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path == "/loki/api/v1/query" {
+				answer(w, r)
+				return
+			}
+			writeJSON(w, nodes)
+		})
+		r := &run{v: view.ForDoctor(cfg), loki: newTestAPI(t, "Loki", loki, Auth{}),
+			facts: facts{t: vocab.ForCluster(cfg), lt: vocab.ForCluster(cfg), windowsNodes: nodes}}
+		got := r.eventsPerNode(context.Background(), Check{})
+		if text := strings.Join(got.Evidence, " "); got.Status != Skip || !strings.Contains(text, "Loki's limits_config.max_query_series") || !strings.Contains(got.Fix, "raise Loki's limits_config.max_query_series") {
+			t.Errorf("%s: %s %q (fix %q), want a skip naming max_query_series", name, got.Status, text, got.Fix)
+		}
+	}
+
+	rep := runDoctor(t, cfg, healthy(), func(f *fakeProm) {
+		f.engine = promql.NewEngine(promql.EngineOpts{MaxSamples: 2, Timeout: time.Minute, LookbackDelta: 5 * time.Minute, Parser: testParser})
+	}, nil)
+	limited := 0
+	for _, c := range rep.Checks {
+		text := strings.Join(c.Evidence, " ")
+		if !strings.Contains(text, "Prometheus' --query.max-samples") {
+			continue
+		}
+		limited++
+		if c.Status == Pass {
+			t.Errorf("%s passed on a refused answer: %s", c.ID, text)
+		}
+	}
+	if testing.Verbose() || limited == 0 {
+		var out bytes.Buffer
+		rep.WriteText(&out)
+		t.Logf("the report:\n%s", out.String())
+	}
+	if limited == 0 {
+		t.Error("no check names the sample limit")
+	}
+}
