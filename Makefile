@@ -169,7 +169,7 @@ ci: fmt-check test race-loaded vet lint windows winapi-check check-generated ## 
 FLEET_MEMLIMIT ?= 14GiB
 bench: SHELL := /bin/bash
 bench: .SHELLFLAGS := -o pipefail -c
-bench: $(BIN)/victoria-logs $(LOKI) ## benchmarks, ending with one table (also docs/performance.md): records vs kube-prometheus-stack's at 50, 200 and 1,000 nodes, dashboards, shipper events/s, allocs, RSS, binary size, event streams a node on the real Loki, gen's build CPU and render time
+bench: $(BIN)/victoria-logs $(LOKI) ## benchmarks, ending with one table (also docs/performance.md): records vs kube-prometheus-stack's at 50, 200 and 1,000 nodes, dashboards, shipper events/s, allocs, RSS, binary size, event streams a node on the real Loki, doctor at 1,000 nodes, gen's build CPU and render time
 	@mkdir -p $(BIN)
 	{ $(GO) test -run '^$$' -bench RuleEvaluation -benchmem -benchtime 10x -timeout 60m -v ./tests/ && \
 	  for size in '^nodes=50$$' '^nodes=200$$' 'linux'; do for run in 1 2 3; do \
@@ -180,6 +180,7 @@ bench: $(BIN)/victoria-logs $(LOKI) ## benchmarks, ending with one table (also d
 	  $(GO) test -run '^$$' -bench ShipperBinary -benchtime 5x ./shipper/ && \
 	  $(GO) test -run '^$$' -bench ShipperIntoLoki -benchtime 1x ./shipper/ && \
 	  WINOBS_REQUIRE_LOKI=1 $(GO) test -run '^$$' -bench FleetStreams -benchtime 1x ./shipper/ && \
+	  WINOBS_REQUIRE_LOKI=1 $(GO) test -run '^$$' -bench DoctorAtFleetSize -benchtime 1x ./doctor/ && \
 	  $(GO) test -run '^$$' -bench 'FormatBatchEncode|ParseLine|DumpQuery' -benchmem -cpu 1 ./shipper/ ./shipper/eventxml/ && \
 	  $(GO) test -run '^$$' -bench GenBuild -benchtime 1x -timeout 30m ./cmd/gen/; } | tee $(BIN)/bench.txt
 	$(GO) run ./scripts/benchtable < $(BIN)/bench.txt > docs/performance.md

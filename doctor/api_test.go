@@ -42,7 +42,7 @@ func recorded(t *testing.T, dir, name string) http.HandlerFunc {
 	}
 }
 
-func newTestAPI(t *testing.T, name string, h http.Handler, auth Auth) *API {
+func newTestAPI(t testing.TB, name string, h http.Handler, auth Auth) *API {
 	t.Helper()
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)

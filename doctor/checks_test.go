@@ -236,7 +236,7 @@ type fakeProm struct {
 
 var testParser = parser.NewParser(parser.Options{})
 
-func newFakeProm(t *testing.T, cfg *config.Config, c cluster) *fakeProm {
+func newFakeProm(t testing.TB, cfg *config.Config, c cluster) *fakeProm {
 	t.Helper()
 	end := time.Unix(0, 0).Add(20 * time.Minute)
 	suite, err := promqltest.NewLazyLoader(c.script(), promqltest.LazyLoaderOpts{Parser: testParser})

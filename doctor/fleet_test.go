@@ -90,11 +90,59 @@ func (b *bufferedResponse) WriteHeader(status int)      { b.status = status }
 // evaluating the rendered rules, the engine's sample limit at a fifth of
 // Prometheus' default) and on a real Loki with its default limits holding
 // four event streams a node: every check passes, none is refused as too
-// large, and the largest answers are logged (make bench's fleet table).
+// large, and the largest answers are logged (make bench reports them:
+// BenchmarkDoctorAtFleetSize).
 func TestDoctorAtFleetSize(t *testing.T) {
 	if testing.Short() {
 		t.Skip("a 1,000-node fleet: not in -short")
 	}
+	rep, sizes := doctorAtFleet(t)
+	var out bytes.Buffer
+	rep.WriteText(&out)
+	nothing := map[string]bool{"cluster-label": true, "shipper-counters": true}
+	for _, ch := range rep.Checks {
+		if want := map[bool]Status{true: Skip, false: Pass}[nothing[ch.ID]]; ch.Status != want {
+			t.Errorf("%s: %s, want %s: %v (fix: %s)", ch.ID, ch.Status, want, ch.Evidence, ch.Fix)
+		}
+	}
+	for _, want := range []string{"1000 Windows nodes in kube-state-metrics, 1000 exporter targets", "1000 of 1000 running Windows containers covered", "1000 nodes, channels"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("the report lacks %q:\n%s", want, out.String())
+		}
+	}
+	for _, api := range []string{"Prometheus", "Loki"} {
+		l := sizes[api]
+		t.Logf("largest %s answer at %d nodes: %d items (%s)", api, fleetSize, l.items, l.what)
+	}
+	if l := sizes["Loki"]; l.items < fleetSize {
+		t.Errorf("no Loki answer listed the fleet's nodes: %+v", l)
+	}
+}
+
+// BenchmarkDoctorAtFleetSize runs doctor once against the 1,000-node fleet
+// and reports its largest answers and the checks that did not pass.
+func BenchmarkDoctorAtFleetSize(b *testing.B) {
+	for b.Loop() {
+		rep, sizes := doctorAtFleet(b)
+		notPassed := 0
+		for _, c := range rep.Checks {
+			if c.Status != Pass && c.ID != "cluster-label" && c.ID != "shipper-counters" {
+				notPassed++
+			}
+		}
+		b.ReportMetric(float64(fleetSize), "nodes")
+		b.ReportMetric(float64(sizes["Prometheus"].items), "largest_prometheus_series")
+		b.ReportMetric(float64(sizes["Loki"].items), "largest_loki_items")
+		b.ReportMetric(float64(notPassed), "checks_not_passed")
+	}
+}
+
+// doctorAtFleet runs doctor against fleetSize Windows nodes: Prometheus'
+// engine over the fixture cluster at that size, and a real Loki holding
+// what the agents push for them. It returns the report and the largest
+// answer of each API.
+func doctorAtFleet(t testing.TB) (Report, map[string]answerSize) {
+	t.Helper()
 	loki := lokiproc.Start(t, lokiproc.Options{})
 	cfg := config.Default()
 	c := healthy()
@@ -112,34 +160,13 @@ func TestDoctorAtFleetSize(t *testing.T) {
 	f := newFakeProm(t, cfg, c)
 	prom := newTestAPI(t, "Prometheus", sizes.wrap("Prometheus", f), Auth{})
 	lokiAPI := newTestAPI(t, "Loki", sizes.wrap("Loki", httputil.NewSingleHostReverseProxy(target)), Auth{})
-	rep := Run(context.Background(), view.ForDoctor(cfg), prom, lokiAPI)
-
-	var out bytes.Buffer
-	rep.WriteText(&out)
-	nothing := map[string]bool{"cluster-label": true, "shipper-counters": true}
-	for _, ch := range rep.Checks {
-		if want := map[bool]Status{true: Skip, false: Pass}[nothing[ch.ID]]; ch.Status != want {
-			t.Errorf("%s: %s, want %s: %v (fix: %s)", ch.ID, ch.Status, want, ch.Evidence, ch.Fix)
-		}
-	}
-	for _, want := range []string{"1000 Windows nodes in kube-state-metrics, 1000 exporter targets", "1000 of 1000 running Windows containers covered", "1000 nodes, channels"} {
-		if !strings.Contains(out.String(), want) {
-			t.Errorf("the report lacks %q:\n%s", want, out.String())
-		}
-	}
-	for _, api := range []string{"Prometheus", "Loki"} {
-		l := sizes.largest[api]
-		t.Logf("largest %s answer at %d nodes: %d items (%s)", api, fleetSize, l.items, l.what)
-	}
-	if l := sizes.largest["Loki"]; l.items < fleetSize {
-		t.Errorf("no Loki answer listed the fleet's nodes: %+v", l)
-	}
+	return Run(context.Background(), view.ForDoctor(cfg), prom, lokiAPI), sizes.largest
 }
 
 // pushFleet pushes, as the agents label them, one event a stream for four
 // channels of every node (4,000 streams, under Loki's default 5,000 a
 // tenant) and pod log lines from a tenth of the nodes.
-func pushFleet(t *testing.T, loki *lokiproc.Loki, cfg *config.Config, nodes []string) {
+func pushFleet(t testing.TB, loki *lokiproc.Loki, cfg *config.Config, nodes []string) {
 	t.Helper()
 	now := strconv.FormatInt(time.Now().Add(-time.Minute).UnixNano(), 10)
 	type stream struct {

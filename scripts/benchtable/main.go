@@ -145,6 +145,13 @@ func fleet(r result) string {
 		r["input_series"], r["winobs_alloc_MiB"], r["kps_alloc_MiB"], r["peak_RSS_MiB"]/1024)
 }
 
+// doctorAnswers shows doctor's largest answers at fleet size and the
+// checks that did not pass.
+func doctorAnswers(r result) string {
+	return fmt.Sprintf("%.0f checks not passed; largest answers %.0f series (Prometheus), %.0f values (Loki)",
+		r["checks_not_passed"], r["largest_prometheus_series"], r["largest_loki_items"])
+}
+
 // perChannel and perNode show a shipper rate with its bytes and what Loki
 // would have sharded.
 func perChannel(r result) string {
@@ -208,14 +215,57 @@ var rows = []row{
 		"a busy node's Security mix: 4624/4634 30% each, 4672 15%, 5156 20%, 4688 4%, the rest 1% (BenchmarkDumpQuery)"},
 	{"… the share of that mix forwarded", "BenchmarkDumpQuery/prepare", unit("forwarded_%", "%.1f %%"), "issue 45: the floods left out"},
 	{"… the query's test alone, per event", "BenchmarkDumpQuery/match", unit("ns/op", "%.0f ns/op"), ""},
+	{"doctor against 1,000 Windows nodes (Prometheus' engine, a real Loki with its default limits, four event streams a node)", "BenchmarkDoctorAtFleetSize", doctorAnswers,
+		"Loki's max_query_series 500 and Prometheus' --query.max-samples 50 M refuse no query (issue 61)"},
 	{"`go run ./cmd/gen` first build: CPU-seconds with an empty build cache", "BenchmarkGenBuild", unit("cold_build_cpu_s", "%.0f CPU-s"),
 		"issue 29: 163 CPU-s before (modules downloaded here, not there)"},
 	{"… with the build cache warm", "BenchmarkGenBuild", unit("warm_build_cpu_s", "%.1f CPU-s"), ""},
 	{"… one render of the default bundle", "BenchmarkGenBuild", ms("render_ms"), ""},
 }
 
+// fleetSizes are the fleet table's rows: the records benchmark's sizes.
+var fleetSizes = []int{50, 200, 1000}
+
+// defaultStreams is the benchmark of the default event sets' streams.
+const defaultStreams = "BenchmarkFleetStreams/sets=node-operations+security"
+
+// fleetTable is one row a fleet size: the records' input series, CPU ratio
+// and memory, the default event sets' streams against Loki's default limit,
+// and doctor's largest answer where it was measured at that size.
+func fleetTable(res map[string]result) string {
+	var b strings.Builder
+	b.WriteString("\n## The fleet\n\nOne row a fleet size: the recording rules against kube-prometheus-stack's on the same synthetic cluster (60\n")
+	b.WriteString("containers a node), the event streams the default sets cost a Loki tenant (max_global_streams_per_user 5,000),\n")
+	b.WriteString("and doctor's largest answer.\n\n")
+	b.WriteString("| nodes | input series | records' CPU time vs kube-prometheus-stack's | one evaluation allocates (kube-prometheus-stack) | peak RSS | event streams, default sets | doctor's largest answer |\n")
+	b.WriteString("|---|---|---|---|---|---|---|\n")
+	streams, hasStreams := res[defaultStreams]
+	doctor, hasDoctor := res["BenchmarkDoctorAtFleetSize"]
+	for _, n := range fleetSizes {
+		cells := []string{strconv.Itoa(n), "not run", "not run", "not run", "not run", "not run", "not measured"}
+		if r, ok := res[fmt.Sprintf("BenchmarkRecordsVsKubePrometheusStack/nodes=%d", n)]; ok {
+			cells[1] = fmt.Sprintf("%.0f", r["input_series"])
+			cells[2] = fmt.Sprintf("%.2f", r["cpu_ratio"])
+			if r["runs"] > 1 {
+				cells[2] += fmt.Sprintf(" (%.2f–%.2f over %.0f runs)", r["cpu_ratio_min"], r["cpu_ratio_max"], r["runs"])
+			}
+			cells[3] = fmt.Sprintf("%.0f MiB (%.0f MiB)", r["winobs_alloc_MiB"], r["kps_alloc_MiB"])
+			cells[4] = fmt.Sprintf("%.1f GiB", r["peak_RSS_MiB"]/1024)
+		}
+		if hasStreams {
+			total := streams["streams/node"] * float64(n)
+			cells[5] = fmt.Sprintf("%.0f (%.0f %% of the 5,000)", total, 100*total/5000)
+		}
+		if hasDoctor && doctor["nodes"] == float64(n) {
+			cells[6] = fmt.Sprintf("%.0f series, %.0f values; %.0f checks not passed", doctor["largest_prometheus_series"], doctor["largest_loki_items"], doctor["checks_not_passed"])
+		}
+		b.WriteString("| " + strings.Join(cells, " | ") + " |\n")
+	}
+	return b.String()
+}
+
 // table renders the figures present in res, in rows' order; a benchmark
-// that did not run is said, not left out silently.
+// that did not run is said, not left out silently. The fleet table follows.
 func table(res map[string]result, machine string) string {
 	var b strings.Builder
 	b.WriteString("# Performance\n\n`make bench` writes this file. Benchmarks, never timed tests: no test's verdict depends on the\n")
@@ -229,5 +279,6 @@ func table(res map[string]result, machine string) string {
 		}
 		fmt.Fprintf(&b, "| %s | %s | %s |\n", r.what, v, r.anchor)
 	}
+	b.WriteString(fleetTable(res))
 	return b.String()
 }

@@ -62,3 +62,28 @@ BenchmarkRecordsVsKubePrometheusStack/nodes=50-2         	      20	 594546992 ns
 		t.Errorf("table lacks %q:\n%s", want, got)
 	}
 }
+
+// The fleet table holds one row a size, from the records benchmark (lines
+// measured 2026-12-06 at 1,000 nodes), the default sets' streams and
+// doctor's fleet run; a size not run says so.
+func TestFleetTable(t *testing.T) {
+	out := `cpu: Intel(R) Xeon(R) Processor
+BenchmarkRecordsVsKubePrometheusStack/nodes=1000-2         	       5	18007117114 ns/op	         0.2521 cpu_ratio	    800000 input_series	      2918 kps_alloc_MiB	         6.000 kps_empty_records	     11593 kps_ms	      6590 peak_RSS_MiB	         0.3044 ratio	      1248 winobs_alloc_MiB	      3529 winobs_ms
+BenchmarkFleetStreams/sets=node-operations+security-2         	       1	  79916460 ns/op	      1000 nodes_at_stream_limit	         5.000 streams/node
+BenchmarkDoctorAtFleetSize-2         	       1	31000000000 ns/op	         0 checks_not_passed	      1000 largest_loki_items	      1000 largest_prometheus_series	      1000 nodes
+`
+	res, machine, err := parse(strings.NewReader(out))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := table(res, machine)
+	for _, want := range []string{
+		"| 50 | not run | not run | not run | not run | 250 (5 % of the 5,000) | not measured |",
+		"| 1000 | 800000 | 0.25 | 1248 MiB (2918 MiB) | 6.4 GiB | 5000 (100 % of the 5,000) | 1000 series, 1000 values; 0 checks not passed |",
+		"| 0 checks not passed; largest answers 1000 series (Prometheus), 1000 values (Loki) |",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("table lacks %q:\n%s", want, got)
+		}
+	}
+}
