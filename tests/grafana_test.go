@@ -115,26 +115,35 @@ func grafanaHarness(t *testing.T, in harnessInput) []harnessResult {
 	return out
 }
 
-// harnessAvailable returns node and the harness's directory; it skips when
-// either is missing, unless WINOBS_REQUIRE_GRAFANA is set (make test sets it
-// after npm ci, so CI cannot skip).
+// harnessAvailable returns node and the Grafana harness's directory
+// (nodeHarness; make test sets WINOBS_REQUIRE_GRAFANA after npm ci).
 func harnessAvailable(t *testing.T) (node, dir string) {
 	t.Helper()
-	dir, err := filepath.Abs("grafana")
+	return nodeHarness(t, "grafana", filepath.Join("@grafana", "scenes"), "WINOBS_REQUIRE_GRAFANA", "make grafana-harness")
+}
+
+// nodeHarness returns node and the absolute path of the npm harness in dir
+// (relative to tests/), whose node_modules must hold module. It skips when
+// either is missing, unless the environment variable require is set (make
+// test sets it after npm ci, so CI cannot skip); install is the target that
+// installs it.
+func nodeHarness(t *testing.T, dir, module, require, install string) (string, string) {
+	t.Helper()
+	abs, err := filepath.Abs(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	node, err = exec.LookPath("node")
+	node, err := exec.LookPath("node")
 	if err == nil {
-		_, err = os.Stat(filepath.Join(dir, "node_modules", "@grafana", "scenes"))
+		_, err = os.Stat(filepath.Join(abs, "node_modules", module))
 	}
 	if err != nil {
-		if os.Getenv("WINOBS_REQUIRE_GRAFANA") != "" {
-			t.Fatalf("Grafana harness unavailable: %v (make grafana-harness runs npm ci in tests/grafana)", err)
+		if os.Getenv(require) != "" {
+			t.Fatalf("the %s harness is unavailable: %v (%s runs npm ci in tests/%s)", dir, err, install, dir)
 		}
-		t.Skipf("Grafana harness unavailable: %v (make test installs it)", err)
+		t.Skipf("the %s harness is unavailable: %v (make test installs it)", dir, err)
 	}
-	return node, dir
+	return node, abs
 }
 
 func tail(s string, n int) string {
@@ -785,6 +794,13 @@ func TestHarnessPinsGrafana(t *testing.T) {
 	for _, p := range []string{"prometheus", "runtime", "data", "ui", "schema", "e2e-selectors", "i18n"} {
 		want["@grafana/"+p] = v.GrafanaPrometheus
 	}
+	npmPins(t, "grafana", want)
+}
+
+// npmPins holds the package.json and package-lock.json of the npm harness
+// in dir to the versions want names (versions.json's).
+func npmPins(t *testing.T, dir string, want map[string]string) {
+	t.Helper()
 	var pkg struct {
 		Dependencies map[string]string `json:"dependencies"`
 	}
@@ -794,7 +810,7 @@ func TestHarnessPinsGrafana(t *testing.T) {
 		} `json:"packages"`
 	}
 	for file, into := range map[string]any{"package.json": &pkg, "package-lock.json": &lock} {
-		raw, err := os.ReadFile(filepath.Join("grafana", file))
+		raw, err := os.ReadFile(filepath.Join(dir, file))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -804,10 +820,10 @@ func TestHarnessPinsGrafana(t *testing.T) {
 	}
 	for name, version := range want {
 		if got := pkg.Dependencies[name]; got != version {
-			t.Errorf("tests/grafana/package.json: %s is %q, versions.json says %s", name, got, version)
+			t.Errorf("tests/%s/package.json: %s is %q, versions.json says %s", dir, name, got, version)
 		}
 		if got := lock.Packages["node_modules/"+name].Version; got != version {
-			t.Errorf("tests/grafana/package-lock.json: %s is %q, versions.json says %s", name, got, version)
+			t.Errorf("tests/%s/package-lock.json: %s is %q, versions.json says %s", dir, name, got, version)
 		}
 	}
 }

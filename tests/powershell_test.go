@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -142,50 +141,12 @@ func parsePowerShell(t *testing.T, node, dir string, sources []psSource) []psRes
 // The harness's package.json and lockfile pin the grammar versions.json
 // names.
 func TestPowerShellHarnessPinsTheGrammar(t *testing.T) {
-	want := winobs.Pinned().PowerShellGrammar
-	var pkg struct {
-		Dependencies map[string]string `json:"dependencies"`
-	}
-	var lock struct {
-		Packages map[string]struct {
-			Version string `json:"version"`
-		} `json:"packages"`
-	}
-	for file, into := range map[string]any{"package.json": &pkg, "package-lock.json": &lock} {
-		raw, err := os.ReadFile(filepath.Join("powershell", file))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := json.Unmarshal(raw, into); err != nil {
-			t.Fatalf("%s: %v", file, err)
-		}
-	}
-	if got := pkg.Dependencies["tree-sitter-powershell"]; got != want {
-		t.Errorf("tests/powershell/package.json pins %q, versions.json says %s", got, want)
-	}
-	if got := lock.Packages["node_modules/tree-sitter-powershell"].Version; got != want {
-		t.Errorf("tests/powershell/package-lock.json holds %q, versions.json says %s", got, want)
-	}
+	npmPins(t, "powershell", map[string]string{"tree-sitter-powershell": winobs.Pinned().PowerShellGrammar})
 }
 
-// powershellHarness returns node and the harness's directory; it skips when
-// either is missing, unless WINOBS_REQUIRE_POWERSHELL is set (make test sets
-// it after npm ci, so CI cannot skip).
+// powershellHarness returns node and the PowerShell harness's directory
+// (nodeHarness; make test sets WINOBS_REQUIRE_POWERSHELL after npm ci).
 func powershellHarness(t *testing.T) (node, dir string) {
 	t.Helper()
-	dir, err := filepath.Abs("powershell")
-	if err != nil {
-		t.Fatal(err)
-	}
-	node, err = exec.LookPath("node")
-	if err == nil {
-		_, err = os.Stat(filepath.Join(dir, "node_modules", "tree-sitter-powershell", "tree-sitter-powershell.wasm"))
-	}
-	if err != nil {
-		if os.Getenv("WINOBS_REQUIRE_POWERSHELL") != "" {
-			t.Fatalf("PowerShell harness unavailable: %v (make powershell-harness runs npm ci in tests/powershell)", err)
-		}
-		t.Skipf("PowerShell harness unavailable: %v (make test installs it)", err)
-	}
-	return node, dir
+	return nodeHarness(t, "powershell", filepath.Join("tree-sitter-powershell", "tree-sitter-powershell.wasm"), "WINOBS_REQUIRE_POWERSHELL", "make powershell-harness")
 }
