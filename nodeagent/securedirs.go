@@ -39,6 +39,12 @@ func SecureDirsContainer(image string, dirs ...string) corev1.Container {
 // starts) on a directory that is a link, a junction or a file, or that
 // another account owns, naming it and the fix.
 //
+// An entry is judged without following it: a link is moved aside as it is
+// (Get-Acl would read its target, or fail on a dangling one), and an entry
+// whose owner cannot be read (an ACL that denies SYSTEM) is moved aside too
+// (the directory's full control includes deleting its children), so
+// nothing planted can stop the agent from starting.
+//
 // The order closes the race with a user allowed to delete the directory
 // (the Modify right a directory under C:\ inherits): icacls /L changes the
 // ACL of a link rather than its target, so a directory swapped for a
@@ -63,7 +69,8 @@ var SecureDirsScript = strings.Join([]string{
 	"function Move-Untrusted([string]$path) {",
 	"  foreach ($entry in @(Get-ChildItem -LiteralPath $path -Force)) {",
 	"    $link = [bool]($entry.Attributes -band [System.IO.FileAttributes]::ReparsePoint)",
-	"    $owner = (Get-Acl -LiteralPath $entry.FullName).GetOwner([System.Security.Principal.SecurityIdentifier]).Value",
+	"    $owner = 'unknown'",
+	"    if (-not $link) { try { $owner = (Get-Acl -LiteralPath $entry.FullName).GetOwner([System.Security.Principal.SecurityIdentifier]).Value } catch { $owner = 'unreadable' } }",
 	"    if ($link -or $trusted -notcontains $owner) {",
 	"      $aside = $entry.Name + '.aside-untrusted-' + (Get-Date -Format 'yyyyMMddHHmmss')",
 	"      Rename-Item -LiteralPath $entry.FullName -NewName $aside",
