@@ -20,6 +20,7 @@ import (
 	"github.com/winobs/winobs/bundle"
 	"github.com/winobs/winobs/config"
 	"github.com/winobs/winobs/gmp"
+	"github.com/winobs/winobs/internal/managedrules"
 	"github.com/winobs/winobs/render"
 	"github.com/winobs/winobs/shipper/shipconfig"
 	"github.com/winobs/winobs/shipperdeploy"
@@ -126,19 +127,12 @@ func configs(t *testing.T) map[string]*config.Config {
 		"kps exporter":   func(c *config.Config) { c.WindowsExporter.Deploy = false; c.Shipper.Deploy = true },
 		"multi-cluster":  func(c *config.Config) { c.Cluster.Name = "lab"; c.CreateNamespace = false },
 		"shipper agent":  func(c *config.Config) { c.LogAgent.Default = config.AgentShipper; c.Shipper.Deploy = true },
-		"amp": func(c *config.Config) {
-			c.Prometheus.Platform = config.PlatformAMP
-			c.Prometheus.AMP = config.AMP{WorkspaceID: "ws-8a6f7e7e-4d1e-4b88-8b4c-0123456789ab", Region: "eu-west-1"}
-		},
-		"gmp": func(c *config.Config) { c.Prometheus.Platform = config.PlatformGMP },
+		"amp":            func(c *config.Config) { managedrules.OnPlatform(c, config.PlatformAMP) },
+		"gmp":            func(c *config.Config) { c.Prometheus.Platform = config.PlatformGMP },
 		"gmp global": func(c *config.Config) {
 			c.Prometheus.Platform, c.Prometheus.GMP.Scope = config.PlatformGMP, config.GMPScopeGlobal
 		},
-		"azure-monitor": func(c *config.Config) {
-			c.Prometheus.Platform = config.PlatformAzureMonitor
-			c.Prometheus.Azure = config.AzureMonitor{Location: "westeurope",
-				Workspace: "/subscriptions/0b1f6471-1bf0-4dda-aec3-111122223333/resourceGroups/rg/providers/Microsoft.Monitor/accounts/amw"}
-		},
+		"azure-monitor": func(c *config.Config) { managedrules.OnPlatform(c, config.PlatformAzureMonitor) },
 	}
 	out := map[string]*config.Config{}
 	for name, mutate := range variants {

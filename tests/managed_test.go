@@ -44,15 +44,7 @@ func TestManagedRulesPassTheRuleTests(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			cfg.Prometheus.Platform = platform
-			cfg.Prometheus.Azure = config.AzureMonitor{Location: "westeurope",
-				Workspace: "/subscriptions/0b1f6471-1bf0-4dda-aec3-111122223333/resourceGroups/rg/providers/Microsoft.Monitor/accounts/amw"}
-			if platform != config.PlatformAzureMonitor {
-				cfg.Prometheus.Azure = config.AzureMonitor{}
-			}
-			if platform == config.PlatformAMP {
-				cfg.Prometheus.AMP = config.AMP{WorkspaceID: "ws-8a6f7e7e-4d1e-4b88-8b4c-0123456789ab", Region: "eu-west-1"}
-			}
+			managedrules.OnPlatform(cfg, platform)
 			// Not validated: the second configuration's cluster label is
 			// refused on Azure Monitor and GMP (they write cluster), but the
 			// translation is what is tested here.

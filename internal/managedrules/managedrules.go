@@ -21,6 +21,28 @@ import (
 	"github.com/winobs/winobs/view"
 )
 
+// Example settings of each platform, as a user's config would hold them:
+// what the tests render with.
+var (
+	ExampleAzure = config.AzureMonitor{Location: "westeurope",
+		Workspace: "/subscriptions/0b1f6471-1bf0-4dda-aec3-111122223333/resourceGroups/rg/providers/Microsoft.Monitor/accounts/amw"}
+	ExampleAMP = config.AMP{WorkspaceID: "ws-8a6f7e7e-4d1e-4b88-8b4c-0123456789ab", Region: "eu-west-1"}
+)
+
+// OnPlatform sets c to render for platform with the example settings it
+// needs (Azure Monitor's workspace, AMP's workspace and region; GMP none),
+// and no other platform's.
+func OnPlatform(c *config.Config, platform string) {
+	c.Prometheus.Platform = platform
+	c.Prometheus.Azure, c.Prometheus.AMP = config.AzureMonitor{}, config.AMP{}
+	switch platform {
+	case config.PlatformAzureMonitor:
+		c.Prometheus.Azure = ExampleAzure
+	case config.PlatformAMP:
+		c.Prometheus.AMP = ExampleAMP
+	}
+}
+
 // ReadBack is the platform's rendered rules as a Prometheus rule file:
 // Azure Monitor's rule group (expression → expr, ISO 8601 `for` → a
 // duration), AMP's namespace file parsed by Prometheus' rulefmt, GMP's

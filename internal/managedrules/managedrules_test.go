@@ -19,14 +19,7 @@ import (
 func TestReadBackAndDiff(t *testing.T) {
 	for _, platform := range []string{config.PlatformAzureMonitor, config.PlatformAMP, config.PlatformGMP} {
 		c := config.Default()
-		c.Prometheus.Platform = platform
-		switch platform {
-		case config.PlatformAzureMonitor:
-			c.Prometheus.Azure = config.AzureMonitor{Location: "westeurope",
-				Workspace: "/subscriptions/0b1f6471-1bf0-4dda-aec3-111122223333/resourceGroups/rg/providers/Microsoft.Monitor/accounts/amw"}
-		case config.PlatformAMP:
-			c.Prometheus.AMP = config.AMP{WorkspaceID: "ws-8a6f7e7e-4d1e-4b88-8b4c-0123456789ab", Region: "eu-west-1"}
-		}
+		managedrules.OnPlatform(c, platform)
 		if probs := config.Validate(c); len(probs) > 0 {
 			t.Fatal(probs)
 		}
