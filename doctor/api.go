@@ -131,11 +131,13 @@ type Error struct {
 	API, Path string
 	Status    int
 	Msg       string
-	// Limit names the setting that refused the answer as too large ("" for
-	// any other failure): at fleet size a check can meet one, and has then
-	// read nothing, which is neither a pass nor a finding.
-	Limit string
 }
+
+// Limit names the setting that refused the answer as too large, read from
+// the server's words ("" for any other failure): at fleet size a check can
+// meet one, and has then read nothing, which is neither a pass nor a
+// finding.
+func (e *Error) Limit() string { return limitOf(e.Msg) }
 
 // answerLimits are the refusals of an answer as too large, by a marker of
 // their message (Loki's pkg/logqlmodel, pkg/querier/queryrange and
@@ -160,15 +162,10 @@ func limitOf(msg string) string {
 	return ""
 }
 
-// newError is an Error with its Limit read from the message.
-func newError(api, path string, status int, msg string) *Error {
-	return &Error{API: api, Path: path, Status: status, Msg: msg, Limit: limitOf(msg)}
-}
-
 func (e *Error) Error() string {
 	msg := e.Msg
-	if e.Limit != "" {
-		msg += " (the limit: " + e.Limit + ")"
+	if limit := e.Limit(); limit != "" {
+		msg += " (the limit: " + limit + ")"
 	}
 	if e.Status != 0 {
 		return fmt.Sprintf("%s %s: HTTP %d: %s", e.API, e.Path, e.Status, msg)
@@ -194,13 +191,13 @@ func (a *API) get(ctx context.Context, path string, params url.Values, data any)
 		return a.notJSON(path, status, body)
 	}
 	if env.Status != "success" {
-		return newError(a.name, path, status, message(env.ErrorType+": "+env.Error))
+		return &Error{API: a.name, Path: path, Status: status, Msg: message(env.ErrorType + ": " + env.Error)}
 	}
 	// A partial answer (a limit reached, said in a warning) is no answer:
 	// what it leaves out could be what the check looks for.
 	for _, w := range env.Warnings {
 		if limitOf(w) != "" {
-			return newError(a.name, path, status, "a partial answer: "+message(w))
+			return &Error{API: a.name, Path: path, Status: status, Msg: "a partial answer: " + message(w)}
 		}
 	}
 	if len(env.Data) == 0 {
@@ -251,7 +248,7 @@ func (a *API) fetch(ctx context.Context, path string, params url.Values) ([]byte
 		return nil, 0, &Error{API: a.name, Path: path, Status: resp.StatusCode, Msg: "reading the answer: " + err.Error()}
 	}
 	if len(body) > maxBody {
-		return nil, 0, newError(a.name, path, resp.StatusCode, fmt.Sprintf("the answer is larger than %d bytes", maxBody))
+		return nil, 0, &Error{API: a.name, Path: path, Status: resp.StatusCode, Msg: fmt.Sprintf("the answer is larger than %d bytes", maxBody)}
 	}
 	switch {
 	case resp.StatusCode == http.StatusUnauthorized && strings.TrimSpace(string(body)) == "no org id":
@@ -276,7 +273,7 @@ func (a *API) notJSON(path string, status int, body []byte) error {
 	case status == http.StatusNotFound:
 		return &Error{API: a.name, Path: path, Status: status, Msg: "no such path (" + text + "): not " + a.name + "'s API; give its base URL, without a path"}
 	case status >= 400:
-		return newError(a.name, path, status, text) // Loki's errors are plain text
+		return &Error{API: a.name, Path: path, Status: status, Msg: text} // Loki's errors are plain text
 	}
 	return &Error{API: a.name, Path: path, Status: status, Msg: "the answer is not " + a.name + "'s API (" + text + ")"}
 }

@@ -93,10 +93,10 @@ func label(ss []Sample, name string) []string {
 
 // failed turns a query error into a failed check.
 func failed(c Check, err error) Check {
-	if e := (*Error)(nil); errors.As(err, &e) && e.Limit != "" {
+	if e := (*Error)(nil); errors.As(err, &e) && e.Limit() != "" {
 		c.Status = Skip
 		c.Evidence = append(c.Evidence, fmt.Sprintf("%s refused the answer as too large, so nothing was checked: %s", e.API, err))
-		c.Fix = "raise " + e.Limit + " for doctor's queries, or check this by hand"
+		c.Fix = "raise " + e.Limit() + " for doctor's queries, or check this by hand"
 		return c
 	}
 	c.Status, c.Evidence = Fail, append(c.Evidence, err.Error())
