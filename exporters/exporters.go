@@ -133,7 +133,7 @@ func daemonSet(v view.Exporters) any {
 		pod.InitContainers = append(pod.InitContainers, corev1.Container{
 			Name:    "configure-firewall",
 			Image:   e.Image,
-			Command: []string{"powershell.exe", "-NoLogo", "-NoProfile", "-NonInteractive", "-ExecutionPolicy", "Bypass", "-Command", FirewallScript},
+			Command: nodeagent.PowerShell(FirewallScript),
 			Env: []corev1.EnvVar{
 				{Name: HostIPEnv, ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "status.hostIP"}}},
 				{Name: AllowFromEnv, Value: AllowFrom(e.Firewall.AllowFrom)},

@@ -13,6 +13,21 @@ import (
 // script text.
 const SecureDirsEnv = "WINOBS_SECURE_DIRS"
 
+// PowerShell is the command that runs script with the node's Windows
+// PowerShell (a HostProcess container runs the node's powershell.exe),
+// with no profile, no prompt and no execution policy in the way: every
+// PowerShell step of winobs's pods.
+func PowerShell(script string) []string {
+	return []string{"powershell.exe", "-NoLogo", "-NoProfile", "-NonInteractive", "-ExecutionPolicy", "Bypass", "-Command", script}
+}
+
+// The accounts a closed directory grants: SYSTEM and Administrators, as
+// SIDs (names differ by the node's language).
+const (
+	systemSID = "S-1-5-18"
+	adminsSID = "S-1-5-32-544"
+)
+
 // SecureDirsContainer is the init container that makes each directory an
 // agent writes on the node SYSTEM's and Administrators' alone before the
 // agent starts (Alloy's storage path, the exporter's textfile directory):
@@ -27,7 +42,7 @@ func SecureDirsContainer(image string, dirs ...string) corev1.Container {
 	return corev1.Container{
 		Name:      "secure-directories",
 		Image:     image,
-		Command:   []string{"powershell.exe", "-NoLogo", "-NoProfile", "-NonInteractive", "-ExecutionPolicy", "Bypass", "-Command", SecureDirsScript},
+		Command:   PowerShell(SecureDirsScript),
 		Env:       []corev1.EnvVar{{Name: SecureDirsEnv, Value: strings.Join(dirs, "|")}},
 		Resources: StepResources,
 	}
@@ -57,7 +72,7 @@ func SecureDirsContainer(image string, dirs ...string) corev1.Container {
 // and are matched against config.WindowsPathPattern again before use.
 var SecureDirsScript = strings.Join([]string{
 	"$ErrorActionPreference = 'Stop'",
-	"$trusted = @('S-1-5-18', 'S-1-5-32-544')",
+	"$trusted = @('" + systemSID + "', '" + adminsSID + "')",
 	"function Get-TrustedAcl([string]$path) {",
 	"  $item = Get-Item -LiteralPath $path -Force",
 	"  if (-not $item.PSIsContainer -or ($item.Attributes -band [System.IO.FileAttributes]::ReparsePoint)) { throw \"${path} is a link, a junction or a file, which would send the agent's writes elsewhere: remove it and this step creates the directory\" }",
@@ -82,7 +97,7 @@ var SecureDirsScript = strings.Join([]string{
 	"  if ($dir -cnotmatch '" + config.WindowsPathPattern + "') { throw \"not an absolute Windows path: ${dir}\" }",
 	"  [void][System.IO.Directory]::CreateDirectory($dir)",
 	"  [void](Get-TrustedAcl $dir)",
-	"  & icacls.exe $dir /L /inheritance:r /grant:r '*S-1-5-18:(OI)(CI)F' '*S-1-5-32-544:(OI)(CI)F' | Out-Null",
+	"  & icacls.exe $dir /L /inheritance:r /grant:r '*" + systemSID + ":(OI)(CI)F' '*" + adminsSID + ":(OI)(CI)F' | Out-Null",
 	"  if ($LASTEXITCODE -ne 0) { throw \"icacls could not close ${dir} (exit $LASTEXITCODE)\" }",
 	"  $acl = Get-TrustedAcl $dir",
 	"  foreach ($rule in @($acl.GetAccessRules($true, $true, [System.Security.Principal.SecurityIdentifier]))) {",
