@@ -23,8 +23,7 @@ func ampView(t *testing.T, cluster string) view.Managed {
 	t.Helper()
 	c := config.Default()
 	c.Cluster.Name = cluster
-	c.Prometheus.Platform = config.PlatformAMP
-	c.Prometheus.AMP = config.AMP{WorkspaceID: "ws-8a6f7e7e-4d1e-4b88-8b4c-0123456789ab", Region: "eu-west-1"}
+	managedrules.OnPlatform(c, config.PlatformAMP)
 	if probs := config.Validate(c); len(probs) > 0 {
 		t.Fatal(probs)
 	}
