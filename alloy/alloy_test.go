@@ -135,7 +135,7 @@ func TestConfigEventChannels(t *testing.T) {
 			"xpath_query":   strconv.Quote(c.Query),
 			"locale":        "1033",
 			"bookmark_path": `"C:\\var\\lib\\alloy\\bookmarks\\` + c.ComponentLabel() + `.xml"`,
-			"forward_to":    "[loki.write.default.receiver]",
+			"forward_to":    "[loki.process.events.receiver]",
 		}
 		for k, v := range want {
 			if b[k] != v {

@@ -54,6 +54,9 @@ func Config(v view.Alloy) ([]byte, error) {
 	for _, sub := range subs {
 		body.AppendBlock(eventBlock(v, sub))
 	}
+	if len(subs) > 0 {
+		body.AppendBlock(eventProcessBlock())
+	}
 	body.AppendBlock(writeBlock(v))
 	var buf bytes.Buffer
 	if _, err := f.WriteTo(&buf); err != nil {
@@ -254,7 +257,31 @@ func eventBlock(v view.Alloy, sub config.Subscription) *builder.Block {
 		// One bookmark per component, on the node's disk.
 		"bookmark_path", windowsJoin(v.Alloy.StoragePath, "bookmarks", label+".xml"),
 		"labels", map[string]any{contract.LabelJob: v.Logs.EventsJob, contract.LabelNode: nodeName},
-		"forward_to", []expr{"loki.write.default.receiver"})
+		"forward_to", []expr{"loki.process.events.receiver"})
+}
+
+// eventProcessBlock gives every event the stream class of its own channel
+// (windowsevent labels each event with the channel its <Channel> names, a
+// collector's ForwardedEvents included) and moves the channel into
+// structured metadata: a node's channels share its two streams, as the
+// eventlog-shipper writes them.
+func eventProcessBlock() *builder.Block {
+	process := block("loki.process", "events", "forward_to", []expr{"loki.write.default.receiver"})
+	security := vocab.Selector{vocab.Eq(contract.LabelChannel, contract.ChannelSecurity)}
+	for _, c := range []struct {
+		sel   vocab.Selector
+		class string
+	}{
+		{security, contract.ClassSecurity},
+		{vocab.Selector{vocab.NotEq(contract.LabelChannel, contract.ChannelSecurity)}, contract.ClassNode},
+	} {
+		match := block("stage.match", "", "selector", raw(c.sel.String()))
+		match.Body().AppendBlock(block("stage.static_labels", "", "values", map[string]any{contract.LabelClass: c.class}))
+		process.Body().AppendBlock(match)
+	}
+	// A label named in values moves to structured metadata.
+	process.Body().AppendBlock(block("stage.structured_metadata", "", "values", map[string]any{contract.LabelChannel: ""}))
+	return process
 }
 
 func writeBlock(v view.Alloy) *builder.Block {

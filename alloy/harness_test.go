@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"maps"
 	"os"
 	"os/exec"
@@ -17,6 +18,7 @@ import (
 	"github.com/winobs/winobs"
 	"github.com/winobs/winobs/config"
 	"github.com/winobs/winobs/contract"
+	"github.com/winobs/winobs/eventfilter"
 	"github.com/winobs/winobs/internal/logqlcheck"
 	"github.com/winobs/winobs/rules"
 	"github.com/winobs/winobs/view"
@@ -245,4 +247,86 @@ func crashRule(t *testing.T) string {
 	}
 	t.Fatalf("no %s", rules.AlertContainerAppCrashed)
 	return ""
+}
+
+// Events as loki.source.windowsevent labels them (job and node from the
+// component, channel and computer from the event: its target.go) through
+// the rendered loki.process "events", run by Alloy's own code: each leaves
+// with its channel's class as a stream label and the channel as structured
+// metadata, so a node's channels share two streams; and the Loki rules'
+// and dashboards' channel selection (vocab's Channels) picks exactly its
+// channel's events among them.
+func TestEventsThroughAlloy(t *testing.T) {
+	cfg := config.Default()
+	cfg.EventLog.Channels = append(cfg.EventLog.Channels, config.Channel{Name: "ForwardedEvents", Filter: eventfilter.Filter{Levels: []int{1, 2, 3}}})
+	conf, err := Config(view.Of(cfg).Alloy)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(t.TempDir(), "config.alloy")
+	if err := os.WriteFile(p, conf, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// A collector's ForwardedEvents labels each event with its own
+	// channel: the Security event from another host is Security's.
+	channels := append(cfg.EventLog.ChannelNames(), "")
+	var in bytes.Buffer
+	ts := time.Date(2026, 12, 7, 3, 0, 0, 0, time.UTC)
+	for i, ch := range channels {
+		labels := map[string]string{contract.LabelJob: cfg.Logs.EventsJob, contract.LabelNode: "akswin000001", contract.LabelComputer: "akswin000001", "fixture": strconv.Itoa(i)}
+		if ch != "" { // windowsevent sets no channel label for an event without one
+			labels[contract.LabelChannel] = ch
+		}
+		line, err := json.Marshal(harnessEntry{Line: `{"channel":"` + ch + `","event_id":1}`, Labels: labels, TS: ts.Add(time.Duration(i) * time.Second)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		in.Write(append(line, '\n'))
+	}
+	out := runHarness(t, in.Bytes(), "process", p, "events", strconv.Itoa(len(channels)))
+	streams := map[string]bool{}
+	got := map[string]harnessEntry{}
+	for _, l := range bytes.Split(bytes.TrimSpace(out), []byte("\n")) {
+		var e harnessEntry
+		if err := json.Unmarshal(l, &e); err != nil {
+			t.Fatalf("%v: %s", err, l)
+		}
+		i, _ := strconv.Atoi(e.Labels["fixture"])
+		got[channels[i]] = e
+		delete(e.Labels, "fixture")
+		streams[fmt.Sprint(e.Labels)] = true
+	}
+	for _, ch := range channels {
+		e, ok := got[ch]
+		if !ok {
+			t.Errorf("channel %q: Alloy forwarded nothing", ch)
+			continue
+		}
+		wantLabels := map[string]string{contract.LabelJob: cfg.Logs.EventsJob, contract.LabelNode: "akswin000001",
+			contract.LabelComputer: "akswin000001", contract.LabelClass: contract.EventClass(ch)}
+		var wantMeta map[string]string
+		if ch != "" {
+			wantMeta = map[string]string{contract.LabelChannel: ch}
+		}
+		if !maps.Equal(e.Labels, wantLabels) || !maps.Equal(e.Metadata, wantMeta) {
+			t.Errorf("channel %q: labels %v, metadata %v; want %v, %v", ch, e.Labels, e.Metadata, wantLabels, wantMeta)
+		}
+	}
+	if len(streams) != 2 {
+		t.Errorf("a node's %d channels in %d streams, want 2 (its classes): %v", len(channels), len(streams), slices.Sorted(maps.Keys(streams)))
+	}
+	terms := view.Of(cfg).Rules.Terms
+	for _, sel := range channels[:len(channels)-1] {
+		q := terms.Channels(nil, sel)
+		for _, ch := range channels {
+			e := got[ch]
+			ok, err := logqlcheck.Selects(q, e.Labels, e.Metadata)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ok != (ch == sel) {
+				t.Errorf("%s selects channel %q's event: %v, want %v", q, ch, ok, ch == sel)
+			}
+		}
+	}
 }

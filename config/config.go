@@ -247,6 +247,18 @@ type Subscription struct {
 // subscription's channel.
 func (s Subscription) ComponentLabel() string { return Channel{Name: s.Name}.ComponentLabel() }
 
+// ChannelNames are the channels the event log forwards (Channels, then
+// each set's), each once, as Windows spells them.
+func (e EventLog) ChannelNames() []string {
+	var out []string
+	e.sources(func(_ string, ch Channel) {
+		if name := CanonicalChannel(ch.Name); !slices.ContainsFunc(out, func(o string) bool { return strings.EqualFold(o, name) }) {
+			out = append(out, name)
+		}
+	})
+	return out
+}
+
 // Subscriptions are the channels to subscribe to, in the order they are
 // first named (Channels, then each set's), each with its one query. A
 // filter named twice for a channel counts once.

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/winobs/winobs/contract"
 	"github.com/winobs/winobs/eventfilter"
 )
 
@@ -17,7 +18,7 @@ const (
 
 // Channels of the node-operation events; the detections read them.
 const (
-	ChannelSecurity = "Security"
+	ChannelSecurity = contract.ChannelSecurity
 	ChannelSystem   = "System"
 	// ChannelApplication is where applications' own events go (Application
 	// Error 1000); the default config forwards its errors.

@@ -1,13 +1,23 @@
 package contract
 
 // Loki stream labels. The event log agents (Alloy's loki.source.windowsevent
-// and the eventlog-shipper) write Job, Node, Channel and Computer; the pod log
-// pipeline writes Job, Node, Namespace, Pod, Container, App and Stream. The cluster
-// label is the config's (cluster.label).
+// and the eventlog-shipper) write Job, Node, Class and Computer, and the
+// channel as structured metadata; the pod log pipeline writes Job, Node,
+// Namespace, Pod, Container, App and Stream. The cluster label is the
+// config's (cluster.label).
 const (
-	LabelJob       = "job"
-	LabelNode      = "node"
-	LabelChannel   = "channel"
+	LabelJob  = "job"
+	LabelNode = "node"
+	// LabelChannel is an event's channel ("System", "Security"): structured
+	// metadata of event log entries (and of LogMonitor's event lines), never
+	// a stream label, so a node's channels share its streams. LogQL filters
+	// it as a label: {…, class="node"} | channel="System".
+	LabelChannel = "channel"
+	// LabelClass is an event stream's class: ClassSecurity for the Security
+	// channel's events, ClassNode for every other channel's. Two streams a
+	// node, whatever the channels: Loki's default 5,000 streams a tenant
+	// hold 2,000 nodes with every default set on.
+	LabelClass     = "class"
 	LabelComputer  = "computer"
 	LabelNamespace = "namespace"
 	LabelPod       = "pod"
@@ -30,8 +40,31 @@ const (
 // (max_global_streams_per_user).
 const MaxLanes = 32
 
+// Event stream classes (LabelClass). Security is apart: its detections read
+// its chunks alone, a fleet keeps it longer (Loki's retention_stream selects
+// {class="security"}), and it is the channel that backfills after an outage.
+const (
+	ClassSecurity = "security"
+	ClassNode     = "node"
+	// ChannelSecurity is the one channel of ClassSecurity, as Windows
+	// spells it (and names it in an event's <Channel>).
+	ChannelSecurity = "Security"
+)
+
+// EventClass is the stream class of an event of channel, named as the
+// event's own <Channel> names it.
+func EventClass(channel string) string {
+	if channel == ChannelSecurity {
+		return ClassSecurity
+	}
+	return ClassNode
+}
+
 // EventStreamLabels are the labels of an event log stream.
-var EventStreamLabels = []string{LabelJob, LabelNode, LabelChannel, LabelComputer}
+var EventStreamLabels = []string{LabelJob, LabelNode, LabelClass, LabelComputer}
+
+// EventMetadata is the structured metadata of an event log entry.
+var EventMetadata = []string{LabelChannel}
 
 // PodLogStreamLabels are the labels of a Windows pod log stream.
 var PodLogStreamLabels = []string{LabelJob, LabelNode, LabelNamespace, LabelPod, LabelContainer, LabelApp, LabelStream}
@@ -39,7 +72,9 @@ var PodLogStreamLabels = []string{LabelJob, LabelNode, LabelNamespace, LabelPod,
 // EventLabelsPerEvent are the labels the eventlog-shipper sets from each
 // event (Alloy's windowsevent does the same); a static label may not take
 // their names.
-var EventLabelsPerEvent = []string{LabelChannel, LabelComputer, LabelLane}
+// The channel is among them: it is metadata, and a static label of that
+// name would read as the channel.
+var EventLabelsPerEvent = []string{LabelClass, LabelChannel, LabelComputer, LabelLane}
 
 // Structured metadata the pod pipeline attaches to the lines of Microsoft's
 // LogMonitor (a Windows container's event log, ETW, log files and process
@@ -101,6 +136,6 @@ const (
 // ReservedLabels are the label names winobs's streams, scrapes, records and
 // alerts already use (and those Loki and Prometheus set themselves): a
 // cluster label with one of these names would overwrite or clash with one.
-var ReservedLabels = append(append(append([]string{}, EventStreamLabels...), PodLogStreamLabels...),
+var ReservedLabels = append(append(append([]string{LabelChannel}, EventStreamLabels...), PodLogStreamLabels...),
 	"instance", "container_id", "interface", "hostprocess", "service", "endpoint", "alertname", "severity",
 	"le", "quantile", "service_name", "detected_level", "name", "state", "resource", "unit", "version")

@@ -3,6 +3,8 @@ package dashboards
 //lint:file-ignore SA1019 Classic dashboard JSON is what kube-prometheus-stack's Grafana sidecar provisions; the SDK marks it deprecated in favour of dashboardv2, which winobs renders only as an opt-in.
 
 import (
+	"strings"
+
 	"github.com/grafana/grafana-foundation-sdk/go/cog"
 	"github.com/grafana/grafana-foundation-sdk/go/dashboard"
 
@@ -16,7 +18,9 @@ func events(v view.Dashboards, q queries) *dashboard.DashboardBuilder {
 		"Windows event logs and pod logs in Loki, as Alloy's loki.source.windowsevent and winobs's eventlog-shipper write them.",
 		lokiVar).
 		WithVariable(queryVar(nodeVar.Value, lokiDS, lokiValues(q.t.Events(), contract.LabelNode), true)).
-		WithVariable(queryVar(channelVar.Value, lokiDS, lokiValues(q.t.Events(), contract.LabelChannel), true)).
+		WithVariable(dashboard.NewCustomVariableBuilder(channelVar.Value).Label(channelVar.Value).
+			Values(dashboard.StringOrMap{String: cog.ToPtr(customValues(v.Channels))}).
+			Multi(true).IncludeAll(true).AllValue(".*")).
 		WithVariable(dashboard.NewCustomVariableBuilder("level").Label("level").
 			Values(dashboard.StringOrMap{String: cog.ToPtr("Critical,Error,Warning,Information,Verbose")}).
 			Multi(true).IncludeAll(true).AllValue(".*")).
@@ -51,6 +55,16 @@ func events(v view.Dashboards, q queries) *dashboard.DashboardBuilder {
 			logQL(q.containerEvents(), ""))).
 		WithRow(dashboard.NewRowBuilder("Windows pod logs")).
 		WithPanel(logLines("Pod logs", "Container output from C:\\var\\log\\pods, filtered by node, namespace, pod, container and text.", logQL(q.podLogLines(), "")))
+}
+
+// customValues are a custom variable's values as Grafana reads them:
+// separated by commas, a comma inside a value escaped.
+func customValues(values []string) string {
+	escaped := make([]string, len(values))
+	for i, v := range values {
+		escaped[i] = strings.ReplaceAll(v, ",", `\,`)
+	}
+	return strings.Join(escaped, ",")
 }
 
 func textVar(name, def string) *dashboard.TextBoxVariableBuilder {

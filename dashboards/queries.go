@@ -22,7 +22,8 @@ var (
 	podVar       = vocab.Var("pod", "=~", "pod")
 	containerVar = vocab.Var("container_id", "=~", "container_id")
 	nodeVar      = vocab.Var(contract.LabelNode, "=~", contract.LabelNode)
-	channelVar   = vocab.Var(contract.LabelChannel, "=~", contract.LabelChannel)
+	// channelVar filters events by their channel, structured metadata.
+	channelVar = vocab.Var(contract.LabelChannel, "=~", contract.LabelChannel)
 )
 
 // Selectors of the node and pod dashboards, narrowed by their variables.
@@ -179,7 +180,9 @@ func (q queries) noMemoryLimit() string {
 
 // Windows events (LogQL). Fields are those of the Alloy event line.
 
-func (q queries) eventStream() string { return q.t.Events(nodeVar, channelVar).String() }
+func (q queries) eventStream() string {
+	return q.t.Events(nodeVar).String() + " | " + channelVar.String()
+}
 
 func (q queries) eventRate() string {
 	return fmt.Sprintf(`sum by (channel, levelText, source) (count_over_time(%s | json | levelText=~"$level" [$__auto]))`, q.eventStream())
@@ -192,7 +195,7 @@ var scmEventIDs = strings.Join([]string{vocab.SCMStartFailed, vocab.SCMStartTime
 
 func (q queries) scmTable() string {
 	return fmt.Sprintf(`sum by (node, event_id) (count_over_time(%s | event_id=~"%s" [$__range]))`,
-		vocab.SCMStream(q.t.Events(nodeVar)), scmEventIDs)
+		q.t.SCMStream(nodeVar), scmEventIDs)
 }
 
 // The text boxes (event_id, search) reach LogQL inside raw strings: Grafana's
@@ -212,7 +215,7 @@ func (q queries) eventLogs() string {
 // detections read.
 
 func (q queries) securityStream() string {
-	return q.t.Events(nodeVar, vocab.Eq(contract.LabelChannel, config.ChannelSecurity)).String()
+	return q.t.Channels([]vocab.Matcher{nodeVar}, config.ChannelSecurity)
 }
 
 func (q queries) failedLogons() string {
@@ -226,7 +229,7 @@ func (q queries) securityRate() string {
 
 func (q queries) hostServiceErrors() string {
 	return fmt.Sprintf(`sum by (node, channel) (count_over_time(%s | json level="level" | level=~"1|2" [$__auto]))`,
-		q.t.Events(nodeVar, vocab.Re(contract.LabelChannel, config.ChannelHNS+"|"+config.ChannelHCS)))
+		q.t.Channels([]vocab.Matcher{nodeVar}, config.ChannelHNS, config.ChannelHCS))
 }
 
 func (q queries) podLogLines() string {

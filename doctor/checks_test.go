@@ -865,7 +865,11 @@ func TestDetectionInputs(t *testing.T) {
 		var asked []string
 		loki := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			asked = append(asked, r.URL.Path+"?"+r.URL.Query().Get("query"))
-			writeJSON(w, tc.channels)
+			var res []any
+			for _, ch := range tc.channels { // the channel is structured metadata: a query by it
+				res = append(res, map[string]any{"metric": map[string]string{"channel": ch}, "value": []any{1, "3"}})
+			}
+			writeJSON(w, map[string]any{"resultType": "vector", "result": res})
 		})
 		r := &run{v: view.ForDoctor(cfg), loki: newTestAPI(t, "Loki", loki, Auth{}), facts: facts{t: vocab.ForCluster(cfg), lt: vocab.ForCluster(cfg)}}
 		got := r.detectionInputs(context.Background(), Check{})
@@ -878,7 +882,7 @@ func TestDetectionInputs(t *testing.T) {
 				t.Errorf("%v: evidence lacks %q:\n%s", tc.channels, w, text)
 			}
 		}
-		if want := `/loki/api/v1/label/channel/values?{job="windows-events"}`; !slices.Equal(asked, []string{want}) {
+		if want := `/loki/api/v1/query?sum by (channel) (count_over_time({job="windows-events"} [24h]))`; !slices.Equal(asked, []string{want}) {
 			t.Errorf("asked %v, want %s", asked, want)
 		}
 	}

@@ -80,7 +80,7 @@ func (a *answerSizes) wrap(api string, h http.Handler) http.Handler {
 // servers' default limits, on Prometheus' own engine (its rule manager
 // evaluating the rendered rules, the engine's sample limit at a fifth of
 // Prometheus' default) and on a real Loki with its default limits holding
-// four event streams a node: every check passes, none is refused as too
+// four channels a node in its two streams: every check passes, none is refused as too
 // large, and the largest answers are logged (make bench reports them:
 // BenchmarkDoctorAtFleetSize).
 func TestDoctorAtFleetSize(t *testing.T) {
@@ -151,15 +151,16 @@ func doctorAtFleet(t testing.TB) (Report, map[string]answerSize) {
 	return Run(context.Background(), view.ForDoctor(cfg), prom, lokiAPI), sizes.largest
 }
 
-// pushFleet pushes, as the agents label them, one event a stream for four
-// channels of every node (4,000 streams, under Loki's default 5,000 a
-// tenant) and pod log lines from a tenth of the nodes.
+// pushFleet pushes, as the agents label them, one event for each of four
+// channels of every node (the channel as structured metadata: 2,000
+// streams, a node's two classes) and pod log lines from a tenth of the
+// nodes.
 func pushFleet(t testing.TB, loki *lokiproc.Loki, cfg *config.Config, nodes []string) {
 	t.Helper()
 	now := strconv.FormatInt(time.Now().Add(-time.Minute).UnixNano(), 10)
 	type stream struct {
 		Stream map[string]string `json:"stream"`
-		Values [][2]string       `json:"values"`
+		Values [][]any           `json:"values"`
 	}
 	var streams []stream
 	flush := func() {
@@ -177,11 +178,12 @@ func pushFleet(t testing.TB, loki *lokiproc.Loki, cfg *config.Config, nodes []st
 		for _, ch := range channels {
 			line := fmt.Sprintf(`{"source":"Service Control Manager","channel":%q,"computer":%q,"event_id":7036,"levelText":"Information","message":"the service entered the running state"}`, ch, strings.ToUpper(n))
 			streams = append(streams, stream{Stream: map[string]string{contract.LabelJob: cfg.Logs.EventsJob, contract.LabelNode: n,
-				contract.LabelChannel: ch, contract.LabelComputer: strings.ToUpper(n)}, Values: [][2]string{{now, line}}})
+				contract.LabelClass: contract.EventClass(ch), contract.LabelComputer: strings.ToUpper(n)},
+				Values: [][]any{{now, line, map[string]string{contract.LabelChannel: ch}}}})
 		}
 		if i%10 == 0 {
 			streams = append(streams, stream{Stream: map[string]string{contract.LabelJob: cfg.Logs.PodLogsJob, contract.LabelNode: n,
-				contract.LabelNamespace: "shop", contract.LabelPod: "app-" + n, contract.LabelContainer: "app"}, Values: [][2]string{{now, "started"}}})
+				contract.LabelNamespace: "shop", contract.LabelPod: "app-" + n, contract.LabelContainer: "app"}, Values: [][]any{{now, "started"}}})
 		}
 		if len(streams) >= 400 {
 			flush()

@@ -99,9 +99,9 @@ func (r *run) streamNodes(ctx context.Context, c Check, sel vocab.Selector, job,
 	return nodes, nil
 }
 
-// selectedChannel is the channel a Loki rule's stream selector names, or
-// the alternatives it matches (channel=~"System|Security").
-var selectedChannel = regexp.MustCompile(`^[^{]*\{[^}]*\b` + contract.LabelChannel + `(=~?)"([^"]*)"`)
+// selectedChannel is the channel a Loki rule's structured-metadata filter
+// names, or the alternatives it matches (| channel=~"System|Security").
+var selectedChannel = regexp.MustCompile(`^[^|]*\}\s*\|\s*` + contract.LabelChannel + `(=~?)"([^"]*)"`)
 
 // detectionInputs: every Loki detection's channel arrives under the label
 // value it selects. LogQL matchers are case-sensitive, so events that
@@ -137,10 +137,13 @@ func (r *run) detectionInputs(ctx context.Context, c Check) Check {
 			}
 		}
 	}
-	present, err := r.loki.LabelValues(ctx, contract.LabelChannel, r.lt.AllEvents().String(), 24*time.Hour)
+	// The channel is structured metadata, which Loki's label-values API
+	// does not list: a query by channel, a handful of series.
+	ss, err := r.loki.Query(ctx, fmt.Sprintf(`sum by (%s) (count_over_time(%s [24h]))`, contract.LabelChannel, r.lt.AllEvents()))
 	if err != nil {
 		return failed(c, err)
 	}
+	present := label(ss, contract.LabelChannel)
 	if len(present) == 0 {
 		return skip(c, "no event stream in the last day (see loki-events): nothing to check")
 	}

@@ -46,9 +46,7 @@ const PrivilegedGroupSIDs = `S-1-5-32-(544|548|549|551|578)|S-1-5-21-[0-9-]+-(51
 // detectionRules are the Loki alerts of the event sets v forwards.
 func detectionRules(v view.Rules, ts *templates) []rulefmt.Rule {
 	t := v.Terms
-	channel := func(name string) string {
-		return t.Events(vocab.Eq(contract.LabelChannel, name)).String()
-	}
+	channel := func(name string) string { return t.Channels(nil, name) }
 	var out []rulefmt.Rule
 	if slices.Contains(v.EventSets, config.SetSecurity) {
 		security := channel(config.ChannelSecurity)
@@ -94,7 +92,7 @@ func detectionRules(v view.Rules, ts *templates) []rulefmt.Rule {
 				Alert: AlertServiceInstalled,
 				Expr: ts.fill(AlertServiceInstalled,
 					`sum by ($[cluster], $[nodeLabel], service) (count_over_time($[both] | json | (event_id="$[scm]" and source="$[scmSource]") or event_id="$[audit]" | $[service] [10m])) > 0`,
-					vocab.Args{"nodeLabel": contract.LabelNode, "both": t.Events(vocab.Re(contract.LabelChannel, config.ChannelSystem+"|"+config.ChannelSecurity)).String(),
+					vocab.Args{"nodeLabel": contract.LabelNode, "both": t.Channels(nil, config.ChannelSystem, config.ChannelSecurity),
 						"scmSource": vocab.SCMProvider, "service": vocab.EventField("event_data", "ServiceName", "service"),
 						"scm": vocab.SCMServiceInstalled, "audit": vocab.SecurityServiceInstalled}),
 				Labels: map[string]string{"severity": "warning"},

@@ -25,7 +25,7 @@ const (
 func LokiGroups(v view.Rules) (rulefmt.RuleGroups, error) {
 	t := v.Terms
 	ts := &templates{t: t}
-	scm := vocab.SCMStream(t.Events())
+	scm := t.SCMStream()
 	g := rulefmt.RuleGroup{Name: LokiGroup}
 	for _, svc := range v.ExporterServices {
 		g.Rules = append(g.Rules, rulefmt.Rule{

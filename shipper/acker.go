@@ -216,25 +216,23 @@ func (a *acker) ack(b *batch, rep loki.Report) {
 	a.save(b.positions)
 	// Every event ends in one counter: sent (stored), or dropped with its
 	// reason.
-	accounted := map[string]int{}
-	for _, st := range b.streams {
-		ch := b.channels[st.Labels]
-		n := rep.Stored[st.Labels]
-		a.m.sent.WithLabelValues(ch).Add(float64(n))
-		accounted[ch] += n
-		for reason, n := range rep.Dropped[st.Labels] {
+	// Entries are owned by their config channel, whichever stream they
+	// share.
+	for ch, n := range b.counts {
+		stored := rep.Stored[ch]
+		a.m.sent.WithLabelValues(ch).Add(float64(stored))
+		accounted := stored
+		for reason, n := range rep.Dropped[ch] {
 			a.m.dropped.WithLabelValues(ch, reason).Add(float64(n))
-			accounted[ch] += n
+			accounted += n
 		}
-		for reason, n := range rep.Restamped[st.Labels] {
+		for reason, n := range rep.Restamped[ch] {
 			a.m.restamped.WithLabelValues(ch, reason).Add(float64(n))
 		}
-		a.m.presumed.WithLabelValues(ch).Add(float64(rep.Presumed[st.Labels]))
-	}
-	for ch, n := range b.counts {
-		if accounted[ch] != n {
+		a.m.presumed.WithLabelValues(ch).Add(float64(rep.Presumed[ch]))
+		if accounted != n {
 			// A client bug, never Loki's doing: say so rather than miscount.
-			a.log.Error("BUG: the push report does not account for every event of the batch", "channel", ch, "events", n, "accounted", accounted[ch])
+			a.log.Error("BUG: the push report does not account for every event of the batch", "channel", ch, "events", n, "accounted", accounted)
 		}
 		a.m.pending.WithLabelValues(ch).Sub(float64(n))
 	}

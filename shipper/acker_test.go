@@ -39,11 +39,11 @@ func TestAckerSavesOnlyDeliveredPositions(t *testing.T) {
 	b := newBatch()
 	b.positions["System"] = checkpoint.Checkpoint{Channel: "System", Source: "dump.xml", Offset: 900, RecordID: 3562}
 	b.counts["System"], b.events, b.bytes, b.charge = 3, 3, 120, 500
-	const stream = `{channel="System", job="windows-events"}`
-	b.streams, b.channels[stream] = []loki.Stream{{Labels: stream}}, "System"
-	// Loki stored two (one of them re-stamped) and refused one.
-	rep := loki.Report{Stored: map[string]int{stream: 2}, Dropped: map[string]map[string]int{stream: {"rejected_400": 1}},
-		Restamped: map[string]map[string]int{stream: {"too_far_behind": 1}}}
+	b.streams = []loki.Stream{{Labels: `{class="node", job="windows-events"}`}}
+	// Loki stored two of System's entries (one of them re-stamped) and
+	// refused one; the report counts by owner, the channel.
+	rep := loki.Report{Stored: map[string]int{"System": 2}, Dropped: map[string]map[string]int{"System": {"rejected_400": 1}},
+		Restamped: map[string]map[string]int{"System": {"too_far_behind": 1}}}
 	// Read and batched, not yet delivered: nothing is saved.
 	if r, _ := testAcker(t, dir, shipconfig.Oldest).start("System"); r.found {
 		t.Fatal("a position was saved before its batch was acknowledged")

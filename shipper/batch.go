@@ -23,15 +23,14 @@ type batch struct {
 	streams   []loki.Stream
 	index     map[string]int
 	positions map[string]checkpoint.Checkpoint
-	counts    map[string]int    // entries per channel
-	channels  map[string]string // stream labels -> channel
+	counts    map[string]int // entries per channel
 	events    int
 	bytes     int
 	charge    int64
 }
 
 func newBatch() *batch {
-	return &batch{index: map[string]int{}, positions: map[string]checkpoint.Checkpoint{}, counts: map[string]int{}, channels: map[string]string{}}
+	return &batch{index: map[string]int{}, positions: map[string]checkpoint.Checkpoint{}, counts: map[string]int{}}
 }
 
 // append adds one entry to the stream with these labels.
@@ -41,20 +40,20 @@ func (b *batch) append(channel, labels string, e loki.Entry) {
 		i = len(b.streams)
 		b.index[labels] = i
 		b.streams = append(b.streams, loki.Stream{Labels: labels})
-		b.channels[labels] = channel
 	}
+	e.Owner = channel // the report counts it under its config channel
 	b.streams[i].Entries = append(b.streams[i].Entries, e)
 	b.counts[channel]++
 	b.events++
-	b.bytes += len(e.Line)
+	b.bytes += e.Size()
 }
 
-// streamBytes is the line bytes per stream, what Loki's rates count.
+// streamBytes is the bytes per stream Loki's rates count.
 func (b *batch) streamBytes() map[string]int {
 	out := make(map[string]int, len(b.streams))
 	for _, st := range b.streams {
 		for _, e := range st.Entries {
-			out[st.Labels] += len(e.Line)
+			out[st.Labels] += e.Size()
 		}
 	}
 	return out

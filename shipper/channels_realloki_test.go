@@ -45,10 +45,10 @@ func TestChannelLabelIsTheEventsOwnRealLoki(t *testing.T) {
 	for channel, events := range byChannel {
 		native = append(native, channelDump{channel: channel, events: events})
 	}
-	shipOnce(t, bin, push, "windows-events", "control", native) // each channel spelled as Windows spells it
-	shipOnce(t, bin, push, "windows-events", "control-security", []channelDump{{channel: "Security", events: security}})
-	shipOnce(t, bin, push, "windows-events", "spelled", []channelDump{{channel: "security", events: security}}) // the config's spelling
-	shipOnce(t, bin, push, "windows-events", "collector", []channelDump{{channel: "ForwardedEvents", events: all}})
+	shipOnce(t, bin, push, "", "windows-events", "control", native) // each channel spelled as Windows spells it
+	shipOnce(t, bin, push, "", "windows-events", "control-security", []channelDump{{channel: "Security", events: security}})
+	shipOnce(t, bin, push, "", "windows-events", "spelled", []channelDump{{channel: "security", events: security}}) // the config's spelling
+	shipOnce(t, bin, push, "", "windows-events", "collector", []channelDump{{channel: "ForwardedEvents", events: all}})
 	lokiLines(t, loki, `{job="windows-events", node="collector"}`) // wait for the last run to be readable
 
 	fired := map[string][]string{}

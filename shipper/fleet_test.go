@@ -80,9 +80,12 @@ func TestFleetChannelIntoRealLoki(t *testing.T) {
 }
 
 // lokiScalar is the one sample of an instant LogQL metric query, now.
-func lokiScalar(t testing.TB, base, query string) int {
+func lokiScalar(t testing.TB, base, query string) int { return lokiScalarAs(t, base, "", query) }
+
+// lokiScalarAs is lokiScalar as tenant ("": none).
+func lokiScalarAs(t testing.TB, base, tenant, query string) int {
 	t.Helper()
-	samples := lokiInstant(t, base, query)
+	samples := lokiInstantAs(t, base, tenant, query)
 	if len(samples) != 1 {
 		t.Fatalf("%s: %d samples", query, len(samples))
 	}
@@ -98,8 +101,20 @@ type lokiSample struct {
 
 // lokiInstant runs an instant LogQL metric query, now.
 func lokiInstant(t testing.TB, base, query string) []lokiSample {
+	return lokiInstantAs(t, base, "", query)
+}
+
+// lokiInstantAs is lokiInstant as tenant ("": none).
+func lokiInstantAs(t testing.TB, base, tenant, query string) []lokiSample {
 	t.Helper()
-	resp, err := http.Get(base + "/loki/api/v1/query?" + url.Values{"query": {query}}.Encode())
+	req, err := http.NewRequest(http.MethodGet, base+"/loki/api/v1/query?"+url.Values{"query": {query}}.Encode(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tenant != "" {
+		req.Header.Set("X-Scope-OrgID", tenant)
+	}
+	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -143,7 +158,7 @@ func TestDumpQueryIntoRealLoki(t *testing.T) {
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("shipper: %v\n%s", err, out)
 	}
-	got := lokiLines(t, loki, `{job="windows-events", channel="Security"} | json | line_format "{{.event_id}}"`)
+	got := lokiLines(t, loki, `{job="windows-events", class="security"} | channel="Security" | json | line_format "{{.event_id}}"`)
 	want := []string{"1102", "4625", "4720", "4732", "4732", "4740"}
 	if !slices.Equal(got, want) {
 		t.Errorf("event ids in Loki %v, want %v (query %s)", got, want, q)

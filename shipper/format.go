@@ -38,6 +38,7 @@ type formatter struct {
 	log     *ratelog.Limiter
 	now     func() time.Time
 	labels  map[streamKey]string
+	meta    map[string][]loki.Label
 	// queries are the dumps' event queries, by channel: a dump is filtered
 	// here as Windows filters a subscription.
 	queries map[string]*eventfilter.Query
@@ -66,12 +67,12 @@ type floor struct{ at, learned time.Time }
 
 // streamKey is what a stream's labels are made of besides the static ones.
 type streamKey struct {
-	channel, computer string
-	lane              int
+	class, computer string
+	lane            int
 }
 
 func newFormatter(cfg *shipconfig.Config, m *metrics, log *slog.Logger, lc *lanes.Controller) *formatter {
-	f := &formatter{cfg: cfg, m: m, log: ratelog.New(log, time.Minute), now: time.Now, labels: map[streamKey]string{},
+	f := &formatter{cfg: cfg, m: m, log: ratelog.New(log, time.Minute), now: time.Now, labels: map[streamKey]string{}, meta: map[string][]loki.Label{},
 		last: map[string]checkpoint.Checkpoint{}, newest: map[string]time.Time{}, sent: map[string]sentMark{}, lanes: lc,
 		queries: map[string]*eventfilter.Query{}}
 	for _, d := range cfg.Dumps {
@@ -221,10 +222,11 @@ func (f *formatter) prepare(r record) entry {
 		f.m.truncated.WithLabelValues(r.channel).Inc()
 	}
 	computer := e.Computer()
-	// The stream is named by the event's own channel, as Alloy names it
-	// (loki.source.windowsevent): the config may spell a channel otherwise
-	// ("security"), and a collector's ForwardedEvents holds other
-	// channels' events, which the detections select by their own channel.
+	// The channel (metadata) and the stream's class are the event's own
+	// channel's, as Alloy names them (loki.source.windowsevent): the
+	// config may spell a channel otherwise ("security"), and a collector's
+	// ForwardedEvents holds other channels' events, which the detections
+	// select by their own channel.
 	channel, stream := e.Channel(), cutLabel(computer)
 	if channel == "" {
 		channel = r.channel
@@ -232,14 +234,14 @@ func (f *formatter) prepare(r record) entry {
 	if channel != r.channel {
 		stream = channel + "\x00" + stream // lanes are planned per stream of the config's channel
 	}
-	labels := f.streamLabels(streamKey{channel, computer, f.lanes.Assign(r.channel, stream, e.RecordID(), len(line))})
+	labels := f.streamLabels(streamKey{contract.EventClass(channel), computer, f.lanes.Assign(r.channel, stream, e.RecordID(), len(line))})
 	ts, ok := f.withinLokiWindow(r.channel, labels, ts, now)
 	if !ok {
 		f.m.dropped.WithLabelValues(r.channel, contract.DropTooOld).Inc()
 		return out
 	}
 	maybe, upTo := f.maybeStored(r, e.RecordID())
-	out.labels, out.e, out.ok = labels, loki.Entry{Time: ts, Line: line, MaybeStored: maybe, StoredUpTo: upTo}, true
+	out.labels, out.e, out.ok = labels, loki.Entry{Time: ts, Line: line, Metadata: f.metadata(channel), MaybeStored: maybe, StoredUpTo: upTo}, true
 	out.id, out.tc = e.RecordID(), e.System.TimeCreated.SystemTime
 	return out
 }
@@ -319,24 +321,38 @@ func (f *formatter) withinLokiWindow(channel, stream string, ts, now time.Time) 
 	return ts, true
 }
 
-// streamLabels are the static labels plus the event's channel and computer,
-// as Alloy sets them (each only when not empty), values cut to Loki's
-// limit, and its lane unless that is 0.
+// metadata is an event's structured metadata: its channel, as Alloy's
+// pipeline moves the channel label there (one slice a channel, shared by
+// its entries). An event without a channel has none.
+func (f *formatter) metadata(channel string) []loki.Label {
+	if channel == "" {
+		return nil
+	}
+	if m, ok := f.meta[channel]; ok {
+		return m
+	}
+	m := []loki.Label{{Name: contract.LabelChannel, Value: channel}}
+	f.meta[channel] = m
+	evict(f.meta)
+	return m
+}
+
+// streamLabels are the static labels plus the event's class and computer,
+// as Alloy sets them (the computer only when not empty, cut to Loki's
+// limit), and its lane unless that is 0.
 func (f *formatter) streamLabels(key streamKey) string {
 	if l, ok := f.labels[key]; ok {
 		return l
 	}
-	channel, computer := key.channel, key.computer
+	computer := key.computer
 	m := map[string]string{}
 	for k, v := range f.cfg.Labels {
 		m[k] = v
 	}
-	if channel != "" {
-		m[contract.LabelChannel] = cutLabel(channel)
-	}
+	m[contract.LabelClass] = key.class
 	if computer != "" {
 		if len(computer) > maxLabelValueBytes {
-			f.log.Warn("label_cut", "an event's Computer is longer than Loki takes in a label; the label is cut (the line keeps it whole)", "channel", channel, "bytes", len(computer))
+			f.log.Warn("label_cut", "an event's Computer is longer than Loki takes in a label; the label is cut (the line keeps it whole)", "class", key.class, "bytes", len(computer))
 		}
 		m[contract.LabelComputer] = cutLabel(computer)
 	}

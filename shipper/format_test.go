@@ -2,7 +2,9 @@ package shipper
 
 import (
 	"log/slog"
+	"maps"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -59,7 +61,7 @@ func TestFormatterWritesAlloysLineAndLabels(t *testing.T) {
 		t.Fatalf("streams %+v", b.streams)
 	}
 	st := b.streams[0]
-	if want := `{channel="System", computer="EC2AMAZ-25GMQOK", job="windows-events", node="k8s-lab-win-1"}`; st.Labels != want {
+	if want := `{class="node", computer="EC2AMAZ-25GMQOK", job="windows-events", node="k8s-lab-win-1"}`; st.Labels != want {
 		t.Errorf("labels %s, want %s", st.Labels, want)
 	}
 	if got, want := string(st.Entries[0].Line), fixture.ExpectedLines(t)[renderedSample]; got != want {
@@ -69,7 +71,10 @@ func TestFormatterWritesAlloysLineAndLabels(t *testing.T) {
 	if cp.Offset != 42 || cp.RecordID == 0 || cp.TimeCreated == "" {
 		t.Errorf("position %+v: want the record's offset and the event's id and time", cp)
 	}
-	if b.counts["System"] != 1 || b.charge != int64(len(xml)) || b.bytes != len(st.Entries[0].Line) {
+	if md := st.Entries[0].Metadata; !slices.Equal(md, []loki.Label{{Name: "channel", Value: "System"}}) {
+		t.Errorf("structured metadata %v, want the channel alone", md)
+	}
+	if b.counts["System"] != 1 || b.charge != int64(len(xml)) || b.bytes != len(st.Entries[0].Line)+len("channel")+len("System") {
 		t.Errorf("counts %v, charge %d, bytes %d", b.counts, b.charge, b.bytes)
 	}
 	if got := testutil.ToFloat64(f.m.read.WithLabelValues("System")); got != 1 {
@@ -242,6 +247,50 @@ func TestDumpQueryMatchesTheLogRead(t *testing.T) {
 		}
 		if kept != tc.want {
 			t.Errorf("a query compiled for %s kept %d of %d ForwardedEvents events, want %d", tc.compiledFor, kept, len(events), tc.want)
+		}
+	}
+}
+
+// A node's channels share two streams: Security's class and the node's
+// class; each entry names its channel as structured metadata, so the
+// detections still select a channel, and every default set costs a node
+// two streams whatever its channels.
+func TestChannelsShareTheirClassStream(t *testing.T) {
+	f := testFormatter(t, nil)
+	b := newBatch()
+	for _, tc := range []struct{ channel, file string }{
+		{"System", "system-7045-service-installed.xml"},
+		{"Security", "security-4625-failed-logon.xml"},
+		{"Microsoft-Windows-Host-Network-Service-Admin", "hns-admin-error.xml"},
+		{"Microsoft-Windows-Hyper-V-Compute-Admin", "hcs-admin-error.xml"},
+		{"Security", "security-4740-lockout.xml"},
+	} {
+		xml := fixture.Read(t, fixture.Events, tc.file)
+		f.add(b, record{channel: tc.channel, xml: xml, cp: checkpoint.Checkpoint{Channel: tc.channel}, size: int64(len(xml))})
+	}
+	got := map[string][]string{}
+	for _, st := range b.streams {
+		labels := loki.ParseLabels(st.Labels)
+		if _, ok := labels["channel"]; ok {
+			t.Errorf("stream %s: the channel is a stream label", st.Labels)
+		}
+		for _, e := range st.Entries {
+			if len(e.Metadata) != 1 || e.Metadata[0].Name != "channel" {
+				t.Fatalf("stream %s: metadata %v, want the channel", st.Labels, e.Metadata)
+			}
+			got[labels["class"]] = append(got[labels["class"]], e.Metadata[0].Value)
+		}
+	}
+	want := map[string][]string{
+		"node":     {"System", "Microsoft-Windows-Host-Network-Service-Admin", "Microsoft-Windows-Hyper-V-Compute-Admin"},
+		"security": {"Security", "Security"},
+	}
+	if len(b.streams) != 2 || !maps.EqualFunc(got, want, slices.Equal) {
+		t.Errorf("%d streams, channels by class %v, want 2 streams %v", len(b.streams), got, want)
+	}
+	for ch, n := range map[string]int{"System": 1, "Security": 2, "Microsoft-Windows-Hyper-V-Compute-Admin": 1} {
+		if b.counts[ch] != n {
+			t.Errorf("batch counts %s %d, want %d: the report counts a shared stream's entries by channel", ch, b.counts[ch], n)
 		}
 	}
 }

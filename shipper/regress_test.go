@@ -27,7 +27,7 @@ import (
 
 // liveLabels is the stream the harness's dumps land in for computer c.
 func liveLabels(c string) string {
-	return fmt.Sprintf(`{channel="System", computer=%q, job="windows-events", node="reliability"}`, c)
+	return fmt.Sprintf(`{class="node", computer=%q, job="windows-events", node="reliability"}`, c)
 }
 
 // pushLive stores one entry "now" in a stream, as a live agent on the node

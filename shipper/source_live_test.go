@@ -128,7 +128,7 @@ func TestLiveSourceShipsAndCheckpoints(t *testing.T) {
 		t.Errorf("subscribed with %q, want exactly the channel's query", api.queries)
 	}
 	api.mu.Unlock()
-	want := `{channel="System", computer="WIN-L6PC55MPB98", job="windows-events", node="k8s-lab-win-1"} {"source":"Service Control Manager","channel":"System","computer":"WIN-L6PC55MPB98","event_id":7036,"level":4,"levelText":"Information","keywords":"Classic","timeCreated":"2024-11-08T18:51:13.504187700Z","eventRecordID":3562,"execution":{"processId":604,"threadId":4792,"processName":"services.exe"},"event_data":"\u003cData Name='param1'\u003ePrint Spooler\u003c/Data\u003e\u003cData Name='param2'\u003estopped\u003c/Data\u003e\u003cBinary\u003e530070006F006F006C00650072002F0031000000\u003c/Binary\u003e","message":"The Print Spooler service entered the stopped state."}`
+	want := `{class="node", computer="WIN-L6PC55MPB98", job="windows-events", node="k8s-lab-win-1"} {"source":"Service Control Manager","channel":"System","computer":"WIN-L6PC55MPB98","event_id":7036,"level":4,"levelText":"Information","keywords":"Classic","timeCreated":"2024-11-08T18:51:13.504187700Z","eventRecordID":3562,"execution":{"processId":604,"threadId":4792,"processName":"services.exe"},"event_data":"\u003cData Name='param1'\u003ePrint Spooler\u003c/Data\u003e\u003cData Name='param2'\u003estopped\u003c/Data\u003e\u003cBinary\u003e530070006F006F006C00650072002F0031000000\u003c/Binary\u003e","message":"The Print Spooler service entered the stopped state."}`
 	if len(lines) != 1 || lines[0] != want {
 		t.Errorf("pushed %q", lines)
 	}

@@ -54,6 +54,10 @@ type Dashboards struct {
 	Alerts     config.Alerts
 	Namespace  string
 	Dashboards config.Dashboards
+	// Channels are the event log channels the agents forward: the event
+	// dashboard's channel choices (structured metadata, which Loki's
+	// label-values API does not list).
+	Channels []string
 }
 
 // Alloy is what Alloy's config and DaemonSet read (package alloy).
@@ -129,7 +133,7 @@ func Of(cfg *config.Config) Bundle {
 	}
 	dashboards := Dashboards{
 		Terms: vocab.ForDashboards(cfg), Cluster: cfg.Cluster, Alerts: cfg.Alerts,
-		Namespace: cfg.Namespace, Dashboards: cfg.Dashboards,
+		Namespace: cfg.Namespace, Dashboards: cfg.Dashboards, Channels: cfg.EventLog.ChannelNames(),
 	}
 	b := Bundle{
 		Agents: agents,

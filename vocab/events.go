@@ -1,8 +1,6 @@
 package vocab
 
 import (
-	"github.com/winobs/winobs/contract"
-
 	"encoding/hex"
 	"strings"
 	"unicode/utf16"
@@ -18,10 +16,10 @@ const (
 	SCMStateChange    = "7036" // entered the running or stopped state
 )
 
-// SCMStream selects the Service Control Manager's events in the System
-// channel's streams that sel chooses, as Alloy's line names their source.
-func SCMStream(sel Selector) string {
-	return sel.With(Eq(contract.LabelChannel, "System")).String() + ` | json | source="` + SCMProvider + `"`
+// SCMStream selects the Service Control Manager's events of the System
+// channel in the streams ms narrow, as Alloy's line names their source.
+func (t Terms) SCMStream(ms ...Matcher) string {
+	return t.Channels(ms, "System") + ` | json | source="` + SCMProvider + `"`
 }
 
 // SCMProvider is the Service Control Manager's provider name, the line's

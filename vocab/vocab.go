@@ -186,6 +186,38 @@ func (t Terms) Events(ms ...Matcher) Selector {
 	return Selector{t.events}.With(t.lokiCluster...).With(ms...)
 }
 
+// Channels selects the events of these channels (LogQL), ms narrowing the
+// streams (a node): the streams of their class (both classes: no class
+// matcher), then the channel's structured metadata, since a class's stream
+// holds several channels of the node. Loki reads only the chosen class's
+// chunks: Security's detections never read the node class's.
+func (t Terms) Channels(ms []Matcher, channels ...string) string {
+	classes := map[string]bool{}
+	for _, c := range channels {
+		classes[contract.EventClass(c)] = true
+	}
+	sel := t.Events(ms...)
+	if len(classes) == 1 {
+		for class := range classes {
+			sel = sel.With(Eq(contract.LabelClass, class))
+		}
+	}
+	return sel.String() + " | " + ChannelMatcher(channels...).String()
+}
+
+// ChannelMatcher matches the events of these channels by their structured
+// metadata (a label filter, after the selector).
+func ChannelMatcher(channels ...string) Matcher {
+	if len(channels) == 1 {
+		return Eq(contract.LabelChannel, channels[0])
+	}
+	quoted := make([]string, len(channels))
+	for i, c := range channels {
+		quoted[i] = regexp.QuoteMeta(c)
+	}
+	return Re(contract.LabelChannel, strings.Join(quoted, "|"))
+}
+
 // AllEvents selects the event log streams of every cluster (the Loki
 // dashboard's cluster variable lists them).
 func (t Terms) AllEvents() Selector { return Selector{t.events} }

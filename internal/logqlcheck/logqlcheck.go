@@ -27,13 +27,16 @@ var EventLineFields = []string{
 	"user_data", "event_data", "message",
 }
 
-// Stream labels the agents set: event logs get channel and computer from the
-// event plus job and node; pod logs get the pod's labels. With cluster.name
+// Stream labels the agents set: event logs get class and computer from the
+// event plus job and node (the channel is metadata); pod logs get the pod's labels. With cluster.name
 // set, both agents add the cluster label too.
 var (
 	EventStreamLabels  = contract.EventStreamLabels
 	PodLogStreamLabels = contract.PodLogStreamLabels
 )
+
+// EventMetadata is the structured metadata of an event entry: its channel.
+var EventMetadata = contract.EventMetadata
 
 // PodLogMetadata is the structured metadata the pod pipeline attaches to
 // LogMonitor's lines: filterable and groupable without a parser.
@@ -77,7 +80,7 @@ func Check(t *testing.T, cfg *config.Config, where, expr string) {
 		if m[1] == contract.LabelJob {
 			switch m[2] {
 			case cfg.Logs.EventsJob:
-				stream, fields = EventStreamLabels, EventLineFields
+				stream, fields, metadata = EventStreamLabels, EventLineFields, EventMetadata
 			case cfg.Logs.PodLogsJob:
 				stream, metadata = PodLogStreamLabels, PodLogMetadata
 			}

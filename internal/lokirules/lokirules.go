@@ -31,6 +31,7 @@ import (
 	"github.com/prometheus/prometheus/template"
 	"go.yaml.in/yaml/v3"
 
+	"github.com/winobs/winobs/contract"
 	"github.com/winobs/winobs/shipper/eventxml"
 )
 
@@ -76,7 +77,8 @@ type Entry struct {
 	Event   string            `yaml:"event"`
 	Replace map[string]string `yaml:"replace"`
 	// Metadata is the entry's structured metadata (what Alloy's pod
-	// pipeline attaches to LogMonitor's lines).
+	// pipeline attaches to LogMonitor's lines). An Event entry has its
+	// event's channel, as the agents attach it.
 	Metadata map[string]string `yaml:"metadata"`
 }
 
@@ -253,12 +255,27 @@ func (f *File) pushBody(test Test, start time.Time) ([]byte, error) {
 		}
 		var entries []entry
 		for _, e := range in.Entries {
-			line, err := f.line(e)
+			line, channel, err := f.line(e)
 			if err != nil {
 				return nil, err
 			}
+			meta := e.Metadata
+			if channel != "" {
+				// The agents' stream class and metadata: a stream the
+				// agents never write would test nothing.
+				if class := contract.EventClass(channel); lbls[contract.LabelClass] != class {
+					return nil, fmt.Errorf("stream %s: %s's event %s is in the agents' stream class %q", in.Stream, channel, e.Event, class)
+				}
+				meta = maps.Clone(meta)
+				if meta == nil {
+					meta = map[string]string{}
+				}
+				if _, ok := meta[contract.LabelChannel]; !ok {
+					meta[contract.LabelChannel] = channel
+				}
+			}
 			for k := range max(e.Times, 1) {
-				entries = append(entries, entry{start.Add(time.Duration(e.At) + time.Duration(k)*time.Duration(e.Every)), line, e.Metadata})
+				entries = append(entries, entry{start.Add(time.Duration(e.At) + time.Duration(k)*time.Duration(e.Every)), line, meta})
 			}
 		}
 		sort.SliceStable(entries, func(i, j int) bool { return entries[i].ts.Before(entries[j].ts) })
@@ -275,30 +292,31 @@ func (f *File) pushBody(test Test, start time.Time) ([]byte, error) {
 	return json.Marshal(push)
 }
 
-// line is an entry's line: as given, or its event as Alloy writes it.
-func (f *File) line(e Entry) (string, error) {
+// line is an entry's line: as given, or its event as Alloy writes it, with
+// the event's channel.
+func (f *File) line(e Entry) (line, channel string, err error) {
 	if (e.Line == "") == (e.Event == "") {
-		return "", fmt.Errorf("an entry needs either line or event")
+		return "", "", fmt.Errorf("an entry needs either line or event")
 	}
 	if e.Line != "" {
-		return e.Line, nil
+		return e.Line, "", nil
 	}
 	raw, err := os.ReadFile(filepath.Join(f.EventsDir, e.Event))
 	if err != nil {
-		return "", err
+		return "", "", err
 	}
 	xml := string(raw)
 	for _, from := range slices.Sorted(maps.Keys(e.Replace)) {
 		if !strings.Contains(xml, from) {
-			return "", fmt.Errorf("%s holds no %q to replace", e.Event, from)
+			return "", "", fmt.Errorf("%s holds no %q to replace", e.Event, from)
 		}
 		xml = strings.ReplaceAll(xml, from, e.Replace[from])
 	}
 	ev, err := eventxml.Parse([]byte(xml))
 	if err != nil {
-		return "", fmt.Errorf("%s: %w", e.Event, err)
+		return "", "", fmt.Errorf("%s: %w", e.Event, err)
 	}
-	return string(ev.Line(nil, eventxml.Lookups{})), nil
+	return string(ev.Line(nil, eventxml.Lookups{})), ev.Channel(), nil
 }
 
 // parseSelector reads '{a="b", c="d"}' (values as Go-quoted strings).

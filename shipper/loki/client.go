@@ -398,7 +398,9 @@ func markMaybeStored(w work) {
 }
 
 func (c *Client) dropAll(s Stream, reason string, rep *Report) {
-	rep.drop(s.Labels, reason, len(s.Entries))
+	for _, e := range s.Entries {
+		rep.drop(s.owner(e), reason, 1)
+	}
 	c.logs.Error("drop_"+reason, "dropping entries Loki will not take", "reason", reason, "entries", len(s.Entries))
 }
 

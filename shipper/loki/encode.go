@@ -13,10 +13,18 @@ import (
 	"google.golang.org/protobuf/encoding/protowire"
 )
 
-// Entry is one log line with its timestamp.
+// Entry is one log line with its timestamp and structured metadata.
 type Entry struct {
 	Time time.Time
 	Line []byte
+	// Metadata is the entry's structured metadata (the event's channel):
+	// Loki keeps it beside the line, not in the stream's labels, so it
+	// adds no stream.
+	Metadata []Label
+	// Owner is what the Report counts the entry under (the shipper's
+	// channel, when several channels share a stream); the stream's labels
+	// when empty.
+	Owner string
 	// MaybeStored: an earlier request may have stored this entry (it is
 	// replayed after a restart, or an answer left it in doubt). Loki checks
 	// "too far behind" before it drops an identical entry, so such an entry
@@ -30,6 +38,19 @@ type Entry struct {
 	// Loki's ingester at or above its stream's too-far-behind floor.
 	aboveFloor bool
 }
+
+// Size is the bytes Loki's rate limits count for the entry: its line and
+// its structured metadata's names and values.
+func (e *Entry) Size() int {
+	n := len(e.Line)
+	for _, m := range e.Metadata {
+		n += len(m.Name) + len(m.Value)
+	}
+	return n
+}
+
+// Label is one name and value of an entry's structured metadata.
+type Label struct{ Name, Value string }
 
 // Stream is entries sharing one label set.
 type Stream struct {
@@ -66,6 +87,9 @@ const (
 	fieldStreamEntries  = 2
 	fieldEntryTimestamp = 1
 	fieldEntryLine      = 2
+	fieldEntryMetadata  = 3
+	fieldPairName       = 1
+	fieldPairValue      = 2
 	fieldSeconds        = 1
 	fieldNanos          = 2
 )
@@ -101,9 +125,32 @@ func AppendPushRequest(b []byte, streams []Stream) []byte {
 				b = protowire.AppendTag(b, fieldEntryLine, protowire.BytesType)
 				b = protowire.AppendBytes(b, e.Line)
 			}
+			for _, m := range e.Metadata {
+				b = protowire.AppendTag(b, fieldEntryMetadata, protowire.BytesType)
+				b = protowire.AppendVarint(b, uint64(pairSize(m)))
+				if m.Name != "" {
+					b = protowire.AppendTag(b, fieldPairName, protowire.BytesType)
+					b = protowire.AppendString(b, m.Name)
+				}
+				if m.Value != "" {
+					b = protowire.AppendTag(b, fieldPairValue, protowire.BytesType)
+					b = protowire.AppendString(b, m.Value)
+				}
+			}
 		}
 	}
 	return b
+}
+
+func pairSize(m Label) int {
+	n := 0
+	if m.Name != "" {
+		n += protowire.SizeTag(fieldPairName) + protowire.SizeBytes(len(m.Name))
+	}
+	if m.Value != "" {
+		n += protowire.SizeTag(fieldPairValue) + protowire.SizeBytes(len(m.Value))
+	}
+	return n
 }
 
 func timestampSize(t time.Time) int {
@@ -122,6 +169,9 @@ func entrySize(e *Entry) int {
 	n := protowire.SizeTag(fieldEntryTimestamp) + protowire.SizeBytes(ts)
 	if len(e.Line) > 0 {
 		n += protowire.SizeTag(fieldEntryLine) + protowire.SizeBytes(len(e.Line))
+	}
+	for _, m := range e.Metadata {
+		n += protowire.SizeTag(fieldEntryMetadata) + protowire.SizeBytes(pairSize(m))
 	}
 	return n
 }

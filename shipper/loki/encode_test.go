@@ -14,9 +14,11 @@ func TestPushRequestMatchesLokiPush(t *testing.T) {
 	cases := map[string][]Stream{
 		"empty": nil,
 		"events": {
-			{Labels: FormatLabels(map[string]string{"job": "windows-events", "channel": "System", "computer": "WIN-1", "node": "k8s-lab-win-1"}),
+			{Labels: FormatLabels(map[string]string{"job": "windows-events", "class": "node", "computer": "WIN-1", "node": "k8s-lab-win-1"}),
 				Entries: []Entry{
-					{Time: time.Unix(0, 1377183104205667300), Line: []byte(`{"source":"Service Control Manager","event_id":7036}`)},
+					{Time: time.Unix(0, 1377183104205667300), Line: []byte(`{"source":"Service Control Manager","event_id":7036}`),
+						Metadata: []Label{{"channel", "System"}}},
+					{Time: time.Unix(3, 0), Line: []byte("two pairs, one empty value"), Metadata: []Label{{"channel", "Microsoft-Windows-Hyper-V-Compute-Admin"}, {"x", ""}}},
 					{Time: time.Unix(1684766633, 0), Line: []byte("whole second")},
 					{Time: time.Unix(0, 0), Line: []byte("epoch")},
 					{Time: time.Unix(5, 7), Line: nil},
@@ -29,7 +31,11 @@ func TestPushRequestMatchesLokiPush(t *testing.T) {
 		for _, s := range streams {
 			ps := push.Stream{Labels: s.Labels}
 			for _, e := range s.Entries {
-				ps.Entries = append(ps.Entries, push.Entry{Timestamp: e.Time, Line: string(e.Line)})
+				pe := push.Entry{Timestamp: e.Time, Line: string(e.Line)}
+				for _, m := range e.Metadata {
+					pe.StructuredMetadata = append(pe.StructuredMetadata, push.LabelAdapter{Name: m.Name, Value: m.Value})
+				}
+				ps.Entries = append(ps.Entries, pe)
 			}
 			req.Streams = append(req.Streams, ps)
 		}

@@ -10,8 +10,8 @@ import (
 	"github.com/winobs/winobs/contract"
 )
 
-// Report says what became of the entries given to Send, per stream (by its
-// labels): stored (a 204 answered a request holding them), or dropped with
+// Report says what became of the entries given to Send, per owner (an
+// entry's Owner, else its stream's labels): stored (a 204 answered a request holding them), or dropped with
 // a reason; how many of the stored ones went with another timestamp than
 // the one they were given, and why; and, per stream, the oldest time Loki
 // said it takes (its newest entry minus max_chunk_age/2), so the next
@@ -498,7 +498,7 @@ func (v *verdict) repair(w work, rep *Report) (next work, progress bool) {
 			// Loki accounted for the stream entry by entry: stored.
 			// Resent, it could be "too far behind" the entries stored
 			// with it, which Loki says before it drops a duplicate.
-			rep.stored(w.Labels, reason)
+			rep.stored(w.owner(e), reason)
 			progress = true
 			continue
 		case m.fault == unnamed:
@@ -509,19 +509,19 @@ func (v *verdict) repair(w work, rep *Report) (next work, progress bool) {
 			// above its floor before (what the distributor refuses it
 			// refuses again, and then no ingester names it), or the
 			// stream's newest entry in Loki is its own batch's.
-			rep.stored(w.Labels, reason)
-			rep.Presumed[w.Labels]++
+			rep.stored(w.owner(e), reason)
+			rep.Presumed[w.owner(e)]++
 			progress = true
 			continue
 		}
 		switch m.fault {
 		case refused:
-			rep.drop(w.Labels, contract.DropStreamRefused, 1)
+			rep.drop(w.owner(e), contract.DropStreamRefused, 1)
 			progress = true
 			continue
 		case tooLong:
 			if len(e.Line) > m.limit {
-				e = Entry{Time: e.Time, Line: Truncate(e.Line, m.limit)}
+				e = Entry{Time: e.Time, Line: Truncate(e.Line, m.limit), Metadata: e.Metadata, Owner: e.Owner}
 				progress = true
 			}
 		case tooOld, tooNew, behind:
@@ -530,7 +530,7 @@ func (v *verdict) repair(w work, rep *Report) (next work, progress bool) {
 				ts = v.now
 			}
 			if !ts.Equal(e.Time) {
-				e = Entry{Time: ts, Line: e.Line}
+				e = Entry{Time: ts, Line: e.Line, Metadata: e.Metadata, Owner: e.Owner}
 				reason = [...]string{tooOld: contract.RestampTooOld, tooNew: contract.RestampTooNew, behind: contract.RestampTooFarBehind}[m.fault]
 				progress = true
 			}
@@ -575,21 +575,29 @@ func (v *verdict) ownNewest(s Stream) bool {
 // its reason; the unnamed ones are stored where Loki's answer accounted for
 // every entry, and dropped as unconfirmed otherwise.
 func (v *verdict) giveUp(w work, rep *Report) {
-	for k := range w.Entries {
+	for k, e := range w.Entries {
 		if f := v.marks[k].fault; f != unnamed || !v.proven {
-			rep.drop(w.Labels, dropReasons[f], 1)
+			rep.drop(w.owner(e), dropReasons[f], 1)
 			continue
 		}
-		rep.stored(w.Labels, w.why[k])
+		rep.stored(w.owner(e), w.why[k])
 	}
 }
 
 // stored counts one entry Loki holds, and its re-stamp reason if any.
-func (r *Report) stored(stream, why string) {
-	r.Stored[stream]++
+func (r *Report) stored(owner, why string) {
+	r.Stored[owner]++
 	if why != "" {
-		bump(r.Restamped, stream, why, 1)
+		bump(r.Restamped, owner, why, 1)
 	}
+}
+
+// owner is what the Report counts an entry of s under.
+func (s Stream) owner(e Entry) string {
+	if e.Owner != "" {
+		return e.Owner
+	}
+	return s.Labels
 }
 
 // add counts o's entries in r too; a stream's floor is the later of both.
@@ -619,10 +627,7 @@ func (r *Report) add(o Report) {
 
 // delivered counts every entry of a request Loki answered 204.
 func (r *Report) delivered(w work) {
-	r.Stored[w.Labels] += len(w.Entries)
-	for _, why := range w.why {
-		if why != "" {
-			bump(r.Restamped, w.Labels, why, 1)
-		}
+	for k, e := range w.Entries {
+		r.stored(w.owner(e), w.why[k])
 	}
 }

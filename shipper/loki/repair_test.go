@@ -225,3 +225,39 @@ func TestMaybeStoredIsNeverRestamped(t *testing.T) {
 		t.Errorf("after a 401: %d requests, report %+v", len(rec.requests), rep)
 	}
 }
+
+// A node's channels share a stream (the channel is structured metadata): the
+// capture's twelve ignored entries belong to two channels; each is
+// re-stamped with its metadata kept, and the report counts each channel's
+// entries under it, not under the stream.
+func TestSharedStreamReportsEachOwner(t *testing.T) {
+	c, rec, _ := setup(t, Config{}, status(400, string(fixture.Read(t, "loki", "400-too-far-behind-12-of-13.txt"))))
+	now := time.Date(2026, 12, 3, 16, 29, 45, 0, time.UTC)
+	c.now = func() time.Time { return now }
+	streams := behind12()
+	for i := range streams[0].Entries {
+		owner := []string{"System", "Application"}[i%2]
+		streams[0].Entries[i].Owner = owner
+		streams[0].Entries[i].Metadata = []Label{{"channel", owner}}
+	}
+	if err := c.Send(context.Background(), streams); err != nil {
+		t.Fatal(err)
+	}
+	if len(rec.requests) != 2 {
+		t.Fatalf("%d requests", len(rec.requests))
+	}
+	for i, e := range rec.requests[1].Streams[0].Entries {
+		if want := []string{"System", "Application"}[i%2]; len(e.StructuredMetadata) != 1 || e.StructuredMetadata[0].Value != want {
+			t.Errorf("re-stamped entry %d resent with metadata %v, want channel %s", i, e.StructuredMetadata, want)
+		}
+	}
+	rep := c.last
+	for owner, want := range map[string][2]int{"System": {7, 6}, "Application": {6, 6}} {
+		if rep.Stored[owner] != want[0] || rep.Restamped[owner][contract.RestampTooFarBehind] != want[1] {
+			t.Errorf("%s: stored %d, re-stamped %d; want %d, %d", owner, rep.Stored[owner], rep.Restamped[owner][contract.RestampTooFarBehind], want[0], want[1])
+		}
+	}
+	if rep.Stored[agent] != 0 || !rep.Floors[agent].Equal(time.Date(2026, 12, 3, 15, 29, 41, 0, time.UTC)) {
+		t.Errorf("report %+v: entries by owner, the floor by stream", rep)
+	}
+}
