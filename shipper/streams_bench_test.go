@@ -47,7 +47,10 @@ func BenchmarkFleetStreams(b *testing.B) {
 				for n := range fleetNodes {
 					shipNode(b, bin, loki.URL, job, fmt.Sprintf("akswin%06d", n), subs, events)
 				}
-				streams := lokiScalar(b, loki.URL, fmt.Sprintf(`count(count_over_time({%s=%q}[1h]))`, contract.LabelJob, job))
+				// By the stream labels: a metric query's series also carry
+				// the entries' structured metadata (the channel).
+				streams := lokiScalar(b, loki.URL, fmt.Sprintf(`count(count by (%s, %s) (count_over_time({%s=%q}[1h])))`,
+					strings.Join(contract.EventStreamLabels, ", "), contract.LabelLane, contract.LabelJob, job))
 				perNode := float64(streams) / fleetNodes
 				if classes := eventClasses(subs); streams != classes*fleetNodes {
 					b.Fatalf("%d streams from %d nodes subscribed to %d channels, want %d: a node's channels share its class's stream", streams, fleetNodes, len(subs), classes*fleetNodes)
