@@ -43,6 +43,21 @@ func alloyHarness(t *testing.T) string {
 	return path
 }
 
+// writeConfig writes cfg's config.alloy into a temporary directory: its
+// path.
+func writeConfig(t *testing.T, cfg *config.Config) string {
+	t.Helper()
+	conf, err := Config(view.Of(cfg).Alloy)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(t.TempDir(), "config.alloy")
+	if err := os.WriteFile(p, conf, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
 // runHarness runs the harness and fails t with its output if it fails.
 func runHarness(t *testing.T, stdin []byte, args ...string) []byte {
 	t.Helper()
@@ -79,14 +94,7 @@ func TestRenderedConfigsPassAlloysValidator(t *testing.T) {
 			if probs := config.Validate(cfg); len(probs) > 0 {
 				t.Fatalf("test config invalid: %v", probs)
 			}
-			conf, err := Config(view.Of(cfg).Alloy)
-			if err != nil {
-				t.Fatal(err)
-			}
-			p := filepath.Join(t.TempDir(), "config.alloy")
-			if err := os.WriteFile(p, conf, 0o644); err != nil {
-				t.Fatal(err)
-			}
+			p := writeConfig(t, cfg)
 			runHarness(t, nil, "validate", p)
 		})
 	}
@@ -106,14 +114,7 @@ type harnessEntry struct {
 // structured metadata the dashboards and Loki rules read; every other line
 // passes untouched.
 func TestLogMonitorLinesThroughAlloy(t *testing.T) {
-	conf, err := Config(view.Of(config.Default()).Alloy)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := filepath.Join(t.TempDir(), "config.alloy")
-	if err := os.WriteFile(p, conf, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	p := writeConfig(t, config.Default())
 	in, err := os.ReadFile(filepath.Join("..", "tests", "alloy", "testdata", "logmonitor.jsonl"))
 	if err != nil {
 		t.Fatal(err)
@@ -259,14 +260,7 @@ func crashRule(t *testing.T) string {
 func TestEventsThroughAlloy(t *testing.T) {
 	cfg := config.Default()
 	cfg.EventLog.Channels = append(cfg.EventLog.Channels, config.Channel{Name: "ForwardedEvents", Filter: eventfilter.Filter{Levels: []int{1, 2, 3}}})
-	conf, err := Config(view.Of(cfg).Alloy)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := filepath.Join(t.TempDir(), "config.alloy")
-	if err := os.WriteFile(p, conf, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	p := writeConfig(t, cfg)
 	// A collector's ForwardedEvents labels each event with its own
 	// channel: the Security event from another host is Security's.
 	channels := append(cfg.EventLog.ChannelNames(), "")

@@ -4,6 +4,7 @@ import (
 	"path/filepath"
 	"slices"
 	"testing"
+	"time"
 
 	"go.yaml.in/yaml/v3"
 
@@ -53,7 +54,7 @@ func TestChannelLabelIsTheEventsOwnRealLoki(t *testing.T) {
 
 	fired := map[string][]string{}
 	for _, r := range renderedLokiAlerts(t) {
-		for _, node := range lokiNodes(t, loki.URL, r.Expr) {
+		for _, node := range lokiNodes(t, loki, r.Expr) {
 			if !slices.Contains(fired[node], r.Alert) {
 				fired[node] = append(fired[node], r.Alert)
 			}
@@ -90,10 +91,11 @@ func renderedLokiAlerts(t *testing.T) []struct{ Alert, Expr string } {
 
 // lokiNodes are the node labels of an instant LogQL metric query's series,
 // now.
-func lokiNodes(t *testing.T, base, query string) []string {
+func lokiNodes(t *testing.T, l *lokiproc.Loki, query string) []string {
 	t.Helper()
 	var nodes []string
-	for _, s := range lokiInstant(t, base, query) {
+	samples, _ := l.Instant(t, "", query, time.Time{})
+	for _, s := range samples {
 		nodes = append(nodes, s.Metric["node"])
 	}
 	return nodes

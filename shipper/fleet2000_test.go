@@ -95,9 +95,9 @@ func TestFleetOfNodesIntoRealLoki(t *testing.T) {
 
 	sel := `{job="windows-events"}`
 	byChannel := map[string]int{}
-	for _, s := range lokiInstantAs(t, loki.URL, tenant, fmt.Sprintf(`sum by (%s) (count_over_time(%s[3h]))`, contract.LabelChannel, sel)) {
-		v, _ := strconv.ParseFloat(fmt.Sprint(s.Value[1]), 64)
-		byChannel[s.Metric[contract.LabelChannel]] = int(v)
+	samples, _ := loki.Instant(t, tenant, fmt.Sprintf(`sum by (%s) (count_over_time(%s[3h]))`, contract.LabelChannel, sel), time.Time{})
+	for _, s := range samples {
+		byChannel[s.Metric[contract.LabelChannel]] = int(s.Value)
 	}
 	for ch, n := range want {
 		if byChannel[ch] != n*nodes {
@@ -107,7 +107,7 @@ func TestFleetOfNodesIntoRealLoki(t *testing.T) {
 	if len(byChannel) != len(want) {
 		t.Errorf("channels in Loki %v, want %v", byChannel, want)
 	}
-	streams := lokiScalarAs(t, loki.URL, tenant, fmt.Sprintf(`count(count by (%s, %s, %s, %s) (count_over_time(%s[3h])))`,
+	streams := lokiScalarAs(t, loki, tenant, fmt.Sprintf(`count(count by (%s, %s, %s, %s) (count_over_time(%s[3h])))`,
 		contract.LabelNode, contract.LabelClass, contract.LabelComputer, contract.LabelLane, sel))
 	t.Logf("%d streams for %d nodes (Loki's limit a tenant: %d)", streams, nodes, contract.LokiMaxGlobalStreams)
 	if streams != 2*nodes {

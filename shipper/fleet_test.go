@@ -1,16 +1,12 @@
 package shipper_test
 
 import (
-	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
-	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -65,11 +61,11 @@ func TestFleetChannelIntoRealLoki(t *testing.T) {
 		t.Errorf("Loki refused pushes:\n%s", out.String())
 	}
 	sel := `{job="windows-events"}`
-	if got := lokiScalar(t, loki.URL, `sum(count_over_time(`+sel+`[3h]))`); got != events {
+	if got := lokiScalar(t, loki, `sum(count_over_time(`+sel+`[3h]))`); got != events {
 		t.Errorf("Loki holds %d events, want %d", got, events)
 	}
 	streams := fmt.Sprintf(`count(count by (%s, %s) (count_over_time(%s[3h])))`, contract.LabelComputer, contract.LabelLane, sel)
-	if got := lokiScalar(t, loki.URL, streams); got != computers {
+	if got := lokiScalar(t, loki, streams); got != computers {
 		t.Errorf("%d streams, want %d: one per computer, none split", got, computers)
 	}
 	// Another application's new stream is still taken.
@@ -80,55 +76,18 @@ func TestFleetChannelIntoRealLoki(t *testing.T) {
 }
 
 // lokiScalar is the one sample of an instant LogQL metric query, now.
-func lokiScalar(t testing.TB, base, query string) int { return lokiScalarAs(t, base, "", query) }
+func lokiScalar(t testing.TB, l *lokiproc.Loki, query string) int {
+	return lokiScalarAs(t, l, "", query)
+}
 
 // lokiScalarAs is lokiScalar as tenant ("": none).
-func lokiScalarAs(t testing.TB, base, tenant, query string) int {
+func lokiScalarAs(t testing.TB, l *lokiproc.Loki, tenant, query string) int {
 	t.Helper()
-	samples := lokiInstantAs(t, base, tenant, query)
+	samples, _ := l.Instant(t, tenant, query, time.Time{})
 	if len(samples) != 1 {
 		t.Fatalf("%s: %d samples", query, len(samples))
 	}
-	v, _ := strconv.ParseFloat(fmt.Sprint(samples[0].Value[1]), 64)
-	return int(v)
-}
-
-// lokiSample is one series of an instant LogQL metric query's answer.
-type lokiSample struct {
-	Metric map[string]string `json:"metric"`
-	Value  [2]any            `json:"value"`
-}
-
-// lokiInstant runs an instant LogQL metric query, now.
-func lokiInstant(t testing.TB, base, query string) []lokiSample {
-	return lokiInstantAs(t, base, "", query)
-}
-
-// lokiInstantAs is lokiInstant as tenant ("": none).
-func lokiInstantAs(t testing.TB, base, tenant, query string) []lokiSample {
-	t.Helper()
-	req, err := http.NewRequest(http.MethodGet, base+"/loki/api/v1/query?"+url.Values{"query": {query}}.Encode(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if tenant != "" {
-		req.Header.Set("X-Scope-OrgID", tenant)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	var r struct {
-		Data struct {
-			Result []lokiSample `json:"result"`
-		} `json:"data"`
-	}
-	b, _ := io.ReadAll(resp.Body)
-	if err := json.Unmarshal(b, &r); err != nil || resp.StatusCode != 200 {
-		t.Fatalf("%s: %d %s", query, resp.StatusCode, b)
-	}
-	return r.Data.Result
+	return int(samples[0].Value)
 }
 
 // The security filter of the issue that asked for filters as code, as gen

@@ -49,7 +49,7 @@ func BenchmarkFleetStreams(b *testing.B) {
 				}
 				// By the stream labels: a metric query's series also carry
 				// the entries' structured metadata (the channel).
-				streams := lokiScalar(b, loki.URL, fmt.Sprintf(`count(count by (%s, %s) (count_over_time({%s=%q}[1h])))`,
+				streams := lokiScalar(b, loki, fmt.Sprintf(`count(count by (%s, %s) (count_over_time({%s=%q}[1h])))`,
 					strings.Join(contract.EventStreamLabels, ", "), contract.LabelLane, contract.LabelJob, job))
 				perNode := float64(streams) / fleetNodes
 				if classes := eventClasses(subs); streams != classes*fleetNodes {
@@ -139,7 +139,7 @@ func shipOnce(t testing.TB, bin, push, tenant, job, node string, dumps []channel
 		fmt.Fprintf(&list, "  - {path: %q, channel: %q, query: %q}\n", path, d.channel, d.query)
 	}
 	cfg := fmt.Sprintf("loki: {url: %q, tenant: %q, minBackoff: 50ms, maxBackoff: 1s}\nlabels: {job: %s}\nlabelsFromEnv: {node: NODE_NAME}\ndumps:\n%sstateDir: %q\nlisten: %s\ntimestamp: read\n",
-		push, tenant, job, list.String(), filepath.Join(dir, "state"), freeAddr(t))
+		push, tenant, job, list.String(), filepath.Join(dir, "state"), "127.0.0.1:0") // a port of its own: runs go in parallel
 	path := filepath.Join(dir, "shipper.yaml")
 	if err := os.WriteFile(path, []byte(cfg), 0o644); err != nil {
 		t.Fatal(err)

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"net/url"
 	"regexp"
 	"slices"
 	"strconv"
@@ -133,63 +132,33 @@ func TestEventQueriesByStreamLayout(t *testing.T) {
 				continue // pod logs
 			}
 			old := channelSelection.ReplaceAllString(r.Expr, `{$1, channel$2}`)
-			newAns, newStats := layoutQuery(t, loki.URL, "class", r.Expr, at)
-			oldAns, oldStats := layoutQuery(t, loki.URL, "channel", old, at)
+			newAns, newStats := layoutQuery(t, loki, "class", r.Expr, at)
+			oldAns, oldStats := layoutQuery(t, loki, "channel", old, at)
 			if !slices.Equal(newAns, oldAns) {
 				t.Errorf("%s answers %v, with the channel a stream label %v", r.Alert, newAns, oldAns)
 			}
 			security := strings.Contains(r.Expr, `class="`+contract.ClassSecurity+`"`)
 			t.Logf("%s: %d lines (%d bytes) read, with the channel a stream label %d (%d): ×%.2f; %d results",
-				r.Alert, newStats.lines, newStats.bytes, oldStats.lines, oldStats.bytes, float64(newStats.lines)/float64(oldStats.lines), len(newAns))
-			if security && newStats.lines != oldStats.lines {
-				t.Errorf("%s reads %d lines, %d with the channel a stream label: Security's class holds Security alone", r.Alert, newStats.lines, oldStats.lines)
+				r.Alert, newStats.Lines, newStats.Bytes, oldStats.Lines, oldStats.Bytes, float64(newStats.Lines)/float64(oldStats.Lines), len(newAns))
+			if security && newStats.Lines != oldStats.Lines {
+				t.Errorf("%s reads %d lines, %d with the channel a stream label: Security's class holds Security alone", r.Alert, newStats.Lines, oldStats.Lines)
 			}
-			if newStats.lines == 0 {
+			if newStats.Lines == 0 {
 				t.Errorf("%s read nothing: the mix gives it no input", r.Alert)
 			}
 		}
 	}
 }
 
-// queryStats are the lines and bytes Loki says a query processed.
-type queryStats struct{ lines, bytes int64 }
-
 // layoutQuery runs an instant query as tenant: its vector, sorted, and what
 // Loki processed for it.
-func layoutQuery(t *testing.T, base, tenant, query string, at time.Time) ([]string, queryStats) {
+func layoutQuery(t *testing.T, loki *lokiproc.Loki, tenant, query string, at time.Time) ([]string, lokiproc.Stats) {
 	t.Helper()
-	req, err := http.NewRequest(http.MethodGet, base+"/loki/api/v1/query?"+url.Values{"query": {query},
-		"time": {strconv.FormatInt(at.UnixNano(), 10)}}.Encode(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("X-Scope-OrgID", tenant)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	var r struct {
-		Data struct {
-			Result []struct {
-				Metric map[string]string `json:"metric"`
-				Value  [2]any            `json:"value"`
-			} `json:"result"`
-			Stats struct {
-				Summary struct {
-					TotalLinesProcessed int64 `json:"totalLinesProcessed"`
-					TotalBytesProcessed int64 `json:"totalBytesProcessed"`
-				} `json:"summary"`
-			} `json:"stats"`
-		} `json:"data"`
-	}
-	if err := json.NewDecoder(resp.Body).Decode(&r); err != nil || resp.StatusCode != http.StatusOK {
-		t.Fatalf("%s as %s: %d %v", query, tenant, resp.StatusCode, err)
-	}
+	samples, stats := loki.Instant(t, tenant, query, at)
 	var out []string
-	for _, s := range r.Data.Result {
-		out = append(out, fmt.Sprint(s.Metric, s.Value[1]))
+	for _, s := range samples {
+		out = append(out, fmt.Sprint(s.Metric, s.Value))
 	}
 	slices.Sort(out)
-	return out, queryStats{r.Data.Stats.Summary.TotalLinesProcessed, r.Data.Stats.Summary.TotalBytesProcessed}
+	return out, stats
 }

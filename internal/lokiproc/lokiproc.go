@@ -208,11 +208,7 @@ func (l *Loki) Lines(t testing.TB, tenant, query string, from, to time.Time) []s
 	t.Helper()
 	q := url.Values{"query": {query}, "start": {strconv.FormatInt(from.UnixNano(), 10)},
 		"end": {strconv.FormatInt(to.UnixNano(), 10)}, "limit": {"5000"}, "direction": {"forward"}}
-	req, err := http.NewRequest(http.MethodGet, l.URL+"/loki/api/v1/query_range?"+q.Encode(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	code, b := do(t, req, tenant)
+	code, b := l.get(t, tenant, "/loki/api/v1/query_range", q)
 	var r struct {
 		Data struct {
 			Result []struct {
@@ -230,6 +226,63 @@ func (l *Loki) Lines(t testing.TB, tenant, query string, from, to time.Time) []s
 		}
 	}
 	return lines
+}
+
+// Sample is one series of an instant metric query's answer.
+type Sample struct {
+	Metric map[string]string
+	Value  float64
+}
+
+// Stats are the lines and bytes Loki says it processed for a query (its
+// statistics' summary).
+type Stats struct{ Lines, Bytes int64 }
+
+// Instant runs an instant LogQL metric query as tenant ("" for none) at
+// at (the zero time: now): its series and what Loki processed for it.
+func (l *Loki) Instant(t testing.TB, tenant, query string, at time.Time) ([]Sample, Stats) {
+	t.Helper()
+	q := url.Values{"query": {query}}
+	if !at.IsZero() {
+		q.Set("time", strconv.FormatInt(at.UnixNano(), 10))
+	}
+	code, b := l.get(t, tenant, "/loki/api/v1/query", q)
+	var r struct {
+		Data struct {
+			Result []struct {
+				Metric map[string]string `json:"metric"`
+				Value  [2]any            `json:"value"`
+			} `json:"result"`
+			Stats struct {
+				Summary struct {
+					TotalLinesProcessed int64 `json:"totalLinesProcessed"`
+					TotalBytesProcessed int64 `json:"totalBytesProcessed"`
+				} `json:"summary"`
+			} `json:"stats"`
+		} `json:"data"`
+	}
+	if err := json.Unmarshal(b, &r); err != nil || code != http.StatusOK {
+		t.Fatalf("%s: %d %s", query, code, b)
+	}
+	out := make([]Sample, 0, len(r.Data.Result))
+	for _, s := range r.Data.Result {
+		v, err := strconv.ParseFloat(fmt.Sprint(s.Value[1]), 64)
+		if err != nil {
+			t.Fatalf("%s: value %v: %v", query, s.Value[1], err)
+		}
+		out = append(out, Sample{Metric: s.Metric, Value: v})
+	}
+	return out, Stats{r.Data.Stats.Summary.TotalLinesProcessed, r.Data.Stats.Summary.TotalBytesProcessed}
+}
+
+// get asks path with q as tenant ("" for none): the status and the body.
+func (l *Loki) get(t testing.TB, tenant, path string, q url.Values) (int, []byte) {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodGet, l.URL+path+"?"+q.Encode(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return do(t, req, tenant)
 }
 
 // do sends req as tenant ("" for none): the status and the body.
