@@ -231,10 +231,12 @@ func (f *formatter) prepare(r record) entry {
 	if channel == "" {
 		channel = r.channel
 	}
+	class := contract.EventClass(channel)
+	shared := class + "\x00" + stream // the Loki stream, which a class's channels share
 	if channel != r.channel {
 		stream = channel + "\x00" + stream // lanes are planned per stream of the config's channel
 	}
-	labels := f.streamLabels(streamKey{contract.EventClass(channel), computer, f.lanes.Assign(r.channel, stream, e.RecordID(), len(line))})
+	labels := f.streamLabels(streamKey{class, computer, f.lanes.Assign(r.channel, stream, shared, e.RecordID(), len(line))})
 	ts, ok := f.withinLokiWindow(r.channel, labels, ts, now)
 	if !ok {
 		f.m.dropped.WithLabelValues(r.channel, contract.DropTooOld).Inc()

@@ -197,6 +197,10 @@ type Controller struct {
 	Now     func() time.Time
 
 	ch map[string]*channel
+	// sent counts the bytes assigned to each Loki stream (its lanes
+	// together), whichever channels share it: a stream's rate is what its
+	// pace holds, and two channels sharing one each see half of it.
+	sent map[string]*uint64
 }
 
 type channel struct {
@@ -208,10 +212,12 @@ type channel struct {
 	rates map[string]*window // by stream
 }
 
-// window is a stream's rate being measured.
+// window is a stream's rate being measured: the bytes its Loki stream's
+// counter held at start.
 type window struct {
 	start time.Time
-	bytes int
+	sent  *uint64
+	from  uint64
 	low   int
 }
 
@@ -263,11 +269,17 @@ func (c *Controller) Lanes(name string) int { return c.state(name).plans.Most() 
 // Assign returns the lane of a stream's event with this RecordID and n
 // bytes of line, first reconsidering the stream's lane count once a window
 // has passed (and ending a whole-channel plan of an earlier version at the
-// first new event).
-func (c *Controller) Assign(name, stream string, id uint64, n int) int {
+// first new event). shared names the Loki stream the channel's stream is
+// (several channels' streams may be one): its rate, all of theirs
+// together, decides the lanes.
+func (c *Controller) Assign(name, stream, shared string, id uint64, n int) int {
 	st := c.state(name)
 	w := st.window(stream)
 	now := c.Now()
+	if w.sent == nil {
+		w.sent = c.counter(shared)
+		w.from = *w.sent
+	}
 	if w.start.IsZero() {
 		w.start = now
 	}
@@ -278,10 +290,31 @@ func (c *Controller) Assign(name, stream string, id uint64, n int) int {
 			c.adopt(name, "", st, next)
 		}
 		c.reconsider(name, stream, st, w, id, elapsed)
-		w.start, w.bytes = now, 0
+		w.start, w.from = now, *w.sent
 	}
-	w.bytes += n
+	*w.sent += uint64(n)
 	return st.plans.Lane(stream, id)
+}
+
+// counter is the byte counter of a Loki stream, made if new. Too many are
+// forgotten arbitrarily: a window keeps its own, and a forgotten one only
+// stops being shared with channels that measure it anew.
+func (c *Controller) counter(shared string) *uint64 {
+	if c.sent == nil {
+		c.sent = map[string]*uint64{}
+	}
+	if p, ok := c.sent[shared]; ok {
+		return p
+	}
+	if len(c.sent) >= maxWindows {
+		for k := range c.sent {
+			delete(c.sent, k)
+			break
+		}
+	}
+	p := new(uint64)
+	c.sent[shared] = p
+	return p
 }
 
 // reconsider changes the stream's lane count from event id on if its rate
@@ -289,7 +322,7 @@ func (c *Controller) Assign(name, stream string, id uint64, n int) int {
 func (c *Controller) reconsider(name, stream string, st *channel, w *window, id uint64, elapsed time.Duration) {
 	p := st.plans.For(stream)
 	k, from := p.last()
-	want := c.decide(w, k, float64(w.bytes)/elapsed.Seconds(), int(elapsed/Window))
+	want := c.decide(w, k, float64(*w.sent-w.from)/elapsed.Seconds(), int(elapsed/Window))
 	if want == k || id <= st.floor || id <= from {
 		return
 	}
