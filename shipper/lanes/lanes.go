@@ -9,7 +9,8 @@
 // lane r mod K. A channel's events form one stream per computer (ForwardedEvents
 // on an event collector holds hundreds), and Loki limits a tenant's streams
 // (max_global_streams_per_user, 5,000), so K is decided per stream, from
-// that stream's own rate: a channel of many quiet computers adds no stream.
+// the rate of the Loki stream it is (the channels of a class share one):
+// a channel of many quiet computers adds no stream.
 // Each stream's K follows a Plan, a list of changes ("from RecordID From on,
 // K lanes"), and a channel's Plans are saved before any event is pushed
 // under them. A replay reads the same plans and makes the same choice. Lane
