@@ -325,7 +325,9 @@ func (f *formatter) withinLokiWindow(channel, stream string, ts, now time.Time) 
 
 // metadata is an event's structured metadata: its channel, as Alloy's
 // pipeline moves the channel label there (one slice a channel, shared by
-// its entries). An event without a channel has none.
+// its entries), cut as a label value is: a hostile dump's 100 KB <Channel>
+// must not pass Loki's structured-metadata limit (64 KB) and be refused. An
+// event without a channel has none.
 func (f *formatter) metadata(channel string) []loki.Label {
 	if channel == "" {
 		return nil
@@ -333,7 +335,7 @@ func (f *formatter) metadata(channel string) []loki.Label {
 	if m, ok := f.meta[channel]; ok {
 		return m
 	}
-	m := []loki.Label{{Name: contract.LabelChannel, Value: channel}}
+	m := []loki.Label{{Name: contract.LabelChannel, Value: cutLabel(channel)}}
 	f.meta[channel] = m
 	evict(f.meta)
 	return m

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
@@ -292,5 +293,17 @@ func TestChannelsShareTheirClassStream(t *testing.T) {
 		if b.counts[ch] != n {
 			t.Errorf("batch counts %s %d, want %d: the report counts a shared stream's entries by channel", ch, b.counts[ch], n)
 		}
+	}
+}
+
+// A channel name longer than a label value may be (a hostile dump's
+// <Channel>) is cut as a label value is, at a UTF-8 boundary: Loki refuses
+// an entry whose structured metadata passes 64 KB.
+func TestLongChannelMetadataIsCut(t *testing.T) {
+	f := testFormatter(t, nil)
+	long := strings.Repeat("é", 70<<10)
+	md := f.metadata(long)
+	if len(md) != 1 || len(md[0].Value) > maxLabelValueBytes || !strings.HasPrefix(long, md[0].Value) || !utf8.ValidString(md[0].Value) {
+		t.Errorf("metadata of a %d-byte channel: %d bytes", len(long), len(md[0].Value))
 	}
 }
