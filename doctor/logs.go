@@ -5,11 +5,11 @@ package doctor
 import (
 	"context"
 	"fmt"
-	"regexp"
 	"slices"
 	"strings"
 	"time"
 
+	"github.com/winobs/winobs/config"
 	"github.com/winobs/winobs/contract"
 	"github.com/winobs/winobs/rules"
 	"github.com/winobs/winobs/vocab"
@@ -99,12 +99,8 @@ func (r *run) streamNodes(ctx context.Context, c Check, sel vocab.Selector, job,
 	return nodes, nil
 }
 
-// selectedChannel is the channel a Loki rule's structured-metadata filter
-// names, or the alternatives it matches (| channel=~"System|Security").
-var selectedChannel = regexp.MustCompile(`^[^|]*\}\s*\|\s*` + contract.LabelChannel + `(=~?)"([^"]*)"`)
-
-// detectionInputs: every Loki detection's channel arrives under the label
-// value it selects. LogQL matchers are case-sensitive, so events that
+// detectionInputs: every Loki detection's channel arrives under the channel
+// value (structured metadata) it selects. LogQL matchers are case-sensitive, so events that
 // arrive as channel="security", or as a collector's "ForwardedEvents" (an
 // agent that labels by its subscription, not the event's own channel),
 // leave the detections blind while loki-events passes: a ✗ naming each.
@@ -115,27 +111,24 @@ func (r *run) detectionInputs(ctx context.Context, c Check) Check {
 	if err != nil {
 		return failed(c, err)
 	}
-	readers := map[string][]string{} // channel -> detections
-	var order []string
+	rendered := map[string]bool{}
 	for _, g := range groups.Groups {
 		for _, rule := range g.Rules {
-			m := selectedChannel.FindStringSubmatch(rule.Expr)
-			if rule.Alert == "" || m == nil {
-				continue
-			}
-			channels := []string{m[2]}
-			if m[1] == "=~" {
-				channels = strings.Split(m[2], "|")
-			}
-			for _, ch := range channels {
-				if _, ok := readers[ch]; !ok {
-					order = append(order, ch)
-				}
-				if !slices.Contains(readers[ch], rule.Alert) {
-					readers[ch] = append(readers[ch], rule.Alert)
-				}
-			}
+			rendered[rule.Alert] = true
 		}
+	}
+	// The channels each rendered detection reads: config's table, which
+	// rules' tests hold to the queries.
+	readers := map[string][]string{} // channel -> detections
+	var order []string
+	for _, er := range config.EventReaders {
+		if !rendered[er.Alert] {
+			continue
+		}
+		if _, ok := readers[er.Channel]; !ok {
+			order = append(order, er.Channel)
+		}
+		readers[er.Channel] = append(readers[er.Channel], er.Alert)
 	}
 	// The channel is structured metadata, which Loki's label-values API
 	// does not list: a query by channel, a handful of series.
