@@ -11,11 +11,12 @@ import (
 )
 
 // Report says what became of the entries given to Send, per owner (an
-// entry's Owner, else its stream's labels): stored (a 204 answered a request holding them), or dropped with
-// a reason; how many of the stored ones went with another timestamp than
-// the one they were given, and why; and, per stream, the oldest time Loki
-// said it takes (its newest entry minus max_chunk_age/2), so the next
-// batches can be made to fit before they are sent.
+// entry's Owner, else its stream's labels): stored (a 204 answered a
+// request holding them), or dropped with a reason; how many of the stored
+// ones went with another timestamp than the one they were given, and why;
+// and, per stream, the oldest time Loki said it takes (its newest entry
+// minus max_chunk_age/2), so the next batches can be made to fit before
+// they are sent.
 type Report struct {
 	Stored    map[string]int
 	Dropped   map[string]map[string]int
@@ -521,7 +522,7 @@ func (v *verdict) repair(w work, rep *Report) (next work, progress bool) {
 			continue
 		case tooLong:
 			if len(e.Line) > m.limit {
-				e = Entry{Time: e.Time, Line: Truncate(e.Line, m.limit), Metadata: e.Metadata, Owner: e.Owner}
+				e = e.changed(e.Time, Truncate(e.Line, m.limit))
 				progress = true
 			}
 		case tooOld, tooNew, behind:
@@ -530,7 +531,7 @@ func (v *verdict) repair(w work, rep *Report) (next work, progress bool) {
 				ts = v.now
 			}
 			if !ts.Equal(e.Time) {
-				e = Entry{Time: ts, Line: e.Line, Metadata: e.Metadata, Owner: e.Owner}
+				e = e.changed(ts, e.Line)
 				reason = [...]string{tooOld: contract.RestampTooOld, tooNew: contract.RestampTooNew, behind: contract.RestampTooFarBehind}[m.fault]
 				progress = true
 			}
@@ -590,6 +591,13 @@ func (r *Report) stored(owner, why string) {
 	if why != "" {
 		bump(r.Restamped, owner, why, 1)
 	}
+}
+
+// changed is e with another time or line: a new entry, which no earlier
+// request stored (what Loki knew of e does not carry over); its metadata
+// and owner stay.
+func (e Entry) changed(at time.Time, line []byte) Entry {
+	return Entry{Time: at, Line: line, Metadata: e.Metadata, Owner: e.Owner}
 }
 
 // owner is what the Report counts an entry of s under.
