@@ -18,12 +18,8 @@ func events(v view.Dashboards, q queries) *dashboard.DashboardBuilder {
 		"Windows event logs and pod logs in Loki, as Alloy's loki.source.windowsevent and winobs's eventlog-shipper write them.",
 		lokiVar).
 		WithVariable(queryVar(nodeVar.Value, lokiDS, lokiValues(q.t.Events(), contract.LabelNode), true)).
-		WithVariable(dashboard.NewCustomVariableBuilder(channelVar.Value).Label(channelVar.Value).
-			Values(dashboard.StringOrMap{String: cog.ToPtr(customValues(v.Channels))}).
-			Multi(true).IncludeAll(true).AllValue(".*")).
-		WithVariable(dashboard.NewCustomVariableBuilder("level").Label("level").
-			Values(dashboard.StringOrMap{String: cog.ToPtr("Critical,Error,Warning,Information,Verbose")}).
-			Multi(true).IncludeAll(true).AllValue(".*")).
+		WithVariable(choiceVar(channelVar.Value, v.Channels)).
+		WithVariable(choiceVar("level", []string{"Critical", "Error", "Warning", "Information", "Verbose"})).
 		WithVariable(textVar(contract.MetaEventID, ".+")).
 		WithVariable(queryVar("namespace", lokiDS, lokiValues(q.t.PodLogs(), "namespace"), true)).
 		WithVariable(queryVar("pod", lokiDS, lokiValues(q.t.PodLogs(vocab.Var("namespace", "=~", "namespace")), "pod"), true)).
@@ -57,14 +53,17 @@ func events(v view.Dashboards, q queries) *dashboard.DashboardBuilder {
 		WithPanel(logLines("Pod logs", "Container output from C:\\var\\log\\pods, filtered by node, namespace, pod, container and text.", logQL(q.podLogLines(), "")))
 }
 
-// customValues are a custom variable's values as Grafana reads them:
-// separated by commas, a comma inside a value escaped.
-func customValues(values []string) string {
+// choiceVar is a custom variable of these values, several or All (".*")
+// chosen. Grafana reads the values separated by commas, a comma inside a
+// value escaped.
+func choiceVar(name string, values []string) *dashboard.CustomVariableBuilder {
 	escaped := make([]string, len(values))
 	for i, v := range values {
 		escaped[i] = strings.ReplaceAll(v, ",", `\,`)
 	}
-	return strings.Join(escaped, ",")
+	return dashboard.NewCustomVariableBuilder(name).Label(name).
+		Values(dashboard.StringOrMap{String: cog.ToPtr(strings.Join(escaped, ","))}).
+		Multi(true).IncludeAll(true).AllValue(".*")
 }
 
 func textVar(name, def string) *dashboard.TextBoxVariableBuilder {
