@@ -75,6 +75,11 @@ func TestFleetOfNodesIntoRealLoki(t *testing.T) {
 			}
 		}
 	}
+	for _, s := range subs {
+		if want[s.Name] == 0 {
+			t.Fatalf("no fixture event passes channel %s's query: the fleet would not ship it", s.Name)
+		}
+	}
 	const tenant = "fleet"
 	start := time.Now()
 	var wg sync.WaitGroup

@@ -202,12 +202,12 @@ func (t Terms) Channels(ms []Matcher, channels ...string) string {
 			sel = sel.With(Eq(contract.LabelClass, class))
 		}
 	}
-	return sel.String() + " | " + ChannelMatcher(channels...).String()
+	return sel.String() + " | " + channelMatcher(channels...).String()
 }
 
-// ChannelMatcher matches the events of these channels by their structured
+// channelMatcher matches the events of these channels by their structured
 // metadata (a label filter, after the selector).
-func ChannelMatcher(channels ...string) Matcher {
+func channelMatcher(channels ...string) Matcher {
 	if len(channels) == 1 {
 		return Eq(contract.LabelChannel, channels[0])
 	}
