@@ -29,16 +29,24 @@ const (
 	actions   = sub + "/resourceGroups/rg-monitor/providers/Microsoft.Insights/actionGroups/oncall"
 )
 
-// azureConfig is the default config on Azure Monitor.
+// azureConfig is the default config on Azure Monitor, for the AKS
+// cluster aks-prod, validated and resolved as config.Load does.
 func azureConfig(t *testing.T, clusterName string) *config.Config {
+	t.Helper()
+	return azureAliased(t, clusterName, false)
+}
+
+// azureAliased is azureConfig with prometheus.azure.clusterAlias.
+func azureAliased(t *testing.T, clusterName string, alias bool) *config.Config {
 	t.Helper()
 	c := config.Default()
 	c.Cluster.Name = clusterName
 	c.Prometheus.Platform = config.PlatformAzureMonitor
-	c.Prometheus.Azure = config.AzureMonitor{Workspace: workspace, Location: "westeurope", Cluster: cluster, ActionGroups: []string{actions}}
+	c.Prometheus.Azure = config.AzureMonitor{Workspace: workspace, Location: "westeurope", Cluster: cluster, ActionGroups: []string{actions}, ClusterAlias: alias}
 	if probs := config.Validate(c); len(probs) > 0 {
 		t.Fatal(probs)
 	}
+	config.Resolve(c)
 	return c
 }
 
@@ -123,7 +131,8 @@ func TestEveryRuleOnceAsRendered(t *testing.T) {
 // The ARM template's resources hold to the REST API specification's
 // PrometheusRuleGroupResource (testdata/azure, 2023-03-01), strictly, and
 // to what its descriptions say: the interval 1 to 15 minutes, severity 0
-// to 4, the name's pattern. A single cluster renders too (no clusterName).
+// to 4, the name's pattern. A workspace-wide render (no AKS cluster named,
+// no cluster.name) renders too, with no clusterName.
 func TestTemplateHoldsToTheSpecification(t *testing.T) {
 	var spec struct {
 		Pattern     string             `json:"ruleGroupNamePattern"`
@@ -133,7 +142,11 @@ func TestTemplateHoldsToTheSpecification(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, name := range []string{"aks-prod", ""} {
-		_, raw := template(t, azureConfig(t, name))
+		c := azureConfig(t, name)
+		if name == "" {
+			c.Prometheus.Azure.Cluster, c.Cluster.Name = "", ""
+		}
+		_, raw := template(t, c)
 		var tmpl struct {
 			Schema         string           `json:"$schema"`
 			ContentVersion string           `json:"contentVersion"`
@@ -347,10 +360,17 @@ func TestKeepListsHoldEveryMetricRead(t *testing.T) {
 // parser reads as TOML lines key = value: the Windows exporter's default
 // target off (winobs's PodMonitor scrapes it with the node label the rules
 // group by), the keep-lists as quoted regexes of the names Keep derives,
-// the scrape interval, and cluster_alias only with a cluster name.
+// the scrape interval, and cluster_alias only when asked for
+// (prometheus.azure.clusterAlias), as its rewritten form: without it
+// ama-metrics labels the series with the AKS resource name, which
+// cluster.name then is.
 func TestSettingsAreWhatAmaMetricsReads(t *testing.T) {
-	for _, name := range []string{"aks-prod", ""} {
-		c := azureConfig(t, name)
+	for _, tc := range []struct {
+		name      string
+		alias     bool
+		wantAlias string
+	}{{"aks-prod", false, ""}, {"", false, ""}, {"prod-westeurope-01", true, "prod_westeurope_01"}} {
+		c := azureAliased(t, tc.name, tc.alias)
 		groups, err := rules.Build(view.Of(c).Rules)
 		if err != nil {
 			t.Fatal(err)
@@ -391,8 +411,8 @@ func TestSettingsAreWhatAmaMetricsReads(t *testing.T) {
 			"default-targets-metrics-keep-list/kubestate":              strings.Join(k.KubeState, "|"),
 			"default-targets-scrape-interval-settings/windowsexporter": "30s",
 		}
-		if name != "" {
-			want["prometheus-collector-settings/cluster_alias"] = name
+		if tc.wantAlias != "" {
+			want["prometheus-collector-settings/cluster_alias"] = tc.wantAlias
 		}
 		if fmt.Sprint(settings) != fmt.Sprint(want) {
 			t.Errorf("settings\n %v\nwant\n %v", settings, want)

@@ -94,9 +94,10 @@ func Settings(v view.Managed, groups rulefmt.RuleGroups) ([]byte, error) {
 			strings.Join(k.KubeState, "|"), strings.Join(k.WindowsExporter, "|")),
 		"default-targets-scrape-interval-settings": fmt.Sprintf("windowsexporter = %q", v.ScrapeInterval.Model().String()),
 	}
-	if v.Cluster.Name != "" {
-		// The cluster label ama-metrics puts on every series: the rules'
-		// cluster.name, so clusterName and the dashboards select it.
+	if v.Azure.ClusterAlias {
+		// Asked for: ama-metrics then labels every series of the cluster
+		// with the alias, rewritten; cluster.name is already that form
+		// (config.Resolve), which the rewrite leaves as it is.
 		data["prometheus-collector-settings"] = fmt.Sprintf("cluster_alias = %q", v.Cluster.Name)
 	}
 	cm := &corev1.ConfigMap{

@@ -143,6 +143,11 @@ type AzureMonitor struct {
 	Location     string   `yaml:"location"`
 	Cluster      string   `yaml:"cluster"`
 	ActionGroups []string `yaml:"actionGroups"`
+	// ClusterAlias writes cluster.name as ama-metrics' cluster_alias, which
+	// renames the cluster label of every series of the cluster (to its
+	// rewritten form: AzureClusterLabel); false leaves the label ama-metrics
+	// writes by default, the AKS resource name.
+	ClusterAlias bool `yaml:"clusterAlias"`
 }
 
 // Ruler names the rules loaded into a horizontally scaled ruler (Mimir,
@@ -481,30 +486,32 @@ func Load(path string) (*Config, error) {
 // probably wrong (the example lab's addresses, a firewall open to every
 // address), located like problems.
 func Read(path string) (*Config, Problems, error) {
-	cfg, doc, err := load(path)
+	cfg, doc, resolved, err := load(path)
 	if err != nil {
 		return nil, nil, err
 	}
-	return cfg, doc.Locate(append(Warnings(cfg), sharedNamespaceWarning(cfg, doc)...)).Sorted(), nil
+	warnings := append(append(resolved, Warnings(cfg)...), sharedNamespaceWarning(cfg, doc)...)
+	return cfg, doc.Locate(warnings).Sorted(), nil
 }
 
-func load(path string) (*Config, *conffile.Document, error) {
+func load(path string) (*Config, *conffile.Document, Problems, error) {
 	if path == "" {
 		return parse("", nil)
 	}
 	src, err := conffile.ReadConfig(path, conffile.MaxFileSize)
 	if err != nil {
-		return nil, nil, Problems{{File: path, Msg: err.Error()}}
+		return nil, nil, nil, Problems{{File: path, Msg: err.Error()}}
 	}
 	return parse(path, src)
 }
 
 // parse overlays src (read from file; none when file is "") on the
-// defaults and validates the result.
-func parse(file string, src []byte) (*Config, *conffile.Document, error) {
+// defaults, validates the result and resolves what its platform decides
+// (Resolve, whose warnings it returns).
+func parse(file string, src []byte) (*Config, *conffile.Document, Problems, error) {
 	cfg := pinnedDefaults()
 	if _, probs := conffile.Decode("(default)", defaultYAML, &cfg); len(probs) > 0 {
-		return nil, nil, fmt.Errorf("embedded default config: %w", probs)
+		return nil, nil, nil, fmt.Errorf("embedded default config: %w", probs)
 	}
 	var doc *conffile.Document
 	var probs Problems
@@ -514,11 +521,11 @@ func parse(file string, src []byte) (*Config, *conffile.Document, error) {
 	createOnlyOurs(&cfg, doc)
 	probs = append(probs, doc.Locate(Validate(&cfg))...)
 	if len(probs) > 0 {
-		return nil, nil, probs.Sorted()
+		return nil, nil, nil, probs.Sorted()
 	}
 	// Loki's base URL or its push endpoint: the agents get the endpoint.
 	cfg.Loki.URL, _ = endpoint.LokiPushURL(cfg.Loki.URL) // validated
-	return &cfg, doc, nil
+	return &cfg, doc, Resolve(&cfg), nil
 }
 
 // createOnlyOurs keeps the default createNamespace: true for winobs's own

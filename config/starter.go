@@ -135,7 +135,7 @@ func Starter(s Site) ([]byte, Problems, error) {
 	if err := enc.Close(); err != nil {
 		return nil, nil, err
 	}
-	cfg, parsed, err := parse("(init)", b.Bytes())
+	cfg, parsed, _, err := parse("(init)", b.Bytes())
 	if err != nil {
 		return nil, nil, err
 	}

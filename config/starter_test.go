@@ -89,7 +89,7 @@ func TestStarter(t *testing.T) {
 	if err != nil || len(w) != 0 {
 		t.Fatalf("%v %v", err, w)
 	}
-	c, _, err := parse("init.yaml", src)
+	c, _, _, err := parse("init.yaml", src)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -167,7 +167,7 @@ func TestStarterPlatforms(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
-		cfg, _, err := parse("(init)", src)
+		cfg, _, _, err := parse("(init)", src)
 		if err != nil || cfg.APIServer.Port != p.APIPort || cfg.ServiceCIDR != p.ServiceCIDR {
 			t.Errorf("%s: port %d, CIDR %s (%v), want %d, %s", name, cfg.APIServer.Port, cfg.ServiceCIDR, err, p.APIPort, p.ServiceCIDR)
 		}
@@ -180,7 +180,7 @@ func TestStarterPlatforms(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg, _, err := parse("(init)", src); err != nil || cfg.APIServer.Port != 8443 || cfg.ServiceCIDR != "10.2.0.0/16" {
+	if cfg, _, _, err := parse("(init)", src); err != nil || cfg.APIServer.Port != 8443 || cfg.ServiceCIDR != "10.2.0.0/16" {
 		t.Errorf("the flags beside a preset: %v %+v", err, cfg)
 	}
 	if _, _, err := Starter(Site{Platform: "openshift"}); err == nil || !strings.Contains(err.Error(), "aks, eks, gke, kubeadm") {
