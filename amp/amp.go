@@ -75,18 +75,10 @@ func NamespaceName(v view.Managed) string {
 // groups; alerts read no alert, so splitting them changes nothing.
 func Namespace(v view.Managed, groups rulefmt.RuleGroups) (rulefmt.RuleGroups, error) {
 	ns := NamespaceName(v)
-	var out rulefmt.RuleGroups
-	for _, g := range groups.Groups {
-		for i := 0; i < len(g.Rules); i += MaxRulesPerGroup {
-			part := g
-			part.Rules = g.Rules[i:min(i+MaxRulesPerGroup, len(g.Rules))]
-			if i > 0 {
-				part.Name = fmt.Sprintf("%s-%d", g.Name, i/MaxRulesPerGroup+1)
-			}
-			if n := len(ns) + len(part.Name); n > MaxNameBytes {
-				return rulefmt.RuleGroups{}, fmt.Errorf("the namespace %q and the group %q are %d bytes together, over AMP's %d", ns, part.Name, n, MaxNameBytes)
-			}
-			out.Groups = append(out.Groups, part)
+	out := rules.Split(groups, MaxRulesPerGroup)
+	for _, g := range out.Groups {
+		if n := len(ns) + len(g.Name); n > MaxNameBytes {
+			return rulefmt.RuleGroups{}, fmt.Errorf("the namespace %q and the group %q are %d bytes together, over AMP's %d", ns, g.Name, n, MaxNameBytes)
 		}
 	}
 	return out, nil

@@ -123,33 +123,52 @@ const (
 // Warning, 3 Informational, 4 Verbose) for winobs's severity label.
 var Severities = map[string]int{"critical": 0, "warning": 2, "info": 3}
 
+// MaxRulesPerGroup is Azure Monitor's limit: "You can add rules up to the
+// limit of 20 rules in a single group" (Azure Monitor's rule-group
+// documentation, "Configure the rules in the group"); every group Azure
+// itself ships holds at most 19.
+const MaxRulesPerGroup = 20
+
 // groupName is the API's ruleGroupName pattern.
 var groupName = regexp.MustCompile(`^[^:@/#{}%&+*<>?]+$`)
 
-// GroupName is the rule group's name: the ruler namespace's
-// (ruler.namespacePrefix), with the cluster's name when one is set.
-func GroupName(v view.Managed) string { return rules.ClusterMetricsNamespace(v.Rules.Ruler, v.Cluster) }
+// GroupName is the name of the rule group resource holding the rules'
+// group g: g's name, then the cluster's when one is set, so several
+// clusters' groups share a resource group, as Azure's own do
+// (NodeRecordingRulesRuleGroup-Win-<cluster>).
+func GroupName(v view.Managed, g string) string {
+	if v.Cluster.Name == "" {
+		return g
+	}
+	return g + "-" + v.Cluster.Name
+}
 
-// Template is every record and alert of groups as one Azure rule group, in
-// their order: Azure evaluates groups independently of one another but the
-// rules of a group in sequence, so the records come before the alerts that
-// read them within one evaluation, as promtool's tests evaluate them.
+// Template is every record and alert of groups as Azure rule groups of at
+// most MaxRulesPerGroup rules (rules.Split), in their order: the records'
+// groups before the alerts' groups that read them. Azure runs the rules of
+// a group in sequence but its groups independently of one another ("Rules
+// are run sequentially in the order they are defined in the group"), so
+// an alert reads a record as of the record group's last evaluation: at
+// most one interval (PT1M) old, as in any Prometheus that loads the two
+// groups.
 func Template(v view.Managed, groups rulefmt.RuleGroups) (ARMTemplate, error) {
 	a := v.Azure
-	name := GroupName(v)
-	if !groupName.MatchString(name) || len(name) > 260 {
-		return ARMTemplate{}, fmt.Errorf("rule group name %q: Azure refuses any of : @ / # { } %% & + * < > ? (cluster.name gives its end)", name)
-	}
 	scopes := []string{a.Workspace}
 	if a.Cluster != "" {
 		scopes = append(scopes, a.Cluster) // the cluster-centric form
 	}
-	g := RuleGroup{Type: ResourceType, APIVersion: APIVersion, Name: name, Location: a.Location,
-		Properties: GroupProperties{
-			Description: "winobs: Windows node and container records and alerts (commit memory, services, disks, network, time, containers)",
-			Scopes:      scopes, Enabled: true, ClusterName: v.Cluster.Name, Interval: Interval,
-		}}
-	for _, grp := range groups.Groups {
+	tmpl := ARMTemplate{Schema: TemplateSchema, ContentVersion: "1.0.0.0"}
+	split := rules.Split(groups, MaxRulesPerGroup)
+	for i, grp := range split.Groups {
+		name := GroupName(v, grp.Name)
+		if !groupName.MatchString(name) || len(name) > 260 {
+			return ARMTemplate{}, fmt.Errorf("rule group name %q: Azure refuses any of : @ / # { } %% & + * < > ? (cluster.name gives its end)", name)
+		}
+		g := RuleGroup{Type: ResourceType, APIVersion: APIVersion, Name: name, Location: a.Location,
+			Properties: GroupProperties{
+				Description: fmt.Sprintf("winobs: Windows node and container records and alerts (commit memory, services, disks, network, time, containers), group %d of %d", i+1, len(split.Groups)),
+				Scopes:      scopes, Enabled: true, ClusterName: v.Cluster.Name, Interval: Interval,
+			}}
 		for _, r := range grp.Rules {
 			out := Rule{Record: r.Record, Alert: r.Alert, Expression: r.Expr, Enabled: true, Labels: r.Labels, Annotations: r.Annotations}
 			if r.Alert != "" {
@@ -166,6 +185,7 @@ func Template(v view.Managed, groups rulefmt.RuleGroups) (ARMTemplate, error) {
 			}
 			g.Properties.Rules = append(g.Properties.Rules, out)
 		}
+		tmpl.Resources = append(tmpl.Resources, g)
 	}
-	return ARMTemplate{Schema: TemplateSchema, ContentVersion: "1.0.0.0", Resources: []RuleGroup{g}}, nil
+	return tmpl, nil
 }

@@ -69,20 +69,19 @@ func template(t *testing.T, c *config.Config) (azuremonitor.ARMTemplate, []byte)
 	return azuremonitor.ARMTemplate{}, nil
 }
 
-// Every record and alert of the default render is in the Azure rule group
+// Every record and alert of the default render is in the Azure rule groups
 // once, in the render's order (records before the alerts that read them),
 // with the same expression, `for` (ISO 8601, read back to the same
 // duration), labels and annotations; each alert has an Azure severity from
-// its label, auto-resolution and the action groups.
+// its label, auto-resolution and the action groups. No group holds more
+// than Azure's 20 rules, and an alert reads only records of a group before
+// its own (Azure evaluates groups independently: one interval's lag).
 func TestEveryRuleOnceAsRendered(t *testing.T) {
 	c := azureConfig(t, "aks-prod")
 	tmpl, _ := template(t, c)
 	groups, err := rules.Build(view.Of(c).Rules)
 	if err != nil {
 		t.Fatal(err)
-	}
-	if len(tmpl.Resources) != 1 {
-		t.Fatalf("%d resources", len(tmpl.Resources))
 	}
 	back, err := managedrules.ReadBack(config.PlatformAzureMonitor, view.Of(c).Managed)
 	if err != nil {
@@ -91,12 +90,39 @@ func TestEveryRuleOnceAsRendered(t *testing.T) {
 	for _, d := range managedrules.Diff(groups, back) {
 		t.Error(d)
 	}
-	got := tmpl.Resources[0].Properties.Rules
+	var got []azuremonitor.Rule
+	var names []string
+	recordGroup := map[string]int{} // record → its group's index
+	for i, res := range tmpl.Resources {
+		names = append(names, res.Name)
+		if n := len(res.Properties.Rules); n == 0 || n > azuremonitor.MaxRulesPerGroup {
+			t.Errorf("group %s holds %d rules", res.Name, n)
+		}
+		for _, r := range res.Properties.Rules {
+			got = append(got, r)
+			if r.Record != "" {
+				recordGroup[r.Record] = i
+				continue
+			}
+			for rec, j := range recordGroup {
+				if strings.Contains(r.Expression, rec) && j >= i {
+					t.Errorf("alert %s reads %s of its own group", r.Alert, rec)
+				}
+			}
+		}
+		p := res.Properties
+		if p.ClusterName != "aks-prod" || p.Interval != "PT1M" || !slices.Equal(p.Scopes, []string{workspace, cluster}) || res.Location != "westeurope" {
+			t.Errorf("group %s: %+v", res.Name, p)
+		}
+	}
+	if want := []string{"winobs-windows-records-aks-prod", "winobs-windows-alerts-aks-prod", "winobs-windows-alerts-2-aks-prod"}; !slices.Equal(names, want) {
+		t.Errorf("groups %v, want %v", names, want)
+	}
 	n := 0
 	for _, g := range groups.Groups {
 		for _, r := range g.Rules {
 			if n >= len(got) {
-				t.Fatalf("only %d rules in the Azure group", len(got))
+				t.Fatalf("only %d rules in the Azure groups", len(got))
 			}
 			a := got[n]
 			n++
@@ -118,13 +144,8 @@ func TestEveryRuleOnceAsRendered(t *testing.T) {
 			}
 		}
 	}
-	if n < 30 {
-		t.Errorf("%d rules rendered", n)
-	}
-	p := tmpl.Resources[0].Properties
-	if tmpl.Resources[0].Name != "winobs-windows-aks-prod" || p.ClusterName != "aks-prod" || p.Interval != "PT1M" ||
-		!slices.Equal(p.Scopes, []string{workspace, cluster}) || tmpl.Resources[0].Location != "westeurope" {
-		t.Errorf("group: %s %+v", tmpl.Resources[0].Name, p)
+	if n < 30 || n != len(got) {
+		t.Errorf("%d rules rendered, %d in the groups", n, len(got))
 	}
 }
 

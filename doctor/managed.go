@@ -43,7 +43,7 @@ var platformDocs = map[string]platformDoc{
 			"--prometheus-bearer-token-file with a token for https://prometheus.monitor.azure.com (az account get-access-token --resource https://prometheus.monitor.azure.com --query accessToken -o tsv), " +
 			"of an identity with Monitoring Data Reader on the workspace",
 		noRules: "Azure Monitor's query API serves no rules, alerts or configuration (documented: query, query_range, series, labels, __name__ values): " +
-			"see the rule group with az resource list --resource-type Microsoft.AlertsManagement/prometheusRuleGroups, and its alerts in the portal's Alerts",
+			"see the rule groups with az resource list --resource-type Microsoft.AlertsManagement/prometheusRuleGroups, and its alerts in the portal's Alerts",
 		deploy: "deploy it: az deployment group create -g <the workspace's resource group> --template-file out/azure-monitor/prometheus-rule-groups.json; its clusterName must be the cluster label ama-metrics writes (cluster.name, cluster_alias)",
 	},
 	config.PlatformAMP: {

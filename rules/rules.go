@@ -156,6 +156,27 @@ func ClusterMetricsNamespace(r config.Ruler, c config.Cluster) string {
 	return MetricsNamespace(r) + "-" + c.Name
 }
 
+// Split is groups with every group of more than max rules cut, in order,
+// into groups of at most max rules, named "<group>", "<group>-2", …: what a
+// ruler with a per-group limit takes (AMP's quota, Azure Monitor's 20).
+// Each part keeps its group's interval and settings; the parts evaluate
+// independently, so a rule may read a record of an earlier part as of that
+// part's last evaluation, never a later one's.
+func Split(groups rulefmt.RuleGroups, max int) rulefmt.RuleGroups {
+	var out rulefmt.RuleGroups
+	for _, g := range groups.Groups {
+		for i := 0; i < len(g.Rules); i += max {
+			part := g
+			part.Rules = g.Rules[i:min(i+max, len(g.Rules))]
+			if i > 0 {
+				part.Name = fmt.Sprintf("%s-%d", g.Name, i/max+1)
+			}
+			out.Groups = append(out.Groups, part)
+		}
+	}
+	return out
+}
+
 // LogsNamespace is the ruler namespace of the Loki event log alerts.
 func LogsNamespace(r config.Ruler) string { return r.NamespacePrefix + "-windows-events" }
 

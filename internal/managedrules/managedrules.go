@@ -59,17 +59,19 @@ func ReadBack(platform string, v view.Managed) (rulefmt.RuleGroups, error) {
 		if err != nil {
 			return back, err
 		}
-		g := rulefmt.RuleGroup{Name: tmpl.Resources[0].Name}
-		for _, r := range tmpl.Resources[0].Properties.Rules {
-			hold := rulefmt.Rule{Record: r.Record, Alert: r.Alert, Expr: r.Expression, Labels: r.Labels, Annotations: r.Annotations}
-			if r.For != "" {
-				if hold.For, err = azuremonitor.ParseISODuration(r.For); err != nil {
-					return back, err
+		for _, res := range tmpl.Resources {
+			g := rulefmt.RuleGroup{Name: res.Name}
+			for _, r := range res.Properties.Rules {
+				hold := rulefmt.Rule{Record: r.Record, Alert: r.Alert, Expr: r.Expression, Labels: r.Labels, Annotations: r.Annotations}
+				if r.For != "" {
+					if hold.For, err = azuremonitor.ParseISODuration(r.For); err != nil {
+						return back, err
+					}
 				}
+				g.Rules = append(g.Rules, hold)
 			}
-			g.Rules = append(g.Rules, hold)
+			back.Groups = append(back.Groups, g)
 		}
-		back.Groups = []rulefmt.RuleGroup{g}
 	case config.PlatformAMP:
 		files, err := amp.Files(v)
 		if err != nil {
