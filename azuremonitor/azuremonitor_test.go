@@ -3,6 +3,7 @@ package azuremonitor_test
 import (
 	"encoding/json"
 	"fmt"
+	"reflect"
 	"regexp"
 	"slices"
 	"strings"
@@ -441,6 +442,75 @@ func TestSettingsAreWhatAmaMetricsReads(t *testing.T) {
 		for _, list := range []string{settings["default-targets-metrics-keep-list/windowsexporter"], settings["default-targets-metrics-keep-list/kubestate"]} {
 			if _, err := regexp.Compile("^(" + list + ")$"); err != nil || list == "" {
 				t.Errorf("keep-list %q: %v", list, err)
+			}
+		}
+	}
+}
+
+// Issue 66: no string of the template is an ARM expression, by
+// construction. A template holding an expression-shaped value in every
+// string field (a cluster name, a label, an annotation, an action group,
+// the builders' own constants) encodes with each escaped ("[[…]", which
+// ARM reads as the literal) and reads back to the same values; a key that
+// would be an expression is refused; and the templates gen renders, the
+// default's and a hostile config's, hold no expression anywhere.
+func TestNoTemplateStringIsAnARMExpression(t *testing.T) {
+	const expr = "[subscription().id]"
+	steal := "[listKeys(concat(resourceGroup().id, base64ToString('Lw==')), '2021-01-01')]"
+	sev := 2
+	tmpl := azuremonitor.ARMTemplate{Schema: expr, ContentVersion: "[[1]", Resources: []azuremonitor.RuleGroup{{
+		Type: expr, APIVersion: expr, Name: expr, Location: "[resourceGroup().location]",
+		Properties: azuremonitor.GroupProperties{Description: "[x] y", Scopes: []string{expr, "[]"}, Enabled: true, ClusterName: steal, Interval: expr,
+			Rules: []azuremonitor.Rule{{Alert: expr, Expression: steal, For: expr, Severity: &sev,
+				Labels: map[string]string{"team": expr}, Annotations: map[string]string{"summary": "[[[x]]]"},
+				ResolveConfiguration: &azuremonitor.Resolve{TimeToResolve: expr}, Actions: []azuremonitor.Action{{ActionGroupID: steal}}}}},
+	}}}
+	raw, err := json.Marshal(tmpl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	values := azuremonitor.StringValues(raw)
+	if len(values) < 18 {
+		t.Fatalf("only %d string values in %s", len(values), raw)
+	}
+	for _, s := range values {
+		if azuremonitor.IsARMExpression(s) {
+			t.Errorf("%q is an ARM expression", s)
+		}
+	}
+	var back azuremonitor.ARMTemplate
+	if err := json.Unmarshal(raw, &back); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(back, tmpl) {
+		t.Errorf("read back as ARM reads it:\n%+v\nwant\n%+v", back, tmpl)
+	}
+	if !strings.Contains(string(raw), `"clusterName":"[`+steal+`"`) || !strings.Contains(string(raw), `"description":"[x] y"`) {
+		t.Errorf("escaped as: %s", raw)
+	}
+	// A hand-written expression is refused on reading.
+	if err := json.Unmarshal([]byte(`{"resources":[{"name":"[subscription().id]"}]}`), &back); err == nil {
+		t.Error("an expression read back without error")
+	}
+	// A key never carries one.
+	tmpl.Resources[0].Properties.Rules[0].Labels = map[string]string{expr: "x"}
+	if _, err := json.Marshal(tmpl); err == nil || !strings.Contains(err.Error(), "would be an ARM expression") {
+		t.Errorf("an expression as a key: %v", err)
+	}
+
+	// What gen renders: the issue's cluster name is refused as a name, and
+	// as an alias becomes one ARM cannot evaluate.
+	c := config.Default()
+	c.Cluster.Name = expr
+	c.Prometheus.Platform, c.Prometheus.Azure = config.PlatformAzureMonitor, config.AzureMonitor{Workspace: workspace, Location: "westeurope", Cluster: cluster}
+	if probs := config.Validate(c); !strings.Contains(fmt.Sprint(probs), "cluster.name") {
+		t.Errorf("cluster.name %q: %v", expr, probs)
+	}
+	for _, c := range []*config.Config{azureConfig(t, "aks-prod"), azureAliased(t, steal, true)} {
+		_, raw := template(t, c)
+		for _, s := range azuremonitor.StringValues(raw) {
+			if azuremonitor.IsARMExpression(s) {
+				t.Errorf("the render holds the ARM expression %q", s)
 			}
 		}
 	}
