@@ -3,7 +3,6 @@ package azuremonitor
 import (
 	"bytes"
 	"fmt"
-	"slices"
 	"strings"
 
 	"github.com/prometheus/prometheus/model/rulefmt"
@@ -74,31 +73,64 @@ func Keep(v view.Managed, groups rulefmt.RuleGroups) (KeepLists, error) {
 	return k, nil
 }
 
-// Settings is the ama-metrics settings ConfigMap winobs needs for groups'
-// and the dashboards' metrics, with a header that says how to merge it
-// into one the cluster has.
-func Settings(v view.Managed, groups rulefmt.RuleGroups) ([]byte, error) {
+// The default targets whose settings winobs names (ama-metrics' keys).
+const (
+	TargetKubeState       = "kubestate"
+	TargetWindowsExporter = "windowsexporter"
+)
+
+// Needs is what winobs needs of ama-metrics' settings, by default target:
+// kube-state-metrics' target on (the rules read it) and ama-metrics' own
+// windows-exporter target off (it labels no series with the node, which
+// every rule groups by; winobs's exporter is scraped through its
+// azmonitoring PodMonitor instead, and both would scrape it twice); the
+// keep-lists of every name read; the exporter target's interval; and the
+// cluster_alias, only when asked for (config.AzureClusterLabel).
+type Needs struct {
+	Scrape   map[string]bool
+	Keep     map[string][]string
+	Interval map[string]string
+	Alias    string
+}
+
+// NeedsOf derives Needs from the view, groups as rules.Build makes them.
+func NeedsOf(v view.Managed, groups rulefmt.RuleGroups) (Needs, error) {
 	k, err := Keep(v, groups)
+	if err != nil {
+		return Needs{}, err
+	}
+	n := Needs{
+		Scrape:   map[string]bool{TargetKubeState: true, TargetWindowsExporter: false},
+		Keep:     map[string][]string{TargetKubeState: k.KubeState, TargetWindowsExporter: k.WindowsExporter},
+		Interval: map[string]string{TargetWindowsExporter: v.ScrapeInterval.Model().String()},
+	}
+	if v.Azure.ClusterAlias {
+		// ama-metrics then labels every series of the cluster with the
+		// alias, rewritten; cluster.name is already that form
+		// (config.Resolve), which the rewrite leaves as it is.
+		n.Alias = v.Cluster.Name
+	}
+	return n, nil
+}
+
+// Settings is the ama-metrics settings ConfigMap winobs needs for groups'
+// and the dashboards' metrics (schema v1, winobs's keys alone), with a
+// header that says how to merge it into one the cluster has.
+func Settings(v view.Managed, groups rulefmt.RuleGroups) ([]byte, error) {
+	n, err := NeedsOf(v, groups)
 	if err != nil {
 		return nil, err
 	}
 	data := map[string]string{
 		"schema-version": "v1",
 		"config-version": "winobs",
-		// ama-metrics' own windows-exporter target labels no series with
-		// the node, which every winobs rule groups by; winobs's exporter is
-		// scraped through its azmonitoring PodMonitor instead, job and node
-		// relabelled as the rules read them. Both would scrape it twice.
-		"default-scrape-settings-enabled": "kubestate = true\nwindowsexporter = false",
-		"default-targets-metrics-keep-list": fmt.Sprintf("kubestate = %q\nwindowsexporter = %q",
-			strings.Join(k.KubeState, "|"), strings.Join(k.WindowsExporter, "|")),
-		"default-targets-scrape-interval-settings": fmt.Sprintf("windowsexporter = %q", v.ScrapeInterval.Model().String()),
+		sectionScrapeV1:  fmt.Sprintf("%s = %t\n%s = %t", TargetKubeState, n.Scrape[TargetKubeState], TargetWindowsExporter, n.Scrape[TargetWindowsExporter]),
+		sectionKeep: fmt.Sprintf("%s = %q\n%s = %q", TargetKubeState, strings.Join(n.Keep[TargetKubeState], "|"),
+			TargetWindowsExporter, strings.Join(n.Keep[TargetWindowsExporter], "|")),
+		sectionInterval: fmt.Sprintf("%s = %q", TargetWindowsExporter, n.Interval[TargetWindowsExporter]),
 	}
-	if v.Azure.ClusterAlias {
-		// Asked for: ama-metrics then labels every series of the cluster
-		// with the alias, rewritten; cluster.name is already that form
-		// (config.Resolve), which the rewrite leaves as it is.
-		data["prometheus-collector-settings"] = fmt.Sprintf("cluster_alias = %q", v.Cluster.Name)
+	if n.Alias != "" {
+		data[sectionCollector] = fmt.Sprintf("%s = %q", keyAlias, n.Alias)
 	}
 	cm := &corev1.ConfigMap{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
@@ -109,17 +141,14 @@ func Settings(v view.Managed, groups rulefmt.RuleGroups) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	keys := make([]string, 0, len(data))
-	for key := range data {
-		keys = append(keys, key)
-	}
-	slices.Sort(keys)
 	var b bytes.Buffer
 	b.WriteString("# The ama-metrics settings winobs needs (Azure Monitor managed Prometheus). Without a settings\n" +
-		"# ConfigMap in kube-system: kubectl apply -f this file (ama-metrics restarts within minutes). With one: add\n" +
-		"# each line below to the section of the same name in yours (a key yours sets: keep one value; a keep-list:\n" +
-		"# join the two regexes with |); ama-metrics keeps its default for every key a section does not name.\n" +
-		"# kubectl delete -k never removes it: it is not in kustomization.yaml.\n")
+		"# ConfigMap in kube-system (kubectl get cm -n kube-system " + SettingsName + " finds none): kubectl create -f this file.\n" +
+		"# With one, never apply this file over it: merge yours with gen azure-settings (docs/platforms.md):\n" +
+		"#   kubectl get cm -n kube-system " + SettingsName + " -o yaml > current.yaml\n" +
+		"#   go run ./cmd/gen azure-settings --config <your config> --current current.yaml --out merged.yaml\n" +
+		"#   kubectl replace -f merged.yaml\n" +
+		"# ama-metrics restarts within minutes. kubectl delete -k never removes it: it is not in kustomization.yaml.\n")
 	b.Write(raw)
 	return b.Bytes(), nil
 }

@@ -31,6 +31,7 @@ type Site struct {
 	// PlatformAzureMonitor, with Azure's workspace, region and cluster.
 	Prometheus                                  string
 	AzureWorkspace, AzureLocation, AzureCluster string
+	AzureActionGroups                           []string
 	AMPWorkspace, AMPRegion                     string
 	// Platform names a preset of Platforms (aks, eks, gke, kubeadm): the
 	// API port and Service CIDR not given above.
@@ -204,8 +205,20 @@ func prometheusFields(s Site, release string) *yaml.Node {
 		field("azure", mapping(
 			field("workspace", s.AzureWorkspace, "az monitor account show -n <workspace> -g <group> --query id"),
 			field("location", s.AzureLocation, "The workspace's region."),
-			field("cluster", s.AzureCluster, "az aks show -n <cluster> -g <group> --query id (optional: scopes the rule groups to it)."),
-			field("actionGroups", []string{}, "Action groups' resource ids the alerts notify."),
+			field("cluster", s.AzureCluster, "az aks show -n <cluster> -g <group> --query id (optional: scopes the rule groups to it;\n"+
+				"its name is the cluster label ama-metrics writes, which cluster.name must be)."),
+			field("actionGroups", nonNil(s.AzureActionGroups), "Action groups' resource ids the alerts notify (az monitor action-group show --query id)."),
+			field("clusterAlias", false, "true: write cluster.name as ama-metrics' cluster_alias, which renames the cluster label of\n"+
+				"every series of the cluster to cluster.name, rewritten (docs/platforms.md#the-cluster-label)."),
 		), ""),
 	)
+}
+
+// nonNil is l, or an empty list where l is nil (written as [] rather than
+// null).
+func nonNil(l []string) []string {
+	if l == nil {
+		return []string{}
+	}
+	return l
 }

@@ -4,7 +4,7 @@ package doctor
 // configuration, rules or alerts there, proves the rules run by their
 // records, and skips, saying why, each check that needs what it does not
 // read. Azure Monitor's workspace query endpoint
-// (https://<workspace>.<region>.prometheus.monitor.azure.com) documents
+// (az monitor account show --query metrics.prometheusQueryEndpoint) documents
 // /api/v1/query, query_range, series, labels and label/__name__/values
 // alone, each query scoped to a metric name, so there doctor asks for
 // several metrics one name at a time. GMP's frontend proxies the query
@@ -39,12 +39,12 @@ type platformDoc struct {
 var platformDocs = map[string]platformDoc{
 	config.PlatformAzureMonitor: {
 		endpoint: "Azure Monitor workspace",
-		reach: "check the URL (the workspace's query endpoint, https://<workspace>.<region>.prometheus.monitor.azure.com) and the token: " +
+		reach: "check the URL (the workspace's query endpoint: az monitor account show --ids <workspace id> --query metrics.prometheusQueryEndpoint -o tsv) and the token: " +
 			"--prometheus-bearer-token-file with a token for https://prometheus.monitor.azure.com (az account get-access-token --resource https://prometheus.monitor.azure.com --query accessToken -o tsv), " +
 			"of an identity with Monitoring Data Reader on the workspace",
 		noRules: "Azure Monitor's query API serves no rules, alerts or configuration (documented: query, query_range, series, labels, __name__ values): " +
 			"see the rule groups with az resource list --resource-type Microsoft.AlertsManagement/prometheusRuleGroups, and its alerts in the portal's Alerts",
-		deploy: "deploy it: az deployment group create -g <the workspace's resource group> --template-file out/azure-monitor/prometheus-rule-groups.json; its clusterName must be the cluster label ama-metrics writes (cluster.name, cluster_alias)",
+		deploy: "deploy them: az deployment group create -g <the workspace's resource group> --template-file out/azure-monitor/prometheus-rule-groups.json; their clusterName is the cluster label ama-metrics writes (docs/platforms.md#the-cluster-label): a cluster_alias in the cluster's ama-metrics settings that winobs's config does not know renames it (gen azure-settings finds it)",
 	},
 	config.PlatformAMP: {
 		endpoint: "AMP workspace",

@@ -35,7 +35,11 @@ func runInit(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&s.AMPRegion, "amp-region", "", "the AMP workspace's region, such as eu-west-1")
 	fs.StringVar(&s.AzureWorkspace, "azure-workspace", "", "the Azure Monitor workspace's resource id (--prometheus "+config.PlatformAzureMonitor+")")
 	fs.StringVar(&s.AzureLocation, "azure-location", "", "the workspace's region, such as westeurope")
-	fs.StringVar(&s.AzureCluster, "azure-cluster", "", "the AKS cluster's resource id, to scope the rule groups to it (optional)")
+	fs.StringVar(&s.AzureCluster, "azure-cluster", "", "the AKS cluster's resource id (az aks show --query id): scopes the rule groups to it, and its name is the cluster label ama-metrics writes (optional)")
+	fs.Func("azure-action-group", "an action group's resource id the alerts notify (repeat it for several)", func(id string) error {
+		s.AzureActionGroups = append(s.AzureActionGroups, id)
+		return nil
+	})
 	fs.StringVar(&s.Platform, "platform", "", "a managed platform's defaults for the API port and Service CIDR: "+strings.Join(config.PlatformNames(), ", ")+" (docs/config.md)")
 	if code, ok := parseFlags(fs, args, stdout, stderr); !ok {
 		return code
@@ -60,7 +64,7 @@ func runInit(args []string, stdout, stderr io.Writer) int {
 	case s.Prometheus == config.PlatformAzureMonitor && (s.AzureWorkspace == "" || s.AzureLocation == ""):
 		fmt.Fprintf(stderr, "gen init: --prometheus %s needs --azure-workspace (az monitor account show --query id) and --azure-location\n", config.PlatformAzureMonitor)
 		return 2
-	case s.Prometheus != config.PlatformAzureMonitor && (s.AzureWorkspace != "" || s.AzureLocation != "" || s.AzureCluster != ""):
+	case s.Prometheus != config.PlatformAzureMonitor && (s.AzureWorkspace != "" || s.AzureLocation != "" || s.AzureCluster != "" || len(s.AzureActionGroups) > 0):
 		fmt.Fprintf(stderr, "gen init: --azure-* flags need --prometheus %s\n", config.PlatformAzureMonitor)
 		return 2
 	}
@@ -118,6 +122,17 @@ func runInit(args []string, stdout, stderr io.Writer) int {
 	if q := managedQuestion[s.Platform]; q != "" && s.Prometheus == "" {
 		fmt.Fprintln(stdout, q)
 	}
+	if s.Prometheus != "" {
+		cfg, err := config.Load(*path)
+		if err != nil {
+			return configFailed(stderr, "gen init", err)
+		}
+		fmt.Fprintln(stdout, "next, in this order (docs/platforms.md):")
+		for _, line := range managedSteps(cfg, *path) {
+			fmt.Fprintln(stdout, "  "+line)
+		}
+		return 0
+	}
 	ns := s.Namespace
 	if ns == "" {
 		ns = config.Default().Namespace
@@ -159,7 +174,8 @@ var initFlags = map[string]string{
 	"windowsExporter.firewall.allowFrom": "--scrape-from", "apiServer.host": "--api-server", "apiServer.port": "--api-port",
 	"serviceCIDR": "--service-cidr", "loki.url": "--loki-url", "loki.tenant": "--loki-tenant",
 	"prometheus.azure.workspace": "--azure-workspace", "prometheus.azure.location": "--azure-location", "prometheus.azure.cluster": "--azure-cluster",
-	"prometheus.amp.workspaceId": "--amp-workspace", "prometheus.amp.region": "--amp-region",
+	"prometheus.azure.actionGroups": "--azure-action-group",
+	"prometheus.amp.workspaceId":    "--amp-workspace", "prometheus.amp.region": "--amp-region",
 }
 
 // byFlag locates the problems of the config gen init built from its flags

@@ -4,6 +4,7 @@
 //	go run ./cmd/gen [--config FILE] [--out DIR] [--check]
 //	go run ./cmd/gen init [--config FILE] [--loki-url URL] ...
 //	go run ./cmd/gen doctor --prometheus URL [--loki URL] [--config FILE]
+//	go run ./cmd/gen azure-settings --config FILE --current FILE [--out FILE]
 //
 // The flow is: load the config (embedded default overridden by FILE) and
 // validate it completely, build every artifact in memory, then write the tree
@@ -34,6 +35,7 @@ const usage = `Usage:
   gen [--config FILE] [--out DIR] [--check]   render the bundle (default: the built-in example)
   gen init [flags]                            write a config for your cluster to start from
   gen doctor --prometheus URL [--loki URL]    check that winobs works in your cluster
+  gen azure-settings --current FILE           merge winobs's ama-metrics settings into the cluster's (Azure Monitor)
   gen help                                    this text
 
 Run "gen init --help", "gen doctor --help" or "gen --help" for their flags.
@@ -46,6 +48,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 			return runInit(args[1:], stdout, stderr)
 		case "doctor":
 			return runDoctor(args[1:], stdout, stderr)
+		case "azure-settings":
+			return runAzureSettings(args[1:], stdout, stderr)
 		case "help":
 			fmt.Fprint(stdout, usage)
 			return 0

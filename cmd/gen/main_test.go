@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -503,5 +504,125 @@ func TestInitAMPAndGMP(t *testing.T) {
 	var stdout, stderr bytes.Buffer
 	if code := run([]string{"init", "--config", filepath.Join(dir, "x.yaml"), "--prometheus", "amp"}, &stdout, &stderr); code != 2 || !strings.Contains(stderr.String(), "needs --amp-workspace") {
 		t.Errorf("amp without its flags: %d %s", code, stderr.String())
+	}
+}
+
+// Issue 66: gen init prints each managed platform's steps in order, every
+// value from the config and quoted: on Azure the settings merged (never
+// applied over the cluster's), the template into the workspace's resource
+// group, doctor on the endpoint az reads; an action group by flag.
+func TestInitPrintsTheManagedSteps(t *testing.T) {
+	dir := t.TempDir()
+	const sub = "/subscriptions/0b1f6471-1bf0-4dda-aec3-111122223333/resourceGroups/"
+	ws := sub + "rg-mon/providers/Microsoft.Monitor/accounts/amw"
+	ag := sub + "rg-ops/providers/Microsoft.Insights/actionGroups/oncall"
+	for _, tc := range []struct {
+		name  string
+		args  []string
+		steps []string
+	}{
+		{"azure", []string{"--prometheus", "azure-monitor", "--azure-workspace", ws, "--azure-location", "westeurope", "--azure-action-group", ag,
+			"--azure-cluster", sub + "rg/providers/Microsoft.ContainerService/managedClusters/prod-westeurope-01"}, []string{
+			"kubectl apply -k out",
+			"kubectl get cm -n kube-system ama-metrics-settings-configmap -o yaml > current.yaml",
+			"gen azure-settings --config ",
+			"kubectl replace -f merged.yaml",
+			"kubectl create -f out/azure-monitor/ama-metrics-settings-configmap.yaml",
+			"az deployment group create -g rg-mon --template-file out/azure-monitor/prometheus-rule-groups.json",
+			"az monitor account show --ids " + ws + " --query metrics.prometheusQueryEndpoint -o tsv",
+		}},
+		{"amp", []string{"--prometheus", "amp", "--amp-workspace", "ws-8a6f7e7e-4d1e-4b88-8b4c-0123456789ab", "--amp-region", "eu-west-1", "--cluster", "eks-1"}, []string{
+			"aws amp create-rule-groups-namespace --region eu-west-1 --workspace-id ws-8a6f7e7e-4d1e-4b88-8b4c-0123456789ab --name winobs-windows-eks-1 --data fileb://out/amp/winobs-windows-eks-1.yaml",
+			"aws amp create-scraper",
+			"aws eks create-access-entry",
+			"--username aps-collector-user",
+			"TCP 9182",
+		}},
+		{"gmp", []string{"--prometheus", "gmp"}, []string{"self-deployed", "--prometheus http://127.0.0.1:9090"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			path := filepath.Join(dir, tc.name+".yaml")
+			if code := run(append([]string{"init", "--config", path}, tc.args...), &stdout, &stderr); code != 0 {
+				t.Fatalf("exit %d: %s", code, stderr.String())
+			}
+			at := 0
+			for _, want := range tc.steps {
+				i := strings.Index(stdout.String()[at:], want)
+				if i < 0 {
+					t.Fatalf("no %q after byte %d of:\n%s", want, at, stdout.String())
+				}
+				at += i
+			}
+		})
+	}
+	c, err := config.Load(filepath.Join(dir, "azure.yaml"))
+	if err != nil || !slices.Equal(c.Prometheus.Azure.ActionGroups, []string{ag}) || c.Cluster.Name != "prod-westeurope-01" {
+		t.Errorf("the Azure config: %v %+v %q", err, c.Prometheus.Azure, c.Cluster.Name)
+	}
+	// A cluster name other than the AKS cluster's is refused at its flag.
+	var stdout, stderr bytes.Buffer
+	if code := run([]string{"init", "--config", filepath.Join(dir, "bad.yaml"), "--prometheus", "azure-monitor", "--azure-workspace", ws, "--azure-location", "westeurope",
+		"--azure-cluster", sub + "rg/providers/Microsoft.ContainerService/managedClusters/prod-westeurope-01", "--cluster", "prod.we"}, &stdout, &stderr); code != 2 ||
+		!strings.Contains(stderr.String(), `flag --cluster: cluster.name: is "prod.we", but ama-metrics labels this cluster's series cluster="prod-westeurope-01"`) {
+		t.Errorf("exit %d: %s", code, stderr.String())
+	}
+}
+
+// Issue 66: gen azure-settings merges the cluster's ConfigMap with winobs's
+// needs and writes it where asked, never over a file; a conflict is named
+// with exit 2 and nothing written; without --current, or off Azure, it
+// says what to do.
+func TestAzureSettingsCommand(t *testing.T) {
+	dir := t.TempDir()
+	const sub = "/subscriptions/0b1f6471-1bf0-4dda-aec3-111122223333/resourceGroups/rg/providers/"
+	cfg := filepath.Join(dir, "winobs.yaml")
+	os.WriteFile(cfg, []byte("prometheus:\n  platform: azure-monitor\n  azure:\n    workspace: "+sub+"Microsoft.Monitor/accounts/amw\n    location: westeurope\n    cluster: "+
+		sub+"Microsoft.ContainerService/managedClusters/prod-westeurope-01\n"), 0o644)
+	current := filepath.Join(dir, "current.yaml")
+	os.WriteFile(current, []byte(`apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: ama-metrics-settings-configmap
+  namespace: kube-system
+  resourceVersion: "812"
+data:
+  schema-version: v1
+  config-version: ver7
+  default-targets-metrics-keep-list: |-
+    kubelet = "kubelet_node_name|my_metric"
+    kubestate = "kube_pod_labels"
+`), 0o644)
+	merged := filepath.Join(dir, "merged.yaml")
+	var stdout, stderr bytes.Buffer
+	if code := run([]string{"azure-settings", "--config", cfg, "--current", current, "--out", merged}, &stdout, &stderr); code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+	raw, _ := os.ReadFile(merged)
+	for _, want := range []string{`kubelet = "kubelet_node_name|my_metric"`, `kubestate = "kube_pod_labels|kube_node_info|`, "config-version: ver7", `resourceVersion: "812"`,
+		"windowsexporter = false", "kubectl replace -f"} {
+		if !strings.Contains(string(raw)+stdout.String(), want) {
+			t.Errorf("no %q in:\n%s%s", want, raw, stdout.String())
+		}
+	}
+	if code := run([]string{"azure-settings", "--config", cfg, "--current", current, "--out", merged}, &stdout, &stderr); code != 1 || !strings.Contains(stderr.String(), "never replaced") {
+		t.Errorf("over an existing file: exit %d: %s", code, stderr.String())
+	}
+	os.WriteFile(current, []byte("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: ama-metrics-settings-configmap, namespace: kube-system}\n"+
+		"data:\n  default-scrape-settings-enabled: |-\n    kubestate = false\n"), 0o644)
+	stderr.Reset()
+	conflicted := filepath.Join(dir, "conflict.yaml")
+	if code := run([]string{"azure-settings", "--config", cfg, "--current", current, "--out", conflicted}, &stdout, &stderr); code != 2 ||
+		!strings.Contains(stderr.String(), "kubestate = false") {
+		t.Errorf("a conflict: exit %d: %s", code, stderr.String())
+	}
+	if _, err := os.Stat(conflicted); err == nil {
+		t.Error("written despite a conflict")
+	}
+	for _, args := range [][]string{{"azure-settings", "--config", cfg}, {"azure-settings", "--current", current}} {
+		stderr.Reset()
+		if code := run(args, &stdout, &stderr); code != 2 {
+			t.Errorf("%v: exit %d: %s", args, code, stderr.String())
+		}
 	}
 }
