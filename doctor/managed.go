@@ -70,6 +70,21 @@ func (r *run) managed() bool { return r.v.Platform != "" }
 // selectors scoped to one metric name.
 func (r *run) azure() bool { return r.v.Platform == config.PlatformAzureMonitor }
 
+// joinsMetrics is a need: a query API that takes a query joining several
+// metrics. Azure Monitor's takes one __name__ matcher in a query ("Query
+// Prometheus metrics using the API and PromQL", API limitations: "There
+// can only be one __name__ label matcher in a query"); the checks whose
+// join doctor makes itself (scrapedWithout, containerLabels) ask one
+// metric a query there, and the one whose join is three of
+// kube-state-metrics' metrics over every pod of the cluster is not asked.
+func joinsMetrics(f *facts) string {
+	if f.platform == config.PlatformAzureMonitor {
+		return "Azure Monitor's query API takes one metric name in a query, and this check joins kube-state-metrics' running containers with their pods and nodes: " +
+			"not asked there (the records check shows the container info record has series)"
+	}
+	return ""
+}
+
 // rulesAPI is a need: a Prometheus whose rules and alerts doctor reads.
 func rulesAPI(f *facts) string { return platformDocs[f.platform].noRules }
 

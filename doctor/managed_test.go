@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"encoding/pem"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -78,15 +79,23 @@ func (a *azureWorkspace) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	a.next.ServeHTTP(w, r)
 }
 
-// unscopedSelector is a selector of q that is not scoped to exactly one
-// metric name, or "" (a query that does not parse is the engine's to
-// refuse).
+// unscopedSelector says why q is not scoped to one metric as Microsoft
+// documents it, or "" (a query that does not parse is the engine's to
+// refuse). "Query Prometheus metrics using the API and PromQL", API
+// limitations: every series query (query, query_range, series) must hold
+// a __name__ matcher, "There can only be one __name__ label matcher in a
+// query": read as written, one in the whole query, so a query joining two
+// metrics is refused too, as a regular expression over __name__ is.
 func unscopedSelector(q string) string {
+	if q == "" {
+		return ""
+	}
 	expr, err := parser.NewParser(parser.Options{}).ParseExpr(q)
 	if err != nil {
 		return ""
 	}
-	var unscoped string
+	var names []string
+	unscoped := ""
 	parser.Inspect(expr, func(n parser.Node, _ []parser.Node) error {
 		vs, ok := n.(*parser.VectorSelector)
 		if !ok {
@@ -94,22 +103,36 @@ func unscopedSelector(q string) string {
 		}
 		named := 0
 		for _, m := range vs.LabelMatchers {
-			if m.Name == model.MetricNameLabel && m.Type == labels.MatchEqual {
+			if m.Name == model.MetricNameLabel {
 				named++
+				if m.Type != labels.MatchEqual {
+					unscoped = vs.String() + " matches __name__ by a regular expression"
+				}
+				names = append(names, m.Value)
 			}
 		}
-		if named != 1 {
-			unscoped = vs.String()
+		if named == 0 {
+			unscoped = vs.String() + " has no __name__ matcher"
 		}
 		return nil
 	})
+	if unscoped == "" && len(names) != 1 {
+		unscoped = fmt.Sprintf("%d __name__ matchers (%s), one allowed in a query", len(names), strings.Join(names, ", "))
+	}
 	return unscoped
 }
 
 func azureDoctor(t *testing.T, c cluster, noRecords bool, token string) (Report, *azureWorkspace) {
 	t.Helper()
+	return azureDoctorFor(t, "", c, noRecords, token)
+}
+
+// azureDoctorFor is azureDoctor with cluster.name set.
+func azureDoctorFor(t *testing.T, clusterName string, c cluster, noRecords bool, token string) (Report, *azureWorkspace) {
+	t.Helper()
 	cfg := config.Default()
 	cfg.Prometheus.Platform = config.PlatformAzureMonitor
+	cfg.Cluster.Name = clusterName
 	ws := &azureWorkspace{token: "eyJ0eXAi.workspace-token", next: newFakeProm(t, cfg, c), noRecords: noRecords}
 	file := filepath.Join(t.TempDir(), "token")
 	os.WriteFile(file, []byte(token+"\n"), 0o600)
@@ -132,6 +155,10 @@ func TestDoctorOnAzureMonitor(t *testing.T) {
 		case id == "alerts-firing":
 			if c.Status != Skip || !strings.Contains(strings.Join(c.Evidence, " "), "serves no rules, alerts") {
 				t.Errorf("alerts-firing: %s %v", c.Status, c.Evidence)
+			}
+		case id == "container-coverage":
+			if c.Status != Skip || !strings.Contains(strings.Join(c.Evidence, " "), "takes one metric name in a query") {
+				t.Errorf("container-coverage: %s %v", c.Status, c.Evidence)
 			}
 		case id == "cluster-label" || id == "shipper-counters" || id == "loki":
 			// single cluster, Alloy, no --loki: nothing to check
@@ -164,6 +191,53 @@ func TestDoctorOnAzureMonitor(t *testing.T) {
 	}
 	if c := statuses(rep)["exporter-names"]; c.Status != Fail || !strings.Contains(strings.Join(c.Evidence, " "), "windows_memory_commit_limit is not served") {
 		t.Errorf("exporter-names without the commit limit: %+v", c)
+	}
+
+	// The joins doctor makes itself on Azure find what the one-query
+	// joins find: container series labelled with the exporter pod's own.
+	own := healthy()
+	own.exporterPodLabels = true
+	rep, _ = azureDoctor(t, own, false, "eyJ0eXAi.workspace-token")
+	if c := statuses(rep)["container-labels"]; c.Status != Fail || !strings.Contains(strings.Join(c.Evidence, " "), "carry the exporter pod's own namespace/pod") {
+		t.Errorf("container-labels with the exporter pod's labels: %+v", c)
+	}
+	// Issue 66: a cluster name: every check selects the label ama-metrics
+	// writes; when ama-metrics writes another (an alias the config does
+	// not know), cluster-label names both and the alias, not the firewall.
+	named := healthy()
+	named.clusterName = "prod-westeurope-01"
+	rep, ws = azureDoctorFor(t, "prod-westeurope-01", named, false, "eyJ0eXAi.workspace-token")
+	for _, c := range rep.Checks {
+		if c.Status == Fail {
+			t.Errorf("%s fails on the cluster's own label: %v", c.ID, c.Evidence)
+		}
+	}
+	if c := statuses(rep)["cluster-label"]; c.Status != Pass {
+		t.Errorf("cluster-label: %+v", c)
+	}
+	for _, a := range ws.asked {
+		if strings.Contains(a, "cluster=") && !strings.Contains(a, `cluster="prod-westeurope-01"`) {
+			t.Errorf("asked %s", a)
+		}
+	}
+	named.clusterName = "prod_westeurope_01"
+	rep, _ = azureDoctorFor(t, "prod-westeurope-01", named, false, "eyJ0eXAi.workspace-token")
+	if c := statuses(rep)["cluster-label"]; c.Status != Fail || !strings.Contains(strings.Join(c.Evidence, " "), `ama-metrics labels the exporter's series cluster="prod_westeurope_01"; want "prod-westeurope-01"`) ||
+		!strings.Contains(c.Fix, "cluster_alias") {
+		t.Errorf("cluster-label on another label: %+v", c)
+	}
+
+	// The stand-in refuses what Microsoft documents it refuses.
+	for q, want := range map[string]string{
+		`up{job="windows-exporter"}`: "",
+		`max by (instance) (up == 1) unless on (instance) max by (instance) (windows_memory_commit_limit)`: "2 __name__ matchers",
+		`count({__name__=~"windows_.+"})`:       "by a regular expression",
+		`count({job="windows-exporter"})`:       "has no __name__ matcher",
+		`sum(rate(windows_cpu_time_total[5m]))`: "",
+	} {
+		if got := unscopedSelector(q); want == "" && got != "" || !strings.Contains(got, want) {
+			t.Errorf("%s: %q, want %q", q, got, want)
+		}
 	}
 
 	// The rule group not deployed: no record arrives.

@@ -141,14 +141,37 @@ func (r *run) commitLimitMetric(ctx context.Context, c Check) Check {
 func (r *run) scrapedWithout(ctx context.Context, c Check, metric string, sel vocab.Selector) Check {
 	fix := c.Fix
 	c.Fix = ""
-	ss, err := r.query(ctx, fmt.Sprintf(`max by (instance) (%s == 1) unless on (instance) max by (instance) (%s)`,
-		r.t.Exporter().Of("up"), sel.Of(metric)))
-	if err != nil {
-		return failed(c, err)
+	var without []string
+	if !r.azure() {
+		ss, err := r.query(ctx, fmt.Sprintf(`max by (instance) (%s == 1) unless on (instance) max by (instance) (%s)`,
+			r.t.Exporter().Of("up"), sel.Of(metric)))
+		if err != nil {
+			return failed(c, err)
+		}
+		without = label(ss, "instance")
+	} else {
+		// One metric a query (joinsMetrics): the difference made here.
+		up, err := r.query(ctx, fmt.Sprintf(`max by (instance) (%s == 1)`, r.t.Exporter().Of("up")))
+		if err != nil {
+			return failed(c, err)
+		}
+		has, err := r.query(ctx, fmt.Sprintf(`max by (instance) (%s)`, sel.Of(metric)))
+		if err != nil {
+			return failed(c, err)
+		}
+		with := map[string]bool{}
+		for _, i := range label(has, "instance") {
+			with[i] = true
+		}
+		for _, i := range label(up, "instance") {
+			if !with[i] {
+				without = append(without, i)
+			}
+		}
 	}
-	if len(ss) > 0 {
+	if len(without) > 0 {
 		c.Status, c.Fix = Fail, fix
-		c.Evidence = []string{fmt.Sprintf("%d scraped nodes without %s: %s", len(ss), metric, names(label(ss, "instance")))}
+		c.Evidence = []string{fmt.Sprintf("%d scraped nodes without %s: %s", len(without), metric, names(without))}
 		return c
 	}
 	c.Status = Pass
@@ -166,6 +189,11 @@ func (r *run) clusterLabel(ctx context.Context, c Check) Check {
 	}
 	name, want := r.v.Cluster.Label, r.v.Cluster.Name
 	ext := r.external
+	if r.managed() {
+		// A managed Prometheus serves no configuration, and its collectors
+		// write the label on the series themselves.
+		ext = map[string]string{}
+	}
 	if ext == nil {
 		var err error
 		if ext, err = r.prom.ExternalLabels(ctx); err != nil {
@@ -200,6 +228,11 @@ func (r *run) clusterLabel(ctx context.Context, c Check) Check {
 			c.Evidence = append(c.Evidence, fmt.Sprintf("read on this Prometheus, the dashboards show its series without %s as this cluster's; its alerts and what it remote-writes carry no cluster", name))
 		}
 		c.Fix = fmt.Sprintf("set the external label %s: %q on this Prometheus (kube-prometheus-stack: prometheus.prometheusSpec.externalLabels; docs/rulers.md), or cluster.name/cluster.label to what your series carry", name, want)
+		if r.azure() {
+			c.Evidence[0] = fmt.Sprintf("ama-metrics labels the exporter's series %s=%s; want %q", name, names(quoteAll(values)), want)
+			c.Fix = "ama-metrics writes the AKS resource name, or a cluster_alias of the cluster's ama-metrics settings rewritten (docs/platforms.md#the-cluster-label): " +
+				"set cluster.name to what it writes (with prometheus.azure.clusterAlias: true when that is an alias), render, and deploy the rule groups again; gen azure-settings names an alias the config does not know"
+		}
 		return c
 	}
 	c.Status, c.Evidence = Pass, []string{fmt.Sprintf("the exporter's series carry %s=%q", name, want)}

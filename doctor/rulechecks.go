@@ -192,9 +192,7 @@ func (r *run) containerLabels(ctx context.Context, c Check) Check {
 	if err != nil {
 		return failed(c, err)
 	}
-	nOwn, err := r.count(ctx, fmt.Sprintf(`count(%s and on (%s) %s)`,
-		r.t.Exporter(vocab.Eq("exported_pod", ""), vocab.NotEq("pod", "")).Of(vocab.Metrics.ContainerAvailable), r.t.By("instance", "namespace", "pod"),
-		r.t.Exporter().Of(vocab.Metrics.BuildInfo)))
+	nOwn, err := r.ownPodContainers(ctx)
 	if err != nil {
 		return failed(c, err)
 	}
@@ -211,6 +209,43 @@ func (r *run) containerLabels(ctx context.Context, c Check) Check {
 		problems = append(problems, fmt.Sprintf("%d container series carry the exporter pod's own namespace/pod (an exporter before 0.31, or containers whose labels it could not read from containerd): winobs's info record takes theirs from kube-state-metrics, any other query attributes them to the exporter", n))
 	}
 	return verdict(c, problems, "exported_*: set kube-prometheus-stack's windowsMonitoring.enabled: false (two exporters fight over port 9182), or windowsExporter.deploy: false to use its exporter; the exporter pod's labels: run windows_exporter 0.31 (windowsExporter.image)")
+}
+
+// ownPodContainers counts the container series that carry the exporter
+// pod's own namespace and pod (those of its build info); on Azure Monitor,
+// one metric a query (joinsMetrics), the join made here.
+func (r *run) ownPodContainers(ctx context.Context) (int, error) {
+	own := r.t.Exporter(vocab.Eq("exported_pod", ""), vocab.NotEq("pod", "")).Of(vocab.Metrics.ContainerAvailable)
+	by := r.t.By("instance", "namespace", "pod")
+	if !r.azure() {
+		return r.count(ctx, fmt.Sprintf(`count(%s and on (%s) %s)`, own, by, r.t.Exporter().Of(vocab.Metrics.BuildInfo)))
+	}
+	containers, err := r.query(ctx, fmt.Sprintf(`count by (%s) (%s)`, by, own))
+	if err != nil {
+		return 0, err
+	}
+	exporters, err := r.query(ctx, fmt.Sprintf(`count by (%s) (%s)`, by, r.t.Exporter().Of(vocab.Metrics.BuildInfo)))
+	if err != nil {
+		return 0, err
+	}
+	key := func(s Sample) string {
+		return s.Metric["instance"] + "\x00" + s.Metric["namespace"] + "\x00" + s.Metric["pod"]
+	}
+	pods := map[string]bool{}
+	for _, s := range exporters {
+		pods[key(s)] = true
+	}
+	n := 0
+	for _, s := range containers {
+		if pods[key(s)] {
+			k, err := countOf(s)
+			if err != nil {
+				return 0, err
+			}
+			n += k
+		}
+	}
+	return n, nil
 }
 
 // alertsFiring: no winobs alert fires now; the firing ones, grouped.

@@ -99,7 +99,7 @@ var prometheusChecks = []spec{
 	{"rules-loaded", "the winobs rule groups are loaded, healthy and evaluated", nil, (*run).rulesLoaded},
 	{"records", "every winobs record produces series", []need{groupLoaded(rules.RecordsGroup)}, (*run).records},
 	{"commit-per-node", "the commit charge record covers every scraped Windows node", []need{exporterUp, groupLoaded(rules.RecordsGroup)}, (*run).commitPerNode},
-	{"container-coverage", "every running Windows container has its real pod labels (the info record)", nil, (*run).containerCoverage},
+	{"container-coverage", "every running Windows container has its real pod labels (the info record)", []need{joinsMetrics}, (*run).containerCoverage},
 	{"container-labels", "container series carry their pods' labels", []need{exporterUp}, (*run).containerLabels},
 	{"commit-limit-metric", "every scraped node reports its commit limit", []need{exporterUp}, (*run).commitLimitMetric},
 	{"exporter-names", "the exporters serve every metric name the rules read", []need{exporterUp}, (*run).exporterNames},
