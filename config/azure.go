@@ -33,6 +33,11 @@ const (
 
 var aksClusterName = regexp.MustCompile(`^(` + aksName + `)$`)
 
+// gkeClusterName is what GKE takes as a cluster's name (gcloud container
+// clusters create: lower-case letters, digits and '-', starting with a
+// letter and ending with a letter or digit, at most 40 characters).
+var gkeClusterName = regexp.MustCompile(`^[a-z]([-a-z0-9]{0,38}[a-z0-9])?$`)
+
 func azureID(provider, name string) *regexp.Regexp {
 	return regexp.MustCompile(`(?i)^/subscriptions/[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}` +
 		`/resourceGroups/[A-Za-z0-9_().-]{0,89}[A-Za-z0-9_()-]/providers/` + regexp.QuoteMeta(provider) + `/(?-i:` + name + `)$`)

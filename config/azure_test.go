@@ -103,3 +103,18 @@ func TestAzureClusterName(t *testing.T) {
 		t.Errorf("off Azure: %v %v", c, err)
 	}
 }
+
+// Issue 66, the same trap on GMP: its collectors and rule evaluator write
+// and select the GKE cluster's name, which a name with a dot or upper
+// case can never be: a warning at cluster.name.
+func TestGMPClusterName(t *testing.T) {
+	for name, warned := range map[string]bool{"prod-europe-1": false, "Prod.Europe": true, "prod_europe": true} {
+		_, warnings, err := Read(writeConfig(t, "cluster:\n  name: "+name+"\nprometheus:\n  platform: gmp\n"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := strings.Contains(fmt.Sprint(warnings), "which no GKE cluster can be named"); got != warned {
+			t.Errorf("%s: warned %v, want %v: %v", name, got, warned, warnings)
+		}
+	}
+}

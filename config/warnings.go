@@ -80,6 +80,11 @@ func Warnings(c *Config) Problems {
 		out = append(out, Problem{Path: "cluster.name", Msg: "holds a '`', which ends the backquoted string the dashboards' PromQL matches the cluster with: " +
 			"their Prometheus panels break when this cluster is chosen (docs/dashboards.md); the log panels, rules and alerts are not affected"})
 	}
+	if c.Prometheus.Platform == PlatformGMP && c.Cluster.Name != "" && !gkeClusterName.MatchString(c.Cluster.Name) {
+		out = append(out, Problem{Path: "cluster.name", Msg: fmt.Sprintf("is %q, which no GKE cluster can be named (lower-case letters, digits and '-', "+
+			"starting with a letter, at most 40): GMP's collectors label the series cluster=<the GKE cluster's name> and its rule evaluator selects that, "+
+			"so the dashboards and doctor, which select cluster.name, find nothing unless your self-deployed collection writes this name", c.Cluster.Name)})
+	}
 	if c.LogAgent.Default == AgentShipper && !c.WindowsExporter.Deploy {
 		out = append(out, Problem{Path: "windowsExporter.deploy", Related: "logAgent.default", Msg: "is false while the eventlog-shipper is the default log agent: " +
 			"its counters (drops, push errors) are a textfile that only winobs's exporter reads (shipper.textfileDir), so they never reach Prometheus; " +
