@@ -47,6 +47,12 @@ const (
 	LabelStatus = "status"
 )
 
+// PushDisallowedMetadata is the reason of push_errors_total for Loki's
+// refusal of structured metadata (limits_config.allow_structured_metadata
+// false), Loki's own reason for those entries in
+// loki_discarded_samples_total; other push errors carry no reason.
+const PushDisallowedMetadata = "disallowed_structured_metadata"
+
 // Reasons the eventlog-shipper gives up on an event (reason of
 // events_dropped_total) or sends it with another timestamp than TimeCreated
 // (reason of events_restamped_total).

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"regexp"
 	"slices"
+	"strings"
 
 	"github.com/winobs/winobs/contract"
 	"github.com/winobs/winobs/rules"
@@ -275,21 +276,36 @@ func (r *run) shipperCounters(ctx context.Context, c Check) Check {
 		return c
 	}
 	var problems []string
-	for _, m := range []struct{ metric, by, what string }{
-		{contract.ShipperEventsDropped, contract.LabelReason, "dropped"},
-		{contract.ShipperPushErrors, contract.LabelStatus, "push errors"},
+	metadata := false
+	for _, m := range []struct {
+		metric, what string
+		by           []string
+	}{
+		{contract.ShipperEventsDropped, "dropped", []string{contract.LabelReason}},
+		{contract.ShipperPushErrors, "push errors", []string{contract.LabelStatus, contract.LabelReason}},
 	} {
-		ss, err := r.query(ctx, fmt.Sprintf("sum by (instance, %s) (increase(%s[1h])) > 0", m.by, r.t.Exporter().Of(m.metric)))
+		ss, err := r.query(ctx, fmt.Sprintf("sum by (instance, %s) (increase(%s[1h])) > 0", strings.Join(m.by, ", "), r.t.Exporter().Of(m.metric)))
 		if err != nil {
 			return failed(c, err)
 		}
 		for _, s := range ss {
-			problems = append(problems, fmt.Sprintf("%s %s %s=%s: %.0f in the last hour", s.Metric["instance"], m.what, m.by, s.Metric[m.by], s.Value))
+			var by []string
+			for _, l := range m.by {
+				if v := s.Metric[l]; v != "" {
+					by = append(by, l+"="+v)
+				}
+			}
+			problems = append(problems, fmt.Sprintf("%s %s %s: %.0f in the last hour", s.Metric["instance"], m.what, strings.Join(by, " "), s.Value))
+			metadata = metadata || m.metric == contract.ShipperPushErrors && s.Metric[contract.LabelReason] == contract.PushDisallowedMetadata
 		}
 	}
 	if len(problems) > 0 {
 		c.Status, c.Evidence = Fail, problems
 		c.Fix = "the reasons are in the shipper's log and docs/reliability.md; push errors name Loki's answer"
+		if metadata {
+			c.Fix = "Loki refuses structured metadata (limits_config.allow_structured_metadata is false), so every event waits: allow it (Loki 3.0+ on schema v13 and tsdb), " +
+				"or render winobs with loki.structuredMetadata: false (docs/loki.md); " + c.Fix
+		}
 		return c
 	}
 	c.Status, c.Evidence = Pass, []string{fmt.Sprintf("%d shipper channels", channels)}

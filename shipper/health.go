@@ -44,8 +44,8 @@ func (s *Shipper) health() Health {
 	h := Health{Time: s.now().UTC(), Ready: true}
 	if !s.ready.Load() {
 		h.Ready, h.Reason = false, "starting"
-	} else if since := s.client.FailingSince(); !since.IsZero() && s.now().Sub(since) > notReadyAfter {
-		h.Ready, h.Reason = false, "cannot deliver to Loki since "+since.UTC().Format(time.RFC3339)
+	} else if since, why := s.client.FailingSince(); !since.IsZero() && s.now().Sub(since) > notReadyAfter {
+		h.Ready, h.Reason = false, "cannot deliver to Loki since "+since.UTC().Format(time.RFC3339)+": "+why
 	} else if u := s.acker.saveFailure(); u != nil {
 		h.Ready, h.Reason = false, "cannot save checkpoints since "+u.since.UTC().Format(time.RFC3339)
 	} else if down := s.status.firstDown(); down != "" {

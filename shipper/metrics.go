@@ -51,7 +51,9 @@ func newMetrics(channels []string) *metrics {
 		bytesSent: prometheus.NewCounter(prometheus.CounterOpts{Name: contract.ShipperBytesSent, Help: "Bytes of log lines Loki accepted."}),
 		pushDuration: prometheus.NewHistogram(prometheus.HistogramOpts{Name: contract.ShipperPushDuration, Help: "Duration of push requests.",
 			Buckets: prometheus.ExponentialBuckets(0.005, 2, 12)}),
-		pushErrors:   prometheus.NewCounterVec(prometheus.CounterOpts{Name: contract.ShipperPushErrors, Help: "Failed push attempts by HTTP status (0: network error)."}, []string{contract.LabelStatus}),
+		pushErrors: prometheus.NewCounterVec(prometheus.CounterOpts{Name: contract.ShipperPushErrors,
+			Help: "Failed push attempts by HTTP status (0: network error), and the reason of a refusal the user must act on (" + contract.PushDisallowedMetadata + ")."},
+			[]string{contract.LabelStatus, contract.LabelReason}),
 		retries:      prometheus.NewCounter(prometheus.CounterOpts{Name: contract.ShipperPushRetries, Help: "Push attempts that will be retried."}),
 		cpTime:       prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: contract.ShipperCheckpointTime, Help: "Unix time of the last saved checkpoint; its age is how far delivery lags."}, ch),
 		cpRecord:     prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: contract.ShipperCheckpointID, Help: "EventRecordID of the last delivered event."}, ch),
@@ -93,8 +95,9 @@ func newMetrics(channels []string) *metrics {
 		}
 	}
 	for _, st := range pushStatuses {
-		m.pushErrors.WithLabelValues(st)
+		m.pushErrors.WithLabelValues(st, "")
 	}
+	m.pushErrors.WithLabelValues("400", contract.PushDisallowedMetadata)
 	m.runtime = prometheus.NewRegistry()
 	m.runtime.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m

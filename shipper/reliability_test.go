@@ -610,7 +610,8 @@ func TestReliabilityCountersStartAtZero(t *testing.T) {
 		`winobs_shipper_events_dropped_total{channel="System",reason="too_large"} 0`,
 		`winobs_shipper_events_dropped_total{channel="System",reason="rejected_400"} 0`,
 		`winobs_shipper_events_sent_total{channel="System"} 0`,
-		`winobs_shipper_push_errors_total{status="429"} 0`,
+		`winobs_shipper_push_errors_total{reason="",status="429"} 0`,
+		`winobs_shipper_push_errors_total{reason="disallowed_structured_metadata",status="400"} 0`,
 		`winobs_shipper_events_restamped_total{channel="System",reason="too_far_behind"} 0`,
 	} {
 		if !strings.Contains(text, want) {

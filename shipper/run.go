@@ -102,10 +102,10 @@ func New(cfg *shipconfig.Config, log *slog.Logger) (*Shipper, error) {
 		format: newFormatter(cfg, m, log, newLanes(cfg, ack, m, log)),
 		pacer:  pace.New(cfg.Limits.StreamBytesPerSecond, cfg.Limits.BytesPerSecond), status: newSourceStatus(m, time.Now)}
 	s.format.lookups = lookups
-	client.Observe = func(status int, took time.Duration, retry bool) {
+	client.Observe = func(status int, reason string, took time.Duration, retry bool) {
 		s.m.pushDuration.Observe(took.Seconds())
 		if !loki.Stored(status) {
-			s.m.pushErrors.WithLabelValues(strconv.Itoa(status)).Inc()
+			s.m.pushErrors.WithLabelValues(strconv.Itoa(status), reason).Inc()
 		}
 		if retry {
 			s.m.retries.Inc()

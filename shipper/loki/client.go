@@ -45,14 +45,16 @@ type Client struct {
 	http *http.Client
 	now  func() time.Time
 	// Observe, if set, is told about every attempt: its HTTP status (0 for a
-	// network error), its duration, and whether it will be retried.
-	Observe func(status int, took time.Duration, retry bool)
+	// network error), the refusal it names (Result.Reason), its duration,
+	// and whether it will be retried.
+	Observe func(status int, reason string, took time.Duration, retry bool)
 
 	logs *ratelog.Limiter
 
 	mu      sync.Mutex
 	streak  int       // failed attempts since the last delivery
 	since   time.Time // first failure of the streak
+	why     string    // the last failed attempt's error
 	lastLog time.Time
 }
 
@@ -115,7 +117,18 @@ type Result struct {
 	Status  int
 	Err     error
 	Body    string // the start of Loki's answer, for logs
+	// Reason names a refusal of Loki's that no entry can repair and the
+	// user must act on (contract.PushDisallowedMetadata), or "".
+	Reason string
 }
+
+// disallowedMetadata is the start of Loki's 400 to a push that carries
+// structured metadata where limits_config.allow_structured_metadata is false
+// (pkg/validation/validate.go, DisallowedStructuredMetadataErrorMsg: "stream
+// '%s' includes structured metadata, but this feature is disallowed. Please
+// see `limits_config.allow_structured_metadata` …"; testdata/loki holds the
+// answer of a real Loki 3.7.6).
+var disallowedMetadata = regexp.MustCompile(`^stream '\{.*\}' includes structured metadata, but this feature is disallowed\.`)
 
 // Push makes one attempt to store one stream, in a request of its own (Send
 // says why).
@@ -144,6 +157,12 @@ func (c *Client) Push(ctx context.Context, s Stream) Result {
 	switch s := resp.StatusCode; {
 	case Stored(s):
 		r.Outcome = Delivered
+	case s == http.StatusBadRequest && disallowedMetadata.MatchString(r.Body):
+		// Every entry of the stream carries its channel as metadata: none
+		// can be repaired, and none is dropped. The events wait in the
+		// event log until Loki allows it or winobs renders the layout
+		// without (loki.structuredMetadata: false).
+		r.Outcome, r.Reason = Retry, contract.PushDisallowedMetadata
 	case s == http.StatusBadRequest && lokiRefusal(resp.Header.Get("Content-Type"), r.Body):
 		r.Outcome = Partial
 	case s == http.StatusRequestEntityTooLarge:
@@ -157,6 +176,9 @@ func (c *Client) Push(ctx context.Context, s Stream) Result {
 	case r.Outcome == Delivered:
 	case r.Status/100 == 3:
 		r.Err = fmt.Errorf("loki answered a redirect (%d to %q), which is never followed: set loki.url to the final address", r.Status, resp.Header.Get("Location"))
+	case r.Reason == contract.PushDisallowedMetadata:
+		r.Err = fmt.Errorf("loki refuses structured metadata (limits_config.allow_structured_metadata is false for this tenant): no event is dropped, all wait; "+
+			"allow it (Loki 3.0+ on schema v13 and tsdb), or render winobs with loki.structuredMetadata: false (docs/loki.md): %s", firstLine(r.Body))
 	case r.Status == http.StatusUnauthorized || r.Status == http.StatusForbidden:
 		r.Err = fmt.Errorf("loki rejected the credentials (%d): check the tenant, basicAuth or bearerTokenFile: %s", r.Status, firstLine(r.Body))
 	default:
@@ -207,12 +229,13 @@ func firstLine(s string) string {
 	return s
 }
 
-// FailingSince is when the current streak of failed attempts began; zero
-// when the last attempt delivered (or none was made).
-func (c *Client) FailingSince() time.Time {
+// FailingSince is when the current streak of failed attempts began (zero
+// when the last attempt delivered, or none was made), and the last failed
+// attempt's error.
+func (c *Client) FailingSince() (time.Time, string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.since
+	return c.since, c.why
 }
 
 // record tracks the failure streak and logs loudly but boundedly: the first
@@ -225,8 +248,11 @@ func (c *Client) record(r Result, next time.Duration) {
 		if c.streak > 0 {
 			c.cfg.Log.Info("loki accepts pushes again", "failed_attempts", c.streak, "failing_for", now.Sub(c.since).Round(time.Second).String())
 		}
-		c.streak, c.since = 0, time.Time{}
+		c.streak, c.since, c.why = 0, time.Time{}, ""
 		return
+	}
+	if r.Err != nil {
+		c.why = r.Err.Error()
 	}
 	if c.streak == 0 {
 		c.since = now
@@ -324,7 +350,7 @@ func (c *Client) send(ctx context.Context, w work, rep *Report) error {
 		r := c.Push(ctx, w.Stream)
 		retry := r.Outcome == Retry
 		if c.Observe != nil {
-			c.Observe(r.Status, time.Since(start), retry)
+			c.Observe(r.Status, r.Reason, time.Since(start), retry)
 		}
 		switch r.Outcome {
 		case Delivered:

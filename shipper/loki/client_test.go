@@ -117,7 +117,7 @@ func TestRetriesUntilDelivered(t *testing.T) {
 		status(503, "ingester unavailable"), status(429, "rate limited"), status(260, ""), nil)
 	rec.answers[3] = status(204, "")
 	var statuses []int
-	c.Observe = func(s int, _ time.Duration, _ bool) { statuses = append(statuses, s) }
+	c.Observe = func(s int, _ string, _ time.Duration, _ bool) { statuses = append(statuses, s) }
 	if err := c.Send(context.Background(), batch(1e9, 2e9)); err != nil {
 		t.Fatal(err)
 	}
@@ -420,7 +420,7 @@ func TestFailuresAreLogged(t *testing.T) {
 		!strings.Contains(out, "next_retry_in") || !strings.Contains(out, "accepts pushes again") || !strings.Contains(out, "failed_attempts=4") {
 		t.Errorf("logs:\n%s", out)
 	}
-	if !c.FailingSince().IsZero() {
+	if since, _ := c.FailingSince(); !since.IsZero() {
 		t.Error("still failing after a delivery")
 	}
 }
@@ -597,5 +597,46 @@ func TestSendOneStreamPerRequest(t *testing.T) {
 	}
 	if !batch[0].Entries[0].Time.Equal(time.Unix(1800000000, 0)) {
 		t.Error("Send reordered the caller's entries")
+	}
+}
+
+// Issue 67: a Loki that refuses structured metadata (the 400 a real Loki
+// 3.7.6 answers with allow_structured_metadata false, testdata/loki) is
+// Loki's word that no entry can be repaired and none may be dropped: every
+// attempt is retried with the reason disallowed_structured_metadata, the
+// error names the setting and both fixes, and once Loki allows it the same
+// entries are stored, none lost.
+func TestDisallowedMetadataWaitsNamingTheSetting(t *testing.T) {
+	body := string(fixture.Read(t, "loki", "400-disallowed-structured-metadata.txt"))
+	c, rec, dropped := setup(t, Config{}, status(400, body), status(400, body), status(400, body), status(204, ""))
+	var reasons []string
+	c.Observe = func(_ int, reason string, _ time.Duration, retry bool) {
+		if !retry && reason != "" {
+			t.Errorf("reason %s not retried", reason)
+		}
+		reasons = append(reasons, reason)
+	}
+	if err := c.Send(context.Background(), batch(1e9, 2e9)); err != nil {
+		t.Fatal(err)
+	}
+	if len(dropped) != 0 || len(rec.requests) != 4 || c.last.Stored[labels] != 2 {
+		t.Errorf("dropped %v, %d requests, stored %v", dropped, len(rec.requests), c.last.Stored)
+	}
+	want := []string{contract.PushDisallowedMetadata, contract.PushDisallowedMetadata, contract.PushDisallowedMetadata, ""}
+	if !slices.Equal(reasons, want) {
+		t.Errorf("reasons %q, want %q", reasons, want)
+	}
+	// The error of a refused attempt, as the log and /readyz say it.
+	c2, _, _ := setup(t, Config{}, status(400, body))
+	r := c2.Push(context.Background(), batch(1e9)[0])
+	why := fmt.Sprint(r.Err)
+	if r.Outcome != Retry || r.Reason != contract.PushDisallowedMetadata ||
+		!strings.Contains(why, "limits_config.allow_structured_metadata is false") || !strings.Contains(why, "loki.structuredMetadata: false") {
+		t.Errorf("outcome %v reason %q: %s", r.Outcome, r.Reason, why)
+	}
+	// Another Loki 400 keeps no reason.
+	c3, _, _ := setup(t, Config{}, status(400, string(fixture.Read(t, "loki", "400-too-old.txt"))))
+	if r := c3.Push(context.Background(), batch(1e9)[0]); r.Reason != "" || r.Outcome != Partial {
+		t.Errorf("too old: %v %q", r.Outcome, r.Reason)
 	}
 }
