@@ -55,7 +55,7 @@ func Config(v view.Alloy) ([]byte, error) {
 		body.AppendBlock(eventBlock(v, sub))
 	}
 	if len(subs) > 0 {
-		body.AppendBlock(eventProcessBlock())
+		body.AppendBlock(eventProcessBlock(v.Logs.StructuredMetadata))
 	}
 	body.AppendBlock(writeBlock(v))
 	var buf bytes.Buffer
@@ -142,8 +142,12 @@ func podLogBlocks(v view.Alloy) []*builder.Block {
 		"forward_to", []expr{"loki.process.pods.receiver"})
 	process := block("loki.process", "pods", "forward_to", []expr{"loki.write.default.receiver"})
 	process.Body().AppendBlock(block("stage.cri", ""))
-	for _, b := range logMonitorStages(v) {
-		process.Body().AppendBlock(b)
+	if v.Logs.StructuredMetadata {
+		// Without it, the rules and dashboards read LogMonitor's fields
+		// from the line (vocab.Terms.PodLogEntries).
+		for _, b := range logMonitorStages(v) {
+			process.Body().AppendBlock(b)
+		}
 	}
 	return []*builder.Block{discover, rel, match, source, process}
 }
@@ -262,10 +266,11 @@ func eventBlock(v view.Alloy, sub config.Subscription) *builder.Block {
 
 // eventProcessBlock gives every event the stream class of its own channel
 // (windowsevent labels each event with the channel its <Channel> names, a
-// collector's ForwardedEvents included) and moves the channel into
-// structured metadata: a node's channels share its two streams, as the
-// eventlog-shipper writes them.
-func eventProcessBlock() *builder.Block {
+// collector's ForwardedEvents included) and, with metadata, moves the
+// channel into structured metadata: a node's channels share its two
+// streams, as the eventlog-shipper writes them. Without, the channel stays
+// a stream label (logs.structuredMetadata: false).
+func eventProcessBlock(metadata bool) *builder.Block {
 	process := block("loki.process", "events", "forward_to", []expr{"loki.write.default.receiver"})
 	security := vocab.Selector{vocab.Eq(contract.LabelChannel, contract.ChannelSecurity)}
 	for _, c := range []struct {
@@ -279,8 +284,10 @@ func eventProcessBlock() *builder.Block {
 		match.Body().AppendBlock(block("stage.static_labels", "", "values", map[string]any{contract.LabelClass: c.class}))
 		process.Body().AppendBlock(match)
 	}
-	// A label named in values moves to structured metadata.
-	process.Body().AppendBlock(block("stage.structured_metadata", "", "values", map[string]any{contract.LabelChannel: ""}))
+	if metadata {
+		// A label named in values moves to structured metadata.
+		process.Body().AppendBlock(block("stage.structured_metadata", "", "values", map[string]any{contract.LabelChannel: ""}))
+	}
 	return process
 }
 

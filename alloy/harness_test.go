@@ -114,7 +114,19 @@ type harnessEntry struct {
 // structured metadata the dashboards and Loki rules read; every other line
 // passes untouched.
 func TestLogMonitorLinesThroughAlloy(t *testing.T) {
-	p := writeConfig(t, config.Default())
+	for _, metadata := range []bool{true, false} {
+		t.Run(fmt.Sprintf("structuredMetadata=%t", metadata), func(t *testing.T) { logMonitorLinesThroughAlloy(t, metadata) })
+	}
+}
+
+// logMonitorLinesThroughAlloy is TestLogMonitorLinesThroughAlloy in one
+// layout: without metadata (issue 67) every line passes as it is, with
+// none; the rules and dashboards read LogMonitor's fields from the line
+// (proven on a real Loki by the Loki rule tests in that layout).
+func logMonitorLinesThroughAlloy(t *testing.T, metadata bool) {
+	cfg := config.Default()
+	cfg.Logs.StructuredMetadata = metadata
+	p := writeConfig(t, cfg)
 	in, err := os.ReadFile(filepath.Join("..", "tests", "alloy", "testdata", "logmonitor.jsonl"))
 	if err != nil {
 		t.Fatal(err)
@@ -189,6 +201,11 @@ func TestLogMonitorLinesThroughAlloy(t *testing.T) {
 	if len(want) != len(order) {
 		t.Errorf("%d fixtures, %d expectations", len(order), len(want))
 	}
+	if !metadata {
+		for id := range want {
+			want[id] = nil
+		}
+	}
 	for _, id := range order {
 		w, e := sent[id], got[id]
 		if e.Labels == nil {
@@ -211,6 +228,9 @@ func TestLogMonitorLinesThroughAlloy(t *testing.T) {
 				t.Errorf("%s: stream label %s=%s is not in contract.PodLogStreamLabels", id, k, e.Labels[k])
 			}
 		}
+	}
+	if !metadata {
+		return
 	}
 	// The Loki alert on containers' application crashes selects exactly
 	// the crash events among what Alloy forwarded.
@@ -258,7 +278,18 @@ func crashRule(t *testing.T) string {
 // and dashboards' channel selection (vocab's Channels) picks exactly its
 // channel's events among them.
 func TestEventsThroughAlloy(t *testing.T) {
+	for _, metadata := range []bool{true, false} {
+		t.Run(fmt.Sprintf("structuredMetadata=%t", metadata), func(t *testing.T) { eventsThroughAlloy(t, metadata) })
+	}
+}
+
+// eventsThroughAlloy is TestEventsThroughAlloy in one layout: with
+// metadata, a node's channels in its two class streams with the channel as
+// metadata; without (issue 67: a Loki that refuses metadata), each channel
+// a stream of its own with the channel a label, and no metadata at all.
+func eventsThroughAlloy(t *testing.T, metadata bool) {
 	cfg := config.Default()
+	cfg.Logs.StructuredMetadata = metadata
 	cfg.EventLog.Channels = append(cfg.EventLog.Channels, config.Channel{Name: "ForwardedEvents", Filter: eventfilter.Filter{Levels: []int{1, 2, 3}}})
 	p := writeConfig(t, cfg)
 	// A collector's ForwardedEvents labels each event with its own
@@ -299,15 +330,18 @@ func TestEventsThroughAlloy(t *testing.T) {
 		wantLabels := map[string]string{contract.LabelJob: cfg.Logs.EventsJob, contract.LabelNode: "akswin000001",
 			contract.LabelComputer: "akswin000001", contract.LabelClass: contract.EventClass(ch)}
 		var wantMeta map[string]string
-		if ch != "" {
+		switch {
+		case ch != "" && metadata:
 			wantMeta = map[string]string{contract.LabelChannel: ch}
+		case ch != "":
+			wantLabels[contract.LabelChannel] = ch
 		}
 		if !maps.Equal(e.Labels, wantLabels) || !maps.Equal(e.Metadata, wantMeta) {
 			t.Errorf("channel %q: labels %v, metadata %v; want %v, %v", ch, e.Labels, e.Metadata, wantLabels, wantMeta)
 		}
 	}
-	if len(streams) != 2 {
-		t.Errorf("a node's %d channels in %d streams, want 2 (its classes): %v", len(channels), len(streams), slices.Sorted(maps.Keys(streams)))
+	if want := map[bool]int{true: 2, false: len(channels)}[metadata]; len(streams) != want {
+		t.Errorf("a node's %d channels in %d streams, want %d: %v", len(channels), len(streams), want, slices.Sorted(maps.Keys(streams)))
 	}
 	terms := view.Of(cfg).Rules.Terms
 	for _, sel := range channels[:len(channels)-1] {

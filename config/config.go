@@ -56,6 +56,14 @@ type Config struct {
 type Logs struct {
 	EventsJob  string `yaml:"eventsJob"`
 	PodLogsJob string `yaml:"podLogsJob"`
+	// StructuredMetadata: the Loki takes structured metadata (3.0+ on
+	// schema v13, limits_config.allow_structured_metadata true), and a
+	// node's events share two streams with their channel as metadata, the
+	// pod logs carry LogMonitor's fields as metadata. False renders the
+	// layout a Loki without it takes: the channel a stream label (a stream
+	// a channel of a node), no metadata anywhere, LogMonitor's fields read
+	// from the line at query time.
+	StructuredMetadata bool `yaml:"structuredMetadata"`
 }
 
 // Dashboards controls how dashboards are published to Grafana.

@@ -240,7 +240,7 @@ func (q queries) podLogLines() string {
 // tags LogMonitor's lines (contract's Meta* structured metadata).
 
 func (q queries) containerEventStream() string {
-	return q.t.PodLogs(nodeVar, vocab.Var("namespace", "=~", "namespace"), podVar, vocab.Var("container", "=~", "container")).String() +
+	return q.t.PodLogEntries(nodeVar, vocab.Var("namespace", "=~", "namespace"), podVar, vocab.Var("container", "=~", "container")) +
 		" | " + vocab.Re(contract.MetaLogMonitor, vocab.LogMonitorEventLog+"|"+vocab.LogMonitorETW).String()
 }
 

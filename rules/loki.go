@@ -61,7 +61,7 @@ func LokiGroups(v view.Rules) (rulefmt.RuleGroups, error) {
 			`sum by ($[cluster], $[namespace], $[pod], $[container], $[source], $[eventID]) (count_over_time($[pods] | $[fromEventLog] | $[crashSources] | $[crashIDs] [10m])) > 0`,
 			vocab.Args{
 				"namespace": contract.LabelNamespace, "pod": contract.LabelPod, "container": contract.LabelContainer,
-				"source": contract.MetaSource, "eventID": contract.MetaEventID, "pods": t.PodLogs().String(),
+				"source": contract.MetaSource, "eventID": contract.MetaEventID, "pods": t.PodLogEntries(),
 				"fromEventLog": vocab.Eq(contract.MetaLogMonitor, vocab.LogMonitorEventLog).String(),
 				"crashSources": vocab.Re(contract.MetaSource, vocab.AppCrashSources).String(),
 				"crashIDs":     vocab.Re(contract.MetaEventID, vocab.AppCrashEventIDs).String(),

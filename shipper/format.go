@@ -67,8 +67,10 @@ type floor struct{ at, learned time.Time }
 
 // streamKey is what a stream's labels are made of besides the static ones.
 type streamKey struct {
-	class, computer string
-	lane            int
+	// channel is set only where the channel is a stream label
+	// (StructuredMetadata false).
+	class, channel, computer string
+	lane                     int
 }
 
 func newFormatter(cfg *shipconfig.Config, m *metrics, log *slog.Logger, lc *lanes.Controller) *formatter {
@@ -231,12 +233,15 @@ func (f *formatter) prepare(r record) entry {
 	if channel == "" {
 		channel = r.channel
 	}
-	class := contract.EventClass(channel)
-	shared := class + "\x00" + stream // the Loki stream, which a class's channels share
+	class, labelled := contract.EventClass(channel), ""
+	if !f.cfg.StructuredMetadata {
+		labelled = channel // a stream of its own, the channel its label
+	}
+	shared := class + "\x00" + labelled + "\x00" + stream // the Loki stream, which a class's channels share with metadata
 	if channel != r.channel {
 		stream = channel + "\x00" + stream // lanes are planned per stream of the config's channel
 	}
-	labels := f.streamLabels(streamKey{class, computer, f.lanes.Assign(r.channel, stream, shared, e.RecordID(), len(line))})
+	labels := f.streamLabels(streamKey{class, labelled, computer, f.lanes.Assign(r.channel, stream, shared, e.RecordID(), len(line))})
 	ts, ok := f.withinLokiWindow(r.channel, labels, ts, now)
 	if !ok {
 		f.m.dropped.WithLabelValues(r.channel, contract.DropTooOld).Inc()
@@ -329,7 +334,7 @@ func (f *formatter) withinLokiWindow(channel, stream string, ts, now time.Time) 
 // must not pass Loki's structured-metadata limit (64 KB) and be refused. An
 // event without a channel has none.
 func (f *formatter) metadata(channel string) []loki.Label {
-	if channel == "" {
+	if channel == "" || !f.cfg.StructuredMetadata {
 		return nil
 	}
 	if m, ok := f.meta[channel]; ok {
@@ -354,6 +359,9 @@ func (f *formatter) streamLabels(key streamKey) string {
 		m[k] = v
 	}
 	m[contract.LabelClass] = key.class
+	if key.channel != "" {
+		m[contract.LabelChannel] = cutLabel(key.channel)
+	}
 	if computer != "" {
 		if len(computer) > maxLabelValueBytes {
 			f.log.Warn("label_cut", "an event's Computer is longer than Loki takes in a label; the label is cut (the line keeps it whole)", "class", key.class, "bytes", len(computer))

@@ -73,6 +73,7 @@ func Shipper(v view.Shipper) (*shipconfig.Config, error) {
 		sc.Labels[v.Cluster.Label] = v.Cluster.Name // Alloy's external label
 	}
 	sc.LabelsFromEnv = map[string]string{contract.LabelNode: nodeagent.NodeNameEnv}
+	sc.StructuredMetadata = v.StructuredMetadata
 	subs, err := v.EventLog.Subscriptions()
 	if err != nil {
 		return nil, err

@@ -111,6 +111,8 @@ type Shipper struct {
 	Cluster   config.Cluster
 	EventsJob string
 	EventLog  config.EventLog
+	// StructuredMetadata is the event layout (logs.structuredMetadata).
+	StructuredMetadata bool
 }
 
 // Bundle is every builder's view of one config.
@@ -151,7 +153,7 @@ func Of(cfg *config.Config) Bundle {
 			Platform: cfg.Prometheus.Platform},
 		Shipper: Shipper{
 			Agents: agents, Shipper: cfg.Shipper, Loki: cfg.Loki,
-			Cluster: cfg.Cluster, EventsJob: cfg.Logs.EventsJob, EventLog: cfg.EventLog,
+			Cluster: cfg.Cluster, EventsJob: cfg.Logs.EventsJob, EventLog: cfg.EventLog, StructuredMetadata: cfg.Logs.StructuredMetadata,
 		},
 	}
 	b.Managed = Managed{Platform: cfg.Prometheus.Platform, Azure: cfg.Prometheus.Azure, AMP: cfg.Prometheus.AMP, GMP: cfg.Prometheus.GMP, Cluster: cfg.Cluster,

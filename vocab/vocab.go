@@ -125,6 +125,10 @@ type Terms struct {
 	cluster, lokiCluster           Selector
 	exporter, ksm, events, podLogs Matcher
 	services                       config.Services
+	// metadata: the Loki keeps structured metadata (logs.structuredMetadata):
+	// an event's channel and LogMonitor's fields are metadata; without it
+	// the channel is a stream label and the fields are read from the line.
+	metadata bool
 }
 
 // ForRules is the vocabulary of the rules: they evaluate every cluster's
@@ -137,6 +141,7 @@ func ForRules(cfg *config.Config) Terms {
 		events:       Eq(contract.LabelJob, cfg.Logs.EventsJob),
 		podLogs:      Eq(contract.LabelJob, cfg.Logs.PodLogsJob),
 		services:     cfg.Alerts.NodeServices.Services,
+		metadata:     cfg.Logs.StructuredMetadata,
 	}
 }
 
@@ -190,7 +195,9 @@ func (t Terms) Events(ms ...Matcher) Selector {
 // streams (a node): the streams of their class (both classes: no class
 // matcher), then the channel's structured metadata, since a class's stream
 // holds several channels of the node. Loki reads only the chosen class's
-// chunks: Security's detections never read the node class's.
+// chunks: Security's detections never read the node class's. Without
+// structured metadata (logs.structuredMetadata: false) the channel is a
+// stream label, matched in the selector.
 func (t Terms) Channels(ms []Matcher, channels ...string) string {
 	classes := map[string]bool{}
 	for _, c := range channels {
@@ -202,7 +209,33 @@ func (t Terms) Channels(ms []Matcher, channels ...string) string {
 			sel = sel.With(Eq(contract.LabelClass, class))
 		}
 	}
+	if !t.metadata {
+		return sel.With(channelMatcher(channels...)).String()
+	}
 	return sel.String() + " | " + channelMatcher(channels...).String()
+}
+
+// StructuredMetadata reports whether the layout carries structured
+// metadata (logs.structuredMetadata): what the agents write follows it.
+func (t Terms) StructuredMetadata() bool { return t.metadata }
+
+// podLogFields reads LogMonitor's fields from a pod log line at query time,
+// under the names the pod pipeline gives its structured metadata
+// (contract's Meta*), for a Loki without it: a JSON line's source type,
+// EventLog's event source, id and level (an ETW line's id and level too;
+// its provider is not the source). A line LogMonitor wrote as invalid JSON
+// yields none of them.
+var podLogFields = fmt.Sprintf(` | json %s="Source", %s="LogEntry.EventSource", %s="LogEntry.EventId", %s="LogEntry.Level"`,
+	contract.MetaLogMonitor, contract.MetaSource, contract.MetaEventID, contract.MetaLevel)
+
+// PodLogEntries selects the pod log streams (LogQL) with LogMonitor's
+// fields (contract's Meta*) ready for label filters: structured metadata
+// the pod pipeline wrote, or, without it, read from the line.
+func (t Terms) PodLogEntries(ms ...Matcher) string {
+	if t.metadata {
+		return t.PodLogs(ms...).String()
+	}
+	return t.PodLogs(ms...).String() + podLogFields
 }
 
 // channelMatcher matches the events of these channels by their structured

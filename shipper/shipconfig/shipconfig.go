@@ -39,9 +39,15 @@ type Config struct {
 	// environment variable (node: NODE_NAME); an unset or empty one is an
 	// error. Only whole variables, so no value is ever interpolated.
 	LabelsFromEnv map[string]string `yaml:"labelsFromEnv"`
-	Channels      []Channel         `yaml:"channels"`
-	Dumps         []Dump            `yaml:"dumps"`
-	StateDir      string            `yaml:"stateDir"`
+	// StructuredMetadata: each entry carries its channel as structured
+	// metadata, and a computer's channels of a class share a stream, as
+	// Alloy's pipeline writes them; false makes the channel a stream label
+	// and sends no metadata, for a Loki that refuses it
+	// (limits_config.allow_structured_metadata false, schema before v13).
+	StructuredMetadata bool      `yaml:"structuredMetadata"`
+	Channels           []Channel `yaml:"channels"`
+	Dumps              []Dump    `yaml:"dumps"`
+	StateDir           string    `yaml:"stateDir"`
 	// StartAt is where a channel without a checkpoint starts: newest takes a
 	// bookmark at the newest record and saves it at once; oldest reads the
 	// whole channel back to MaxAge.
