@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"net/url"
@@ -71,6 +72,22 @@ common:
       store: inmemory
 schema_config:
   configs:
+{{- if .Upgraded}}
+    - from: 2020-10-24
+      store: boltdb-shipper
+      object_store: filesystem
+      schema: v12
+      index:
+        prefix: index_
+        period: 24h
+    - from: {{.NextSchema}}
+      store: tsdb
+      object_store: filesystem
+      schema: v13
+      index:
+        prefix: index_
+        period: 24h
+{{- else}}
     - from: 2020-10-24
       store: tsdb
       object_store: filesystem
@@ -78,6 +95,7 @@ schema_config:
       index:
         prefix: index_
         period: 24h
+{{- end}}
 analytics:
   reporting_enabled: false
 {{- if .Limits}}
@@ -96,6 +114,11 @@ type Options struct {
 	// Tenants turns auth_enabled on: every request names its tenant
 	// (X-Scope-OrgID), and tenants see nothing of each other.
 	Tenants bool
+	// Upgraded configures Loki as an install upgraded from 2.x still is:
+	// its active schema v12 on boltdb-shipper, a v13 tsdb period to come
+	// (in 30 days), and so limits_config.allow_structured_metadata false,
+	// which Loki requires there (pkg/loki/validation.go).
+	Upgraded bool
 }
 
 // client bounds every request to a Loki started here.
@@ -130,7 +153,17 @@ func start(t testing.TB, bin string, opts Options) (*Loki, bool, string) {
 	dir := t.TempDir()
 	ports := freePorts(t, 2)
 	var cfg bytes.Buffer
-	if err := config.Execute(&cfg, map[string]any{"HTTP": ports[0], "GRPC": ports[1], "Dir": dir, "Limits": opts.Limits, "Tenants": opts.Tenants}); err != nil {
+	limits := opts.Limits
+	if opts.Upgraded {
+		limits = maps.Clone(limits)
+		if limits == nil {
+			limits = map[string]string{}
+		}
+		limits["allow_structured_metadata"] = "false"
+	}
+	next := time.Now().UTC().AddDate(0, 0, 30).Format(time.DateOnly)
+	if err := config.Execute(&cfg, map[string]any{"HTTP": ports[0], "GRPC": ports[1], "Dir": dir, "Limits": limits, "Tenants": opts.Tenants,
+		"Upgraded": opts.Upgraded, "NextSchema": next}); err != nil {
 		t.Fatal(err)
 	}
 	path := filepath.Join(dir, "loki.yaml")
