@@ -8,6 +8,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/prometheus/model/rulefmt"
+
+	"github.com/winobs/winobs/config"
 	"github.com/winobs/winobs/internal/lokiproc"
 	"github.com/winobs/winobs/internal/lokirules"
 )
@@ -22,8 +25,31 @@ var lokiRuleTests = []string{"loki/windows-events.yaml"}
 // and structured metadata included. Every rendered Loki alert has a test
 // that fires it and one that must not, and each test holds labels and
 // annotations exactly.
+//
+// Both event layouts (issue 67): with structured metadata on a current
+// Loki, the rules as rendered; and without it on a Loki configured as an
+// upgraded install is (lokiproc.Options.Upgraded: structured metadata
+// disallowed), the rules rendered with logs.structuredMetadata: false and
+// the same tests' lines pushed in that layout (the channel a stream label,
+// no metadata): every alert fires and stays quiet where it does in the
+// other.
 func TestLokiRules(t *testing.T) {
-	loki := lokiproc.Start(t, lokiproc.Options{Tenants: true})
+	for _, metadata := range []bool{true, false} {
+		t.Run(fmt.Sprintf("structuredMetadata=%t", metadata), func(t *testing.T) {
+			t.Parallel()
+			runLokiRuleTests(t, metadata)
+		})
+	}
+}
+
+func runLokiRuleTests(t *testing.T, metadata bool) {
+	loki := lokiproc.Start(t, lokiproc.Options{Tenants: true, Upgraded: !metadata})
+	var layout []rulefmt.Rule
+	if !metadata {
+		cfg := config.Default()
+		cfg.Logs.StructuredMetadata = false
+		layout = lokiRules(t, cfg)
+	}
 	// Lines 100 minutes back: every test's evaluations end before now, and
 	// Loki's queriers still ask the ingesters, which hold them
 	// (query_ingesters_within, 3h).
@@ -34,6 +60,12 @@ func TestLokiRules(t *testing.T) {
 		f, rules, err := lokirules.Load(path)
 		if err != nil {
 			t.Fatal(err)
+		}
+		if !metadata {
+			if len(layout) != len(rules) {
+				t.Fatalf("%d rules rendered without metadata, %d with", len(layout), len(rules))
+			}
+			f.WithoutMetadata, rules = true, layout
 		}
 		failures, err := f.Run(context.Background(), lokirules.HTTP{URL: loki.URL}, rules, start, fmt.Sprintf("file%d-", i))
 		if err != nil {

@@ -47,6 +47,11 @@ type File struct {
 	// test file.
 	EventsDir string `yaml:"events_dir"`
 	Tests     []Test `yaml:"tests"`
+	// WithoutMetadata pushes in the layout of logs.structuredMetadata:
+	// false, which a Loki without structured metadata takes: an event's
+	// channel a stream label, and no metadata at all (a pod line carries
+	// LogMonitor's fields itself). Set by the caller, not the file.
+	WithoutMetadata bool `yaml:"-"`
 }
 
 // Test is one test: streams pushed, alerts expected.
@@ -253,7 +258,10 @@ func (f *File) pushBody(test Test, start time.Time) ([]byte, error) {
 			line string
 			meta map[string]string
 		}
-		var entries []entry
+		// An input stream is one Loki stream, or, without metadata, one a
+		// channel of its events.
+		entries := map[string][]entry{}
+		var channels []string
 		for _, e := range in.Entries {
 			line, channel, err := f.line(e)
 			if err != nil {
@@ -274,20 +282,37 @@ func (f *File) pushBody(test Test, start time.Time) ([]byte, error) {
 					meta[contract.LabelChannel] = channel
 				}
 			}
+			streamOf := ""
+			if f.WithoutMetadata {
+				if channel != "" {
+					streamOf = meta[contract.LabelChannel]
+				}
+				meta = nil
+			}
+			if _, ok := entries[streamOf]; !ok {
+				channels = append(channels, streamOf)
+			}
 			for k := range max(e.Times, 1) {
-				entries = append(entries, entry{start.Add(time.Duration(e.At) + time.Duration(k)*time.Duration(e.Every)), line, meta})
+				entries[streamOf] = append(entries[streamOf], entry{start.Add(time.Duration(e.At) + time.Duration(k)*time.Duration(e.Every)), line, meta})
 			}
 		}
-		sort.SliceStable(entries, func(i, j int) bool { return entries[i].ts.Before(entries[j].ts) })
-		s := stream{Stream: lbls}
-		for _, e := range entries {
-			v := []any{strconv.FormatInt(e.ts.UnixNano(), 10), e.line}
-			if len(e.meta) > 0 {
-				v = append(v, e.meta)
+		for _, channel := range channels {
+			es := entries[channel]
+			sort.SliceStable(es, func(i, j int) bool { return es[i].ts.Before(es[j].ts) })
+			s := stream{Stream: lbls}
+			if channel != "" {
+				s.Stream = maps.Clone(lbls)
+				s.Stream[contract.LabelChannel] = channel
 			}
-			s.Values = append(s.Values, v)
+			for _, e := range es {
+				v := []any{strconv.FormatInt(e.ts.UnixNano(), 10), e.line}
+				if len(e.meta) > 0 {
+					v = append(v, e.meta)
+				}
+				s.Values = append(s.Values, v)
+			}
+			push.Streams = append(push.Streams, s)
 		}
-		push.Streams = append(push.Streams, s)
 	}
 	return json.Marshal(push)
 }

@@ -127,8 +127,9 @@ type Result struct {
 // (pkg/validation/validate.go, DisallowedStructuredMetadataErrorMsg: "stream
 // '%s' includes structured metadata, but this feature is disallowed. Please
 // see `limits_config.allow_structured_metadata` …"; testdata/loki holds the
-// answer of a real Loki 3.7.6).
-var disallowedMetadata = regexp.MustCompile(`^stream '\{.*\}' includes structured metadata, but this feature is disallowed\.`)
+// answer of a real Loki 3.7.6), alone or, for several entries, grouped
+// ("20 errors like: stream …", pkg/util/errors.go).
+var disallowedMetadata = regexp.MustCompile(`^(?:\d+ errors like: )?stream '\{.*\}' includes structured metadata, but this feature is disallowed\.`)
 
 // Push makes one attempt to store one stream, in a request of its own (Send
 // says why).

@@ -608,7 +608,10 @@ func TestSendOneStreamPerRequest(t *testing.T) {
 // entries are stored, none lost.
 func TestDisallowedMetadataWaitsNamingTheSetting(t *testing.T) {
 	body := string(fixture.Read(t, "loki", "400-disallowed-structured-metadata.txt"))
-	c, rec, dropped := setup(t, Config{}, status(400, body), status(400, body), status(400, body), status(204, ""))
+	// Several entries refused alike: grouped, as the distributor words it
+	// (the real Loki's answer in tests/lokirules_test.go's pushes).
+	grouped := "2 errors like: " + body
+	c, rec, dropped := setup(t, Config{}, status(400, body), status(400, grouped), status(400, body), status(204, ""))
 	var reasons []string
 	c.Observe = func(_ int, reason string, _ time.Duration, retry bool) {
 		if !retry && reason != "" {
