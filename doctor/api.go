@@ -379,6 +379,28 @@ func (a *API) BuildInfo(ctx context.Context) (string, error) {
 	return *data.Version, nil
 }
 
+// LokiAllowsMetadata reads Loki's /config (YAML, no tenant needed) and
+// reports whether its limits_config keeps structured metadata. Loki writes
+// allow_structured_metadata only while it is true (the field is omitempty:
+// pkg/validation/limits.go; a real Loki 3.7.6 with it false leaves it out,
+// testdata/loki/README.md), so its absence from a limits_config that is
+// there means false. A tenant's runtime overrides are not read.
+func (a *API) LokiAllowsMetadata(ctx context.Context) (bool, error) {
+	const path = "/config"
+	body, status, err := a.fetch(ctx, path, nil)
+	if err != nil {
+		return false, err
+	}
+	var cfg struct {
+		Limits map[string]any `yaml:"limits_config"`
+	}
+	if status != http.StatusOK || yaml.Unmarshal(body, &cfg) != nil || cfg.Limits == nil {
+		return false, &Error{API: a.name, Path: path, Status: status, Msg: "not Loki's configuration: " + message(string(body))}
+	}
+	allowed, _ := cfg.Limits["allow_structured_metadata"].(bool)
+	return allowed, nil
+}
+
 // RuleGroup is a loaded rule group as /api/v1/rules reports it.
 type RuleGroup struct {
 	Name  string `json:"name"`

@@ -23,7 +23,10 @@ import (
 	promrules "github.com/prometheus/prometheus/rules"
 
 	"github.com/winobs/winobs/config"
+	"github.com/winobs/winobs/contract"
+	"github.com/winobs/winobs/endpoint"
 	"github.com/winobs/winobs/internal/fixture"
+	"github.com/winobs/winobs/internal/lokiproc"
 	"github.com/winobs/winobs/render"
 	"github.com/winobs/winobs/rules"
 	"github.com/winobs/winobs/view"
@@ -405,6 +408,10 @@ func fakeLoki(eventNodes []string, podLines bool) http.HandlerFunc {
 				channels = append(channels, "System")
 			}
 			writeJSON(w, channels)
+		case "/config":
+			// An excerpt of a real Loki 3.7.6's /config with its defaults
+			// (allow_structured_metadata is written only while true).
+			w.Write([]byte("target: all\nlimits_config:\n  ingestion_rate_strategy: global\n  max_line_size: 256KB\n  allow_structured_metadata: true\n  max_structured_metadata_size: 64KB\n"))
 		case "/loki/api/v1/label/job/values":
 			jobs := []string{}
 			if len(eventNodes) > 0 {
@@ -463,7 +470,7 @@ func TestHealthyClusterPassesEveryCheck(t *testing.T) {
 	var out bytes.Buffer
 	rep.WriteText(&out)
 	healthyReport(t, rep)
-	if !rep.OK() || len(rep.Checks) != 18 {
+	if !rep.OK() || len(rep.Checks) != 19 {
 		t.Errorf("%d checks:\n%s", len(rep.Checks), out.String())
 	}
 	t.Log(out.String())
@@ -707,7 +714,7 @@ func TestEmptyPrometheusPassesNothing(t *testing.T) {
 			for _, c := range rep.Checks {
 				wantFail := slices.Contains(tc.fail, c.ID) || c.ID == "loki-events" || c.ID == "loki-pod-logs"
 				switch {
-				case c.Status == Pass && !strings.HasSuffix(c.ID, "-reachable") && c.ID != "rules-loaded":
+				case c.Status == Pass && !strings.HasSuffix(c.ID, "-reachable") && c.ID != "rules-loaded" && c.ID != "loki-structured-metadata": // Loki's, whatever Prometheus holds
 					t.Errorf("%s passes with nothing to check", c.ID)
 				case c.Status == Fail && !wantFail:
 					t.Errorf("%s fails, but its cause is another check's: %v", c.ID, c.Evidence)
@@ -844,46 +851,144 @@ func TestExporterNamesNameWhatGoesEmpty(t *testing.T) {
 	}
 }
 
-// Issue 58: events that arrive as channel="security" or as a collector's
-// "ForwardedEvents" leave the detections that select "Security" blind,
-// though loki-events passes: loki-detections is a ✗ naming them. Channels
-// as Windows spells them pass; a channel with no stream is quiet, said.
-func TestDetectionInputs(t *testing.T) {
-	cfg := config.Default()
-	for _, tc := range []struct {
-		channels []string
+// Issues 58 and 67, on a real Loki: loki-detections asks what the
+// detections ask (their own selection: class, and the channel as rendered)
+// and fails naming the labels the events carry instead: another spelling
+// ("security"), a collector's "ForwardedEvents", the layout before issue 61
+// (no class: an older winobs, k8s-monitoring's windowsEventLogs), metadata
+// where the stream-label layout is rendered. Channels as Windows spells
+// them pass in either layout; a channel with no event is quiet, said.
+// Each case in a tenant of its own.
+func TestDetectionInputsRealLoki(t *testing.T) {
+	loki := lokiproc.Start(t, lokiproc.Options{Tenants: true})
+	type ev struct {
+		channel string
+		class   string // "": no class label (the layout before issue 61)
+		label   bool   // the channel a stream label, not metadata
+	}
+	all := []string{"System", "Security", "Microsoft-Windows-Host-Network-Service-Admin", "Microsoft-Windows-Hyper-V-Compute-Admin", "Application"}
+	agents := func(label bool, channels ...string) []ev {
+		var out []ev
+		for _, c := range channels {
+			out = append(out, ev{c, contract.EventClass(c), label})
+		}
+		return out
+	}
+	for i, tc := range []struct {
+		name     string
+		metadata bool // the rendered layout
+		events   []ev
 		status   Status
 		want     []string
 	}{
-		{[]string{"System", "Security", "Microsoft-Windows-Host-Network-Service-Admin", "Microsoft-Windows-Hyper-V-Compute-Admin", "Application"}, Pass,
-			[]string{"4 of 4 channels the detections read arrive as they select"}},
-		{[]string{"System", "security"}, Fail, []string{`WindowsAccountLockedOut`, `select channel="Security", but events arrive as "security": they never fire`,
-			"no stream in the last day, so no input yet", "Microsoft-Windows-Hyper-V-Compute-Admin (WindowsHostComputeServiceErrors)"}},
-		{[]string{"ForwardedEvents"}, Fail, []string{`WindowsNodeServiceTerminated, WindowsServiceInstalled, WindowsServiceStartFailed select channel="System", but events arrive as "ForwardedEvents"`}},
-		{[]string{"System"}, Pass, []string{"1 of 4 channels", "Security (WindowsLogonBruteForce, WindowsAccountLockedOut"}},
+		{"winobs's agents, metadata", true, agents(false, all...), Pass, []string{"4 of 4 channels the detections read arrive as they select"}},
+		{"winobs's agents, stream labels", false, agents(true, all...), Pass, []string{"4 of 4 channels"}},
+		{"a stream-label render, metadata events", false, agents(false, "System"), Fail, []string{
+			`select {job="windows-events", class="node", channel="System"}, but its events arrive as {channel="System" (structured metadata)}`}},
+		{"security spelled so", true, agents(false, "System", "security"), Fail, []string{`WindowsAccountLockedOut`,
+			`select {job="windows-events", class="security"} | channel="Security", but its events arrive as {channel="security", class="node"}: they never fire`,
+			"no event in the last day, so no input yet", "Microsoft-Windows-Hyper-V-Compute-Admin (WindowsHostComputeServiceErrors)"}},
+		{"a collector's ForwardedEvents", true, []ev{{"ForwardedEvents", "node", false}}, Fail, []string{
+			`WindowsNodeServiceTerminated, WindowsServiceInstalled, WindowsServiceStartFailed select {job="windows-events", class="node"} | channel="System", but its events arrive as {channel="ForwardedEvents"}`}},
+		{"the layout before issue 61", true, []ev{{"System", "", true}, {"Security", "", true}}, Fail, []string{
+			`arrive as {channel="System", class=""}`, `arrive as {channel="Security", class=""}`}},
+		{"quiet channels", true, agents(false, "System"), Pass, []string{"1 of 4 channels", "Security (WindowsLogonBruteForce, WindowsAccountLockedOut"}},
 	} {
-		var asked []string
-		loki := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			asked = append(asked, r.URL.Path+"?"+r.URL.Query().Get("query"))
-			var res []any
-			for _, ch := range tc.channels { // the channel is structured metadata: a query by it
-				res = append(res, map[string]any{"metric": map[string]string{"channel": ch}, "value": []any{1, "3"}})
+		t.Run(tc.name, func(t *testing.T) {
+			tenant := fmt.Sprintf("case%d", i)
+			now := time.Now()
+			var streams []any
+			for k, e := range tc.events {
+				labels := map[string]string{"job": "windows-events", "node": "win-1"}
+				if e.class != "" {
+					labels["class"] = e.class
+				}
+				value := []any{strconv.FormatInt(now.Add(time.Duration(k-len(tc.events))*time.Second).UnixNano(), 10), `{"event_id":1}`}
+				if e.label {
+					labels["channel"] = e.channel
+				} else {
+					value = append(value, map[string]string{"channel": e.channel})
+				}
+				streams = append(streams, map[string]any{"stream": labels, "values": []any{value}})
 			}
-			writeJSON(w, map[string]any{"resultType": "vector", "result": res})
+			body, _ := json.Marshal(map[string]any{"streams": streams})
+			if code, answer := loki.Push(t, tenant, "application/json", body); code != http.StatusNoContent {
+				t.Fatalf("push: %d %s", code, answer)
+			}
+			cfg := config.Default()
+			cfg.Logs.StructuredMetadata = tc.metadata
+			api, err := NewAPI("Loki", loki.URL, Auth{Credentials: endpoint.Credentials{}, Tenant: tenant}, 10*time.Second)
+			if err != nil {
+				t.Fatal(err)
+			}
+			r := &run{v: view.ForDoctor(cfg), loki: api, facts: facts{t: vocab.ForCluster(cfg), lt: vocab.ForCluster(cfg)}}
+			var got Check
+			for deadline := time.Now().Add(fixture.Patience); time.Now().Before(deadline); time.Sleep(300 * time.Millisecond) {
+				if got = r.detectionInputs(context.Background(), Check{}); got.Status != Skip {
+					break // the pushed lines are readable
+				}
+			}
+			text := strings.Join(append(got.Evidence, got.Fix), "\n")
+			if got.Status != tc.status {
+				t.Errorf("%s, want %s:\n%s", got.Status, tc.status, text)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(text, w) {
+					t.Errorf("evidence lacks %q:\n%s", w, text)
+				}
+			}
 		})
-		r := &run{v: view.ForDoctor(cfg), loki: newTestAPI(t, "Loki", loki, Auth{}), facts: facts{t: vocab.ForCluster(cfg), lt: vocab.ForCluster(cfg)}}
-		got := r.detectionInputs(context.Background(), Check{})
-		text := strings.Join(append(got.Evidence, got.Fix), "\n")
-		if got.Status != tc.status {
-			t.Errorf("%v: %s, want %s:\n%s", tc.channels, got.Status, tc.status, text)
-		}
-		for _, w := range tc.want {
-			if !strings.Contains(text, w) {
-				t.Errorf("%v: evidence lacks %q:\n%s", tc.channels, w, text)
+	}
+}
+
+// Issue 67, on real Lokis: one configured as an upgraded install is
+// (structured metadata disallowed) fails loki-structured-metadata for the
+// metadata layout, naming the setting and both fixes, and the checks that
+// would then blame logs.eventsJob or loki.url skip naming it as the cause;
+// the stream-label layout passes there; a current Loki passes the metadata
+// layout.
+func TestStructuredMetadataRealLoki(t *testing.T) {
+	upgraded := lokiproc.Start(t, lokiproc.Options{Upgraded: true})
+	current := lokiproc.Start(t, lokiproc.Options{})
+	for _, tc := range []struct {
+		name     string
+		loki     *lokiproc.Loki
+		metadata bool
+		status   Status
+		want     string
+	}{
+		{"upgraded, metadata layout", upgraded, true, Fail, "limits_config has no allow_structured_metadata: true"},
+		{"upgraded, stream-label layout", upgraded, false, Pass, "the agents send no structured metadata"},
+		{"current, metadata layout", current, true, Pass, "keeps structured metadata (limits_config.allow_structured_metadata: true)"},
+		{"current, stream-label layout", current, false, Pass, "logs.structuredMetadata: true puts a node's events in two streams"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := config.Default()
+			cfg.Logs.StructuredMetadata = tc.metadata
+			api, err := NewAPI("Loki", tc.loki.URL, Auth{}, 10*time.Second)
+			if err != nil {
+				t.Fatal(err)
 			}
-		}
-		if want := `/loki/api/v1/query?sum by (channel) (count_over_time({job="windows-events"} [24h]))`; !slices.Equal(asked, []string{want}) {
-			t.Errorf("asked %v, want %s", asked, want)
-		}
+			r := &run{v: view.ForDoctor(cfg), loki: api, now: time.Now, facts: facts{t: vocab.ForCluster(cfg), lt: vocab.ForCluster(cfg)}}
+			checks := statuses(Report{Checks: r.do(context.Background(), lokiChecks)})
+			got := checks["loki-structured-metadata"]
+			text := strings.Join(append(got.Evidence, got.Fix), "\n")
+			if got.Status != tc.status || !strings.Contains(text, tc.want) {
+				t.Errorf("%s, want %s with %q:\n%s", got.Status, tc.status, tc.want, text)
+			}
+			if tc.status != Fail {
+				return
+			}
+			for _, want := range []string{"allow_structured_metadata: true (Loki 3.0+ whose active schema is v13 on tsdb", "logs.structuredMetadata: false", "Alloy drops every event batch"} {
+				if !strings.Contains(got.Fix, want) {
+					t.Errorf("fix lacks %q: %s", want, got.Fix)
+				}
+			}
+			for _, id := range []string{"loki-events", "loki-pod-logs", "loki-detections"} {
+				if c := checks[id]; c.Status != Skip || !strings.Contains(strings.Join(c.Evidence, " "), "see loki-structured-metadata") {
+					t.Errorf("%s: %s %v", id, c.Status, c.Evidence)
+				}
+			}
+		})
 	}
 }

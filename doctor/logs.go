@@ -5,7 +5,6 @@ package doctor
 import (
 	"context"
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 
@@ -14,6 +13,64 @@ import (
 	"github.com/winobs/winobs/rules"
 	"github.com/winobs/winobs/vocab"
 )
+
+// metadataFix is what to do when Loki refuses the layout's metadata.
+const metadataFix = "allow it: limits_config.allow_structured_metadata: true (Loki 3.0+ whose active schema is v13 on tsdb, and no tenant override turning it off); " +
+	"or render winobs with logs.structuredMetadata: false and apply it (kubectl apply -k out, the Loki rules too: docs/loki.md). " +
+	"Until then Alloy drops every event batch (it retries only 429 and 5xx) and the eventlog-shipper holds every event"
+
+// structuredMetadata: the Loki keeps the structured metadata the rendered
+// layout sends (logs.structuredMetadata), as its /config says (and its
+// version: 2.x keeps none); and no tenant's entries were discarded for it,
+// where Prometheus scrapes Loki (loki_discarded_samples_total, whose
+// reason is the shipper's push error reason too). A Loki whose /config is
+// not served (a gateway) and that Prometheus does not scrape is not known:
+// a skip saying so.
+func (r *run) structuredMetadata(ctx context.Context, c Check) Check {
+	version, _ := r.loki.BuildInfo(ctx)
+	if !r.v.Terms.StructuredMetadata() {
+		c.Status, c.Evidence = Pass, []string{"the agents send no structured metadata (logs.structuredMetadata: false): a stream a channel of a node, which any Loki takes"}
+		if allowed, err := r.loki.LokiAllowsMetadata(ctx); err == nil && allowed {
+			c.Evidence = append(c.Evidence, "this Loki keeps structured metadata: logs.structuredMetadata: true puts a node's events in two streams instead of one a channel (docs/loki.md)")
+		}
+		return c
+	}
+	refused := func(evidence ...string) Check {
+		r.metadataRefused = true
+		c.Status, c.Evidence, c.Fix = Fail, evidence, metadataFix
+		return c
+	}
+	if major, _, ok := strings.Cut(version, "."); ok && (major == "2" || major == "1") {
+		return refused(fmt.Sprintf("Loki %s keeps no structured metadata (3.0 brought it), and the agents send each event's channel as metadata", version))
+	}
+	allowed, cfgErr := r.loki.LokiAllowsMetadata(ctx)
+	if cfgErr == nil && !allowed {
+		return refused(fmt.Sprintf("Loki %s's /config: limits_config has no allow_structured_metadata: true (Loki writes it only while it is true), "+
+			"so it answers every push carrying the channel as metadata with a 400", version))
+	}
+	// Loki's own count, per tenant, where Prometheus scrapes Loki: a
+	// tenant override turns it off where /config cannot tell.
+	if r.prom != nil {
+		sel := vocab.Selector{vocab.Eq(contract.LabelReason, contract.PushDisallowedMetadata)}
+		if t := r.loki.auth.Tenant; t != "" {
+			sel = sel.With(vocab.Eq("tenant", t))
+		}
+		if ss, err := r.prom.Query(ctx, fmt.Sprintf(`sum by (tenant) (increase(%s[1h])) > 0`, sel.Of("loki_discarded_samples_total"))); err == nil && len(ss) > 0 {
+			var tenants []string
+			for _, s := range ss {
+				tenants = append(tenants, fmt.Sprintf("%s (%.0f)", s.Metric["tenant"], s.Value))
+			}
+			return refused("Loki discarded entries for carrying structured metadata in the last hour (loki_discarded_samples_total{reason=\"" +
+				contract.PushDisallowedMetadata + "\"}), tenants " + names(tenants))
+		}
+	}
+	if cfgErr != nil {
+		return skip(c, fmt.Sprintf("cannot read Loki's /config (%v), and no Prometheus series of loki_discarded_samples_total says it refused metadata: "+
+			"whether it keeps structured metadata is not known here, nothing to check (the eventlog-shipper's push_errors_total{reason=%q} and Alloy's log tell)", cfgErr, contract.PushDisallowedMetadata))
+	}
+	c.Status, c.Evidence = Pass, []string{fmt.Sprintf("Loki %s keeps structured metadata (limits_config.allow_structured_metadata: true); a tenant override is not read here", version)}
+	return c
+}
 
 // eventsPerNode: every Windows node's events reached Loki in the last hour.
 // The node names come from Loki's label-values API, which no series limit
@@ -99,13 +156,17 @@ func (r *run) streamNodes(ctx context.Context, c Check, sel vocab.Selector, job,
 	return nodes, nil
 }
 
-// detectionInputs: every Loki detection's channel arrives under the channel
-// value (structured metadata) it selects. LogQL matchers are case-sensitive, so events that
-// arrive as channel="security", or as a collector's "ForwardedEvents" (an
-// agent that labels by its subscription, not the event's own channel),
-// leave the detections blind while loki-events passes: a ✗ naming each.
-// A channel with no stream at all is quiet (a node with no failed logon
-// forwards no Security event), said in the evidence.
+// detectionInputs: every Loki detection selects its events as they arrive.
+// For each channel the rendered detections read, the detections' own
+// selection (vocab's Channels: its class, the channel as metadata or a
+// stream label, as rendered) counts the day's events; a channel none of
+// whose events it selects while they are there under other labels is a ✗
+// naming them: another spelling ("security"), a collector's
+// "ForwardedEvents" (an agent that labels by its subscription), or another
+// layout (streams without the class: an older winobs's agent, grafana's
+// k8s-monitoring windowsEventLogs, a user's own Alloy). LogQL matchers are
+// case-sensitive. A channel with no event at all is quiet (a node with no
+// failed logon forwards no Security event), said in the evidence.
 func (r *run) detectionInputs(ctx context.Context, c Check) Check {
 	groups, err := rules.LokiGroups(r.v.Rules)
 	if err != nil {
@@ -130,26 +191,38 @@ func (r *run) detectionInputs(ctx context.Context, c Check) Check {
 		}
 		readers[er.Channel] = append(readers[er.Channel], er.Alert)
 	}
-	// The channel is structured metadata, which Loki's label-values API
-	// does not list: a query by channel, a handful of series.
-	ss, err := r.loki.Query(ctx, fmt.Sprintf(`sum by (%s) (count_over_time(%s [24h]))`, contract.LabelChannel, r.lt.AllEvents()))
+	// What arrives, by channel and class (metadata or label alike): a
+	// handful of series; Loki's label-values API lists no metadata.
+	ss, err := r.loki.Query(ctx, fmt.Sprintf(`sum by (%s, %s) (count_over_time(%s [24h]))`, contract.LabelChannel, contract.LabelClass, r.lt.AllEvents()))
 	if err != nil {
 		return failed(c, err)
 	}
-	present := label(ss, contract.LabelChannel)
-	if len(present) == 0 {
+	if len(ss) == 0 {
 		return skip(c, "no event stream in the last day (see loki-events): nothing to check")
 	}
 	c.Status = Pass
 	var quiet []string
 	for _, ch := range order {
-		if slices.Contains(present, ch) {
+		n, err := r.lokiCount(ctx, fmt.Sprintf(`sum(count_over_time(%s [24h]))`, r.lt.Channels(nil, ch)))
+		if err != nil {
+			return failed(c, err)
+		}
+		if n > 0 {
 			continue
 		}
 		var elsewhere []string
-		for _, p := range present {
-			if strings.EqualFold(p, ch) || p == "ForwardedEvents" {
-				elsewhere = append(elsewhere, p)
+		for _, s := range ss {
+			p, class := s.Metric[contract.LabelChannel], s.Metric[contract.LabelClass]
+			switch {
+			case p == ch && class == contract.EventClass(ch):
+				// Where the class and channel are right and the
+				// detections still select none, the layout differs: the
+				// channel is metadata where a stream label is selected.
+				elsewhere = append(elsewhere, fmt.Sprintf("channel=%q (structured metadata)", p))
+			case p == "ForwardedEvents":
+				elsewhere = append(elsewhere, fmt.Sprintf("channel=%q", p))
+			case strings.EqualFold(p, ch):
+				elsewhere = append(elsewhere, fmt.Sprintf("channel=%q, class=%q", p, class))
 			}
 		}
 		if len(elsewhere) == 0 {
@@ -157,17 +230,29 @@ func (r *run) detectionInputs(ctx context.Context, c Check) Check {
 			continue
 		}
 		c.Status = Fail
-		c.Evidence = append(c.Evidence, fmt.Sprintf("%s select channel=%q, but events arrive as %s: they never fire",
-			names(readers[ch]), ch, names(quoteAll(elsewhere))))
+		c.Evidence = append(c.Evidence, fmt.Sprintf("%s select %s, but its events arrive as {%s}: they never fire",
+			names(readers[ch]), r.lt.Channels(nil, ch), strings.Join(elsewhere, "}, {")))
 	}
 	if c.Status == Fail {
-		c.Fix = "an agent labels the stream by its config's spelling or by ForwardedEvents: run winobs's agents (both label by the event's own channel, as Windows spells it) and write channel names as Windows does"
+		c.Fix = "the detections select the class and channel winobs's agents write: an agent that labels by its config's spelling or by ForwardedEvents, " +
+			"or writes another layout (no class label: an older winobs, grafana's k8s-monitoring windowsEventLogs, an Alloy of your own), leaves them blind; " +
+			"run winobs's agents (both write the event's own channel, as Windows spells it, and its class), or render the layout your agents write (logs.structuredMetadata)"
 	}
 	if len(quiet) > 0 {
-		c.Evidence = append(c.Evidence, "no stream in the last day, so no input yet (quiet nodes forward none): "+strings.Join(quiet, "; "))
+		c.Evidence = append(c.Evidence, "no event in the last day, so no input yet (quiet nodes forward none): "+strings.Join(quiet, "; "))
 	}
 	if c.Status == Pass && len(quiet) < len(order) {
 		c.Evidence = append([]string{fmt.Sprintf("%d of %d channels the detections read arrive as they select", len(order)-len(quiet), len(order))}, c.Evidence...)
 	}
 	return c
+}
+
+// lokiCount is the value of an instant LogQL query's one sample, 0 for
+// none.
+func (r *run) lokiCount(ctx context.Context, query string) (float64, error) {
+	ss, err := r.loki.Query(ctx, query)
+	if err != nil || len(ss) == 0 {
+		return 0, err
+	}
+	return ss[0].Value, nil
 }

@@ -56,6 +56,17 @@ type facts struct {
 	// platform is the managed Prometheus the rules run in ("" none):
 	// doctor reads no rules or alerts there.
 	platform string
+	// metadataRefused: the Loki refuses the structured metadata the
+	// rendered layout sends (loki-structured-metadata found it).
+	metadataRefused bool
+}
+
+// lokiTakesLayout is a need: a Loki that takes what the agents send.
+func lokiTakesLayout(f *facts) string {
+	if f.metadataRefused {
+		return "Loki refuses the structured metadata the agents send (see loki-structured-metadata): Alloy drops what it refuses, the eventlog-shipper holds it; nothing to check until it is fixed"
+	}
+	return ""
 }
 
 // need is what a check needs of the facts: "" when they have it, else why
@@ -110,9 +121,10 @@ var prometheusChecks = []spec{
 
 // lokiChecks are the checks of the Loki side.
 var lokiChecks = []spec{
-	{"loki-events", "every Windows node's events reached Loki in the last hour", nil, (*run).eventsPerNode},
-	{"loki-pod-logs", "Windows pod logs reached Loki in the last hour", nil, (*run).podLogs},
-	{"loki-detections", "every Loki detection selects the channel its events arrive under", nil, (*run).detectionInputs},
+	{"loki-structured-metadata", "Loki keeps what the rendered event layout sends (logs.structuredMetadata)", nil, (*run).structuredMetadata},
+	{"loki-events", "every Windows node's events reached Loki in the last hour", []need{lokiTakesLayout}, (*run).eventsPerNode},
+	{"loki-pod-logs", "Windows pod logs reached Loki in the last hour", []need{lokiTakesLayout}, (*run).podLogs},
+	{"loki-detections", "every Loki detection selects the events as they arrive (their class and channel)", []need{lokiTakesLayout}, (*run).detectionInputs},
 }
 
 // do runs the checks in order, each with its needs.
