@@ -6,6 +6,7 @@ package lokiproc
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -50,8 +51,9 @@ type Loki struct {
 }
 
 // config is a single-process Loki on loopback ports, storing to dir, with
-// the default limits but those a test sets. The ruler is off: rules are
-// evaluated by queries at chosen times (tests/loki).
+// the default limits but those a test sets. The ruler is off unless a test
+// gives it rules (Options.Rules): the Loki rule tests evaluate by queries
+// at chosen times (tests/loki).
 var config = template.Must(template.New("loki").Parse(`auth_enabled: {{.Tenants}}
 server:
   http_listen_address: 127.0.0.1
@@ -98,6 +100,20 @@ schema_config:
 {{- end}}
 analytics:
   reporting_enabled: false
+{{- if .Ruler}}
+ruler:
+  storage:
+    type: local
+    local:
+      directory: {{.Dir}}/rules
+  rule_path: {{.Dir}}/ruler-scratch
+  evaluation_interval: {{.Ruler}}
+  poll_interval: 1s
+  enable_api: true
+  ring:
+    kvstore:
+      store: inmemory
+{{- end}}
 {{- if .Limits}}
 limits_config:
 {{- range $k, $v := .Limits}}
@@ -114,6 +130,13 @@ type Options struct {
 	// Tenants turns auth_enabled on: every request names its tenant
 	// (X-Scope-OrgID), and tenants see nothing of each other.
 	Tenants bool
+	// Rules start Loki's ruler, loading them from its local rule storage
+	// as the Loki Helm chart's rules sidecar leaves them: by tenant ("fake"
+	// without Tenants), a file a namespace (the file's name), each file a
+	// Prometheus-style rule file. RulerInterval is its evaluation interval
+	// (default 1m, the ruler's own).
+	Rules         map[string]map[string][]byte
+	RulerInterval time.Duration
 	// Upgraded configures Loki as an install upgraded from 2.x still is:
 	// its active schema v12 on boltdb-shipper, a v13 tsdb period to come
 	// (in 30 days), and so limits_config.allow_structured_metadata false,
@@ -162,8 +185,22 @@ func start(t testing.TB, bin string, opts Options) (*Loki, bool, string) {
 		limits["allow_structured_metadata"] = "false"
 	}
 	next := time.Now().UTC().AddDate(0, 0, 30).Format(time.DateOnly)
+	ruler := ""
+	if opts.Rules != nil {
+		ruler = cmp.Or(opts.RulerInterval, time.Minute).String()
+		for tenant, files := range opts.Rules {
+			if err := os.MkdirAll(filepath.Join(dir, "rules", tenant), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			for name, raw := range files {
+				if err := os.WriteFile(filepath.Join(dir, "rules", tenant, name), raw, 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+	}
 	if err := config.Execute(&cfg, map[string]any{"HTTP": ports[0], "GRPC": ports[1], "Dir": dir, "Limits": limits, "Tenants": opts.Tenants,
-		"Upgraded": opts.Upgraded, "NextSchema": next}); err != nil {
+		"Upgraded": opts.Upgraded, "NextSchema": next, "Ruler": ruler}); err != nil {
 		t.Fatal(err)
 	}
 	path := filepath.Join(dir, "loki.yaml")
@@ -345,4 +382,29 @@ func freePorts(t testing.TB, n int) []int {
 		ports = append(ports, ln.Addr().(*net.TCPAddr).Port)
 	}
 	return ports
+}
+
+// Alert is one alert of Loki's ruler, as its alerts API reports it.
+type Alert struct {
+	Labels      map[string]string `json:"labels"`
+	Annotations map[string]string `json:"annotations"`
+	State       string            `json:"state"`
+	ActiveAt    time.Time         `json:"activeAt"`
+	Value       string            `json:"value"`
+}
+
+// Alerts are the ruler's pending and firing alerts for tenant ("" for
+// none), from its Prometheus-compatible API.
+func (l *Loki) Alerts(t testing.TB, tenant string) []Alert {
+	t.Helper()
+	code, b := l.get(t, tenant, "/prometheus/api/v1/alerts", nil)
+	var r struct {
+		Data struct {
+			Alerts []Alert `json:"alerts"`
+		} `json:"data"`
+	}
+	if err := json.Unmarshal(b, &r); err != nil || code != http.StatusOK {
+		t.Fatalf("alerts: %d %s", code, b)
+	}
+	return r.Data.Alerts
 }

@@ -317,6 +317,23 @@ func (f *File) pushBody(test Test, start time.Time) ([]byte, error) {
 	return json.Marshal(push)
 }
 
+// EventXML is an Event entry's XML, its Replace applied: what an agent
+// reads from the event log.
+func (f *File) EventXML(e Entry) ([]byte, error) {
+	raw, err := os.ReadFile(filepath.Join(f.EventsDir, e.Event))
+	if err != nil {
+		return nil, err
+	}
+	xml := string(raw)
+	for _, from := range slices.Sorted(maps.Keys(e.Replace)) {
+		if !strings.Contains(xml, from) {
+			return nil, fmt.Errorf("%s holds no %q to replace", e.Event, from)
+		}
+		xml = strings.ReplaceAll(xml, from, e.Replace[from])
+	}
+	return []byte(xml), nil
+}
+
 // line is an entry's line: as given, or its event as Alloy writes it, with
 // the event's channel.
 func (f *File) line(e Entry) (line, channel string, err error) {
@@ -326,18 +343,11 @@ func (f *File) line(e Entry) (line, channel string, err error) {
 	if e.Line != "" {
 		return e.Line, "", nil
 	}
-	raw, err := os.ReadFile(filepath.Join(f.EventsDir, e.Event))
+	xml, err := f.EventXML(e)
 	if err != nil {
 		return "", "", err
 	}
-	xml := string(raw)
-	for _, from := range slices.Sorted(maps.Keys(e.Replace)) {
-		if !strings.Contains(xml, from) {
-			return "", "", fmt.Errorf("%s holds no %q to replace", e.Event, from)
-		}
-		xml = strings.ReplaceAll(xml, from, e.Replace[from])
-	}
-	ev, err := eventxml.Parse([]byte(xml))
+	ev, err := eventxml.Parse(xml)
 	if err != nil {
 		return "", "", fmt.Errorf("%s: %w", e.Event, err)
 	}
