@@ -27,20 +27,12 @@ import (
 func TestChannelLabelIsTheEventsOwnRealLoki(t *testing.T) {
 	loki := lokiproc.Start(t, lokiproc.Options{})
 	bin := buildShipper(t)
-	byChannel := map[string][][]byte{}
-	var all, security [][]byte
-	for _, f := range fixture.Glob(t, 12, fixture.Events, "*.xml") {
-		x := fixture.Read(t, fixture.Events, filepath.Base(f))
-		e, err := eventxml.Parse(x)
-		if err != nil {
-			t.Fatal(err)
-		}
-		byChannel[e.Channel()] = append(byChannel[e.Channel()], x)
-		all = append(all, x)
-		if e.Channel() == "Security" {
-			security = append(security, x)
-		}
+	byChannel := fixtureEventsByChannel(t)
+	var all [][]byte
+	for _, events := range byChannel {
+		all = append(all, events...)
 	}
+	security := byChannel["Security"]
 	push := loki.URL + "/loki/api/v1/push"
 	var native []channelDump
 	for channel, events := range byChannel {
@@ -73,6 +65,22 @@ func TestChannelLabelIsTheEventsOwnRealLoki(t *testing.T) {
 	if len(controlSecurity) < 3 || !slices.Equal(fired["spelled"], controlSecurity) {
 		t.Errorf(`a channel spelled "security" fires %v, want %v`, fired["spelled"], controlSecurity)
 	}
+}
+
+// fixtureEventsByChannel are the Event XML fixtures (testdata/events) by
+// their own channel.
+func fixtureEventsByChannel(t *testing.T) map[string][][]byte {
+	t.Helper()
+	byChannel := map[string][][]byte{}
+	for _, f := range fixture.Glob(t, 12, fixture.Events, "*.xml") {
+		x := fixture.Read(t, fixture.Events, filepath.Base(f))
+		e, err := eventxml.Parse(x)
+		if err != nil {
+			t.Fatal(err)
+		}
+		byChannel[e.Channel()] = append(byChannel[e.Channel()], x)
+	}
+	return byChannel
 }
 
 // renderedLokiAlerts are the committed render's Loki alerts.

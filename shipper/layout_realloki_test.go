@@ -16,7 +16,6 @@ import (
 	"github.com/winobs/winobs/contract"
 	"github.com/winobs/winobs/internal/fixture"
 	"github.com/winobs/winobs/internal/lokiproc"
-	"github.com/winobs/winobs/shipper/eventxml"
 	"github.com/winobs/winobs/view"
 )
 
@@ -32,15 +31,7 @@ import (
 func TestLayoutWithoutMetadataRealLoki(t *testing.T) {
 	loki := lokiproc.Start(t, lokiproc.Options{Upgraded: true})
 	bin := buildShipper(t)
-	byChannel := map[string][][]byte{}
-	for _, f := range fixture.Glob(t, 12, fixture.Events, "*.xml") {
-		x := fixture.Read(t, fixture.Events, filepath.Base(f))
-		e, err := eventxml.Parse(x)
-		if err != nil {
-			t.Fatal(err)
-		}
-		byChannel[e.Channel()] = append(byChannel[e.Channel()], x)
-	}
+	byChannel := fixtureEventsByChannel(t)
 	dir := t.TempDir()
 	var dumps strings.Builder
 	total := 0

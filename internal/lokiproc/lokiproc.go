@@ -82,22 +82,14 @@ schema_config:
       index:
         prefix: index_
         period: 24h
-    - from: {{.NextSchema}}
-      store: tsdb
-      object_store: filesystem
-      schema: v13
-      index:
-        prefix: index_
-        period: 24h
-{{- else}}
-    - from: 2020-10-24
-      store: tsdb
-      object_store: filesystem
-      schema: v13
-      index:
-        prefix: index_
-        period: 24h
 {{- end}}
+    - from: {{.V13From}}
+      store: tsdb
+      object_store: filesystem
+      schema: v13
+      index:
+        prefix: index_
+        period: 24h
 analytics:
   reporting_enabled: false
 {{- if .Ruler}}
@@ -184,7 +176,10 @@ func start(t testing.TB, bin string, opts Options) (*Loki, bool, string) {
 		}
 		limits["allow_structured_metadata"] = "false"
 	}
-	next := time.Now().UTC().AddDate(0, 0, 30).Format(time.DateOnly)
+	v13From := "2020-10-24"
+	if opts.Upgraded {
+		v13From = time.Now().UTC().AddDate(0, 0, 30).Format(time.DateOnly) // the period to come
+	}
 	ruler := ""
 	if opts.Rules != nil {
 		ruler = cmp.Or(opts.RulerInterval, time.Minute).String()
@@ -200,7 +195,7 @@ func start(t testing.TB, bin string, opts Options) (*Loki, bool, string) {
 		}
 	}
 	if err := config.Execute(&cfg, map[string]any{"HTTP": ports[0], "GRPC": ports[1], "Dir": dir, "Limits": limits, "Tenants": opts.Tenants,
-		"Upgraded": opts.Upgraded, "NextSchema": next, "Ruler": ruler}); err != nil {
+		"Upgraded": opts.Upgraded, "V13From": v13From, "Ruler": ruler}); err != nil {
 		t.Fatal(err)
 	}
 	path := filepath.Join(dir, "loki.yaml")
