@@ -108,7 +108,7 @@ func TestLayoutWithoutMetadataRealLoki(t *testing.T) {
 	<-done
 
 	// The layout without metadata, on the same state: everything, once.
-	cmd, _, done = run(false)
+	_, _, done = run(false)
 	select {
 	case err := <-done:
 		if err != nil {
