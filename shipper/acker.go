@@ -41,6 +41,10 @@ type acker struct {
 	// would take what an earlier run pushed for new events (and change
 	// lanes inside it). Only the push loop uses it.
 	reach map[string]checkpoint.Checkpoint
+	// pins are, per channel, the pins of its last sent mark, saved or read
+	// at start: a new mark carries those its acknowledged checkpoint has
+	// not passed (a replay's), then its own push's.
+	pins map[string][]checkpoint.Pin
 	// sentLog says a failing sent mark once a minute, not every batch: a
 	// full disk may be where the log goes too.
 	sentLog *ratelog.Limiter
@@ -119,8 +123,33 @@ func (a *acker) sent(channel string) (checkpoint.Checkpoint, bool) {
 			a.reach = map[string]checkpoint.Checkpoint{}
 		}
 		a.reach[channel] = cp
+		a.keepPins(channel, cp.Pins)
 	}
 	return cp, ok
+}
+
+func (a *acker) keepPins(channel string, pins []checkpoint.Pin) {
+	if a.pins == nil {
+		a.pins = map[string][]checkpoint.Pin{}
+	}
+	a.pins[channel] = pins
+}
+
+// pinsFor are the pins a new sent mark of channel carries: its last
+// mark's beyond the acknowledged checkpoint, then p, at most
+// checkpoint.MaxPins (the oldest go).
+func (a *acker) pinsFor(channel string, cp checkpoint.Checkpoint, p checkpoint.Pin) []checkpoint.Pin {
+	acked, _ := a.acked(channel)
+	var out []checkpoint.Pin
+	for _, old := range a.pins[channel] {
+		pos := cp
+		pos.RecordID, pos.Offset = old.RecordID, old.Offset
+		if beyond(pos, acked) {
+			out = append(out, old)
+		}
+	}
+	out = append(out, p)
+	return out[max(len(out)-checkpoint.MaxPins, 0):]
 }
 
 // sending records, before a batch is pushed, how far it reaches in each
@@ -132,6 +161,7 @@ func (a *acker) sending(b *batch) {
 		if r, ok := a.reach[ch]; ok && !beyond(cp, r) {
 			continue
 		}
+		cp.Pins = a.pinsFor(ch, cp, b.pinOf(ch))
 		if err := a.store.SaveSent(cp); err != nil {
 			a.sentLog.Warn("sent:"+ch, "cannot save the sent mark; after a crash, replayed events may show twice", "channel", ch, "error", err)
 			continue
@@ -139,6 +169,7 @@ func (a *acker) sending(b *batch) {
 		if a.reach != nil {
 			delete(a.reach, ch) // this run's pushes only move forward
 		}
+		a.keepPins(ch, cp.Pins)
 	}
 }
 

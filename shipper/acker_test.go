@@ -2,11 +2,15 @@ package shipper
 
 import (
 	"bytes"
+	"fmt"
 	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
@@ -166,5 +170,95 @@ func TestSentMarkFailureIsRateLimited(t *testing.T) {
 	}
 	if _, ok := a.store.Sent("System"); ok {
 		t.Error("a sent mark was saved on the full disk")
+	}
+}
+
+// Issue 67: a sent mark carries each push's pin (the time it moved the
+// channel's entries up to), and a replay's: those of the last mark that
+// the acknowledged checkpoint has not passed, then the new push's, at most
+// checkpoint.MaxPins; read back at start as they were saved.
+func TestSentMarkCarriesThePins(t *testing.T) {
+	dir := t.TempDir()
+	a := testAcker(t, dir, shipconfig.Oldest)
+	at := func(s int) time.Time { return time.Date(2026, 12, 7, 12, 0, s, 0, time.UTC) }
+	push := func(id uint64, raised time.Time) {
+		b := newBatch()
+		b.positions["System"] = checkpoint.Checkpoint{Channel: "System", RecordID: id}
+		if !raised.IsZero() {
+			b.raise("System", raised)
+		}
+		a.sending(b)
+	}
+	pins := func() []string {
+		cp, _ := a.store.Sent("System")
+		var out []string
+		for _, p := range cp.Pins {
+			out = append(out, fmt.Sprintf("%d@%s", p.RecordID, p.At))
+		}
+		return out
+	}
+	push(10, at(1))
+	push(20, time.Time{}) // moved none: its entries keep their event time
+	if got, want := pins(), []string{"10@2026-12-07T12:00:01Z", "20@"}; !slices.Equal(got, want) {
+		t.Errorf("pins %v, want %v", got, want)
+	}
+	// Push 10 acknowledged: its pin goes.
+	if err := a.store.Save(checkpoint.Checkpoint{Channel: "System", RecordID: 10}); err != nil {
+		t.Fatal(err)
+	}
+	push(30, at(3))
+	if got, want := pins(), []string{"20@", "30@2026-12-07T12:00:03Z"}; !slices.Equal(got, want) {
+		t.Errorf("after an acknowledgement: pins %v, want %v", got, want)
+	}
+	// A restart reads them, and a replay within the mark keeps them.
+	b := testAcker(t, dir, shipconfig.Oldest)
+	if cp, ok := b.sent("System"); !ok || len(cp.Pins) != 2 {
+		t.Fatalf("read back: %+v", cp)
+	}
+	a = b
+	push(25, at(9))
+	if got := pins(); len(got) != 2 || got[1] != "30@2026-12-07T12:00:03Z" {
+		t.Errorf("a replay within the mark changed its pins: %v", got)
+	}
+	for i := range checkpoint.MaxPins + 5 {
+		push(uint64(40+i), at(i%60))
+	}
+	if got := pins(); len(got) != checkpoint.MaxPins || got[len(got)-1] != fmt.Sprintf("%d@%s", 40+checkpoint.MaxPins+4, at((checkpoint.MaxPins+4)%60).Format(time.RFC3339Nano)) {
+		t.Errorf("%d pins, the newest last, want %d: %v", len(got), checkpoint.MaxPins, got)
+	}
+}
+
+// The push pins a channel's entries that are not a replay: each older than
+// the latest time one was moved up to is moved to it, counted once (an
+// entry the formatter moved already is not counted again); a replay's
+// entries keep the time their pin gave them.
+func TestBatchPin(t *testing.T) {
+	b := newBatch()
+	t0 := time.Date(2026, 12, 7, 10, 0, 0, 0, time.UTC)
+	for _, e := range []loki.Entry{
+		{Time: t0, Line: []byte("a")},                                     // kept its event time
+		{Time: t0.Add(2 * time.Hour), Line: []byte("b"), Moved: true},     // moved up by the formatter
+		{Time: t0.Add(time.Minute), Line: []byte("c"), MaybeStored: true}, // a replay
+		{Time: t0.Add(3 * time.Hour), Line: []byte("d")},                  // newer than the pin
+	} {
+		b.append("Application", `{job="windows-events"}`, e)
+		if e.Moved {
+			b.raise("Application", e.Time)
+		}
+	}
+	b.append("System", `{job="windows-events"}`, loki.Entry{Time: t0, Line: []byte("s")})
+	moved := b.pin()
+	if !maps.Equal(moved, map[string]int{"Application": 1}) {
+		t.Errorf("moved %v", moved)
+	}
+	var got []string
+	for _, e := range b.streams[0].Entries {
+		got = append(got, string(e.Line)+"@"+e.Time.Sub(t0).String())
+	}
+	if want := []string{"a@2h0m0s", "b@2h0m0s", "c@1m0s", "d@3h0m0s", "s@0s"}; !slices.Equal(got, want) {
+		t.Errorf("times %v, want %v", got, want)
+	}
+	if p := b.pinOf("Application"); p.At != t0.Add(2*time.Hour).Format(time.RFC3339Nano) {
+		t.Errorf("pin %+v", p)
 	}
 }

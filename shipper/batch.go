@@ -1,6 +1,8 @@
 package shipper
 
 import (
+	"time"
+
 	"github.com/winobs/winobs/shipper/checkpoint"
 	"github.com/winobs/winobs/shipper/eventxml"
 	"github.com/winobs/winobs/shipper/loki"
@@ -27,10 +29,55 @@ type batch struct {
 	events    int
 	bytes     int
 	charge    int64
+	// raised is, per channel, the latest time an entry was moved up to
+	// (into Loki's window): the push's pin (pin, checkpoint.Pin).
+	raised map[string]time.Time
 }
 
 func newBatch() *batch {
-	return &batch{index: map[string]int{}, positions: map[string]checkpoint.Checkpoint{}, counts: map[string]int{}}
+	return &batch{index: map[string]int{}, positions: map[string]checkpoint.Checkpoint{}, counts: map[string]int{}, raised: map[string]time.Time{}}
+}
+
+// raise notes an entry of channel moved up to at.
+func (b *batch) raise(channel string, at time.Time) {
+	if at.After(b.raised[channel]) {
+		b.raised[channel] = at
+	}
+}
+
+// pin gives every entry of a channel that is not a replay and older than
+// the latest time one was moved up to that time, before the batch's sent
+// mark is saved: the push is then one time a channel (checkpoint.Pin), its
+// entries their event time moved up to it, which a replay after a crash
+// reproduces (formatter.pinned). Still in Loki's window: the entry moved
+// up last was, when it was formatted. It returns, per channel, how many
+// entries it moved that kept their event time until then: each is sent
+// with another time than its TimeCreated.
+func (b *batch) pin() map[string]int {
+	moved := map[string]int{}
+	for i := range b.streams {
+		for k := range b.streams[i].Entries {
+			e := &b.streams[i].Entries[k]
+			if at, ok := b.raised[e.Owner]; ok && !e.MaybeStored && e.Time.Before(at) {
+				e.Time = at
+				if !e.Moved {
+					e.Moved = true
+					moved[e.Owner]++
+				}
+			}
+		}
+	}
+	return moved
+}
+
+// pinOf is channel's pin for the batch's sent mark, at its position.
+func (b *batch) pinOf(channel string) checkpoint.Pin {
+	cp := b.positions[channel]
+	p := checkpoint.Pin{RecordID: cp.RecordID, Offset: cp.Offset}
+	if at, ok := b.raised[channel]; ok {
+		p.At = at.UTC().Format(time.RFC3339Nano)
+	}
+	return p
 }
 
 // append adds one entry to the stream with these labels.

@@ -92,13 +92,46 @@ func (f *formatter) resume(cp checkpoint.Checkpoint) { f.last[cp.Channel] = cp }
 // last push before a restart reached, as possibly stored already.
 func (f *formatter) replaying(sent checkpoint.Checkpoint) {
 	upTo, _ := time.Parse(time.RFC3339Nano, sent.TimeCreated) // once, not per event
-	f.sent[sent.Channel] = sentMark{sent, upTo}
+	m := sentMark{Checkpoint: sent, upTo: upTo}
+	for _, p := range sent.Pins {
+		at, _ := time.Parse(time.RFC3339Nano, p.At) // empty: the push moved none
+		m.pins = append(m.pins, pinAt{p, at})
+	}
+	f.sent[sent.Channel] = m
 }
 
-// sentMark is a channel's sent mark and the newest event time it held.
+// sentMark is a channel's sent mark, the newest event time it held, and
+// the timestamps its pushes gave (checkpoint.Pin).
 type sentMark struct {
 	checkpoint.Checkpoint
 	upTo time.Time
+	pins []pinAt
+}
+
+type pinAt struct {
+	checkpoint.Pin
+	at time.Time
+}
+
+// pinned is the timestamp the push that may have stored record r (of a
+// replay) gave it, so the replay stamps it the same: its event time, moved
+// up to that push's pin. false: no pin covers it (a mark of an older
+// version), and it is stamped as a new entry.
+func (f *formatter) pinned(r record, id uint64, created time.Time) (time.Time, bool) {
+	sent := f.sent[r.channel]
+	for _, p := range sent.pins {
+		covers := id != 0 && id <= p.RecordID
+		if sent.Source != "" || r.cp.Source != "" {
+			covers = r.cp.Offset <= p.Offset
+		}
+		if covers {
+			if created.Before(p.at) {
+				return p.at, true
+			}
+			return created, true
+		}
+	}
+	return time.Time{}, false
 }
 
 // maybeStored: the record was in a push of an earlier run (at or before the
@@ -176,6 +209,9 @@ type entry struct {
 	ok     bool // false: the record only moves the position (dropped or skipped)
 	id     uint64
 	tc     string // the event's TimeCreated
+	// movedUp: its timestamp was moved up into Loki's window (too old, or
+	// behind its stream), which the push pins (batch.pin).
+	movedUp bool
 }
 
 // add formats one record into the batch.
@@ -242,13 +278,24 @@ func (f *formatter) prepare(r record) entry {
 		stream = channel + "\x00" + stream // lanes are planned per stream of the config's channel
 	}
 	labels := f.streamLabels(streamKey{class, labelled, computer, f.lanes.Assign(r.channel, stream, shared, e.RecordID(), len(line))})
-	ts, ok := f.withinLokiWindow(r.channel, labels, ts, now)
-	if !ok {
-		f.m.dropped.WithLabelValues(r.channel, contract.DropTooOld).Inc()
-		return out
-	}
 	maybe, upTo := f.maybeStored(r, e.RecordID())
-	out.labels, out.e, out.ok = labels, loki.Entry{Time: ts, Line: line, Metadata: f.metadata(channel), MaybeStored: maybe, StoredUpTo: upTo}, true
+	pinned := false
+	if maybe && f.cfg.Timestamp == shipconfig.EventTime && terr == nil {
+		// A replay of a push that may be stored: the timestamp it had, so
+		// Loki drops the copy (a fresh re-stamp against a stream that
+		// moved on would store it twice).
+		ts, pinned = f.pinned(r, e.RecordID(), created)
+	}
+	if pinned {
+		f.sawNewest(labels, ts)
+	} else {
+		var ok bool
+		if ts, out.movedUp, ok = f.withinLokiWindow(r.channel, labels, ts, now); !ok {
+			f.m.dropped.WithLabelValues(r.channel, contract.DropTooOld).Inc()
+			return out
+		}
+	}
+	out.labels, out.e, out.ok = labels, loki.Entry{Time: ts, Line: line, Metadata: f.metadata(channel), MaybeStored: maybe, StoredUpTo: upTo, Moved: out.movedUp}, true
 	out.id, out.tc = e.RecordID(), e.System.TimeCreated.SystemTime
 	return out
 }
@@ -266,6 +313,9 @@ func (f *formatter) commit(b *batch, p entry) {
 		return
 	}
 	b.append(r.channel, p.labels, p.e)
+	if p.movedUp && !p.e.MaybeStored {
+		b.raise(r.channel, p.e.Time)
+	}
 	if p.id != 0 {
 		cp.RecordID, cp.TimeCreated = p.id, p.tc
 		b.positions[r.channel] = cp
@@ -284,7 +334,7 @@ func (f *formatter) commit(b *batch, p entry) {
 //     moved up to that lag;
 //   - older than the oldest time Loki named for the stream (another writer
 //     holds newer entries): moved up to it.
-func (f *formatter) withinLokiWindow(channel, stream string, ts, now time.Time) (time.Time, bool) {
+func (f *formatter) withinLokiWindow(channel, stream string, ts, now time.Time) (_ time.Time, movedUp, ok bool) {
 	lim := f.cfg.Limits
 	newest, known := f.newest[stream]
 	if !known {
@@ -302,9 +352,9 @@ func (f *formatter) withinLokiWindow(channel, stream string, ts, now time.Time) 
 	}
 	if cutoff := now.Add(-time.Duration(lim.MaxEntryAge.Model())); ts.Before(cutoff) {
 		if lim.TooOld == shipconfig.Drop {
-			return ts, false
+			return ts, false, false
 		}
-		ts = cutoff
+		ts, movedUp = cutoff, true
 		f.m.restamped.WithLabelValues(channel, contract.RestampTooOld).Inc()
 	}
 	behind := false
@@ -318,6 +368,7 @@ func (f *formatter) withinLokiWindow(channel, stream string, ts, now time.Time) 
 		}
 	}
 	if behind {
+		movedUp = true
 		f.m.restamped.WithLabelValues(channel, contract.RestampTooFarBehind).Inc()
 	}
 	if ts.After(newest) {
@@ -325,7 +376,16 @@ func (f *formatter) withinLokiWindow(channel, stream string, ts, now time.Time) 
 	}
 	f.newest[stream] = newest
 	evict(f.newest)
-	return ts, true
+	return ts, movedUp, true
+}
+
+// sawNewest notes an entry of stream at ts: the stream's newest time, as
+// far as the formatter knows it.
+func (f *formatter) sawNewest(stream string, ts time.Time) {
+	if newest, ok := f.newest[stream]; !ok || ts.After(newest) {
+		f.newest[stream] = ts
+		evict(f.newest)
+	}
 }
 
 // metadata is an event's structured metadata: its channel, as Alloy's

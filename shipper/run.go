@@ -23,6 +23,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"golang.org/x/net/netutil"
 
+	"github.com/winobs/winobs/contract"
 	"github.com/winobs/winobs/shipper/checkpoint"
 	"github.com/winobs/winobs/shipper/eventxml"
 	"github.com/winobs/winobs/shipper/lanes"
@@ -252,6 +253,9 @@ func (s *Shipper) deliver(ctx context.Context, batches <-chan *batch) bool {
 		var rep loki.Report
 		err := s.pacer.Wait(sendCtx, b.streamBytes())
 		if err == nil {
+			for ch, n := range b.pin() { // before the sent mark records the pin
+				s.m.restamped.WithLabelValues(ch, contract.RestampTooFarBehind).Add(float64(n))
+			}
 			s.acker.sending(b)
 			rep, err = s.client.Send(sendCtx, b.streams)
 		}

@@ -271,8 +271,15 @@ func (l *Loki) Push(t testing.TB, tenant, contentType string, body []byte) (int,
 // between from and to, at most 5,000, stream by stream.
 func (l *Loki) Lines(t testing.TB, tenant, query string, from, to time.Time) []string {
 	t.Helper()
+	return l.LinesUpTo(t, tenant, query, from, to, 5000)
+}
+
+// LinesUpTo is Lines with another limit (Loki's max_entries_limit_per_query
+// bounds it, 5,000 by default).
+func (l *Loki) LinesUpTo(t testing.TB, tenant, query string, from, to time.Time, limit int) []string {
+	t.Helper()
 	q := url.Values{"query": {query}, "start": {strconv.FormatInt(from.UnixNano(), 10)},
-		"end": {strconv.FormatInt(to.UnixNano(), 10)}, "limit": {"5000"}, "direction": {"forward"}}
+		"end": {strconv.FormatInt(to.UnixNano(), 10)}, "limit": {strconv.Itoa(limit)}, "direction": {"forward"}}
 	code, b := l.get(t, tenant, "/loki/api/v1/query_range", q)
 	var r struct {
 		Data struct {

@@ -40,7 +40,27 @@ type Checkpoint struct {
 	RecordID    uint64    `json:"recordID,omitempty"`
 	TimeCreated string    `json:"timeCreated,omitempty"`
 	Saved       time.Time `json:"saved"`
+	// Pins, in a sent mark, are the timestamps the pushes it covers gave
+	// their entries, each push's up to its position (Pin): a replay after
+	// a crash stamps those entries the same, so Loki drops the copies it
+	// holds (it deduplicates identical timestamps and lines only).
+	Pins []Pin `json:"pins,omitempty"`
 }
+
+// Pin is what one push did to a channel's timestamps, for its events up to
+// a position (RecordID, or Offset in a dump): every entry of the channel
+// that it moved up (behind its stream, or too old for Loki) it moved to At,
+// and every other older than At too; an entry it did not move keeps its
+// event time. At is empty when the push moved none.
+type Pin struct {
+	RecordID uint64 `json:"recordID,omitempty"`
+	Offset   int64  `json:"offset,omitempty"`
+	At       string `json:"at,omitempty"`
+}
+
+// MaxPins bounds a sent mark's pins: the pushes of a run that are not
+// acknowledged yet, and a replay's; the oldest go first.
+const MaxPins = 16
 
 // ErrCorrupt reports a checkpoint file that exists but cannot be trusted.
 var ErrCorrupt = errors.New("corrupt checkpoint")

@@ -3,13 +3,16 @@ package loki
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -327,10 +330,134 @@ func (c *Client) Send(ctx context.Context, streams []Stream) (Report, error) {
 // sendParallel bounds the requests one Send has in flight.
 const sendParallel = 4
 
-// sendStream delivers one stream in a request of its own, in time order.
+// sendStream delivers one stream in a request of its own, in time order;
+// the entries of a replay that Loki already holds (held) are counted
+// stored, not sent again.
 func (c *Client) sendStream(ctx context.Context, s Stream, rep *Report) error {
+	s = c.dropHeld(ctx, s, rep)
+	if len(s.Entries) == 0 {
+		return nil
+	}
 	return c.send(ctx, newWork(inTimeOrder(s)), rep)
 }
+
+// dropHeld is s without the replayed entries (MaybeStored) that Loki
+// answers it holds, each counted stored. Loki drops an identical entry only
+// where it holds the first copy in the same chunk (its head block, or the
+// stream's last line): a replay whose first copy sits in a chunk cut since
+// is stored a second time, which a log query hides and a metric query
+// counts. So a replay asks first, over the time its entries were stamped
+// with (their first push's pin). A Loki that cannot be asked (no query API
+// at the push URL's base, no right to read) leaves the entries to be sent:
+// identical, dropped where Loki can.
+func (c *Client) dropHeld(ctx context.Context, s Stream, rep *Report) Stream {
+	var from, to time.Time
+	n := 0
+	for _, e := range s.Entries {
+		if !e.MaybeStored {
+			continue
+		}
+		if n == 0 || e.Time.Before(from) {
+			from = e.Time
+		}
+		if e.Time.After(to) {
+			to = e.Time
+		}
+		n++
+	}
+	if n == 0 {
+		return s
+	}
+	held, err := c.held(ctx, s.Labels, from, to)
+	if err != nil {
+		c.logs.Warn("held_query", "cannot ask Loki which replayed entries it holds: they are sent again, identical (Loki drops them where it still can)", "error", err)
+		return s
+	}
+	kept := make([]Entry, 0, len(s.Entries))
+	for _, e := range s.Entries {
+		if e.MaybeStored && held[heldKey{e.Time.UnixNano(), string(e.Line)}] {
+			rep.stored(s.owner(e), "")
+			rep.Held[s.owner(e)]++
+			continue
+		}
+		kept = append(kept, e)
+	}
+	s.Entries = kept
+	return s
+}
+
+type heldKey struct {
+	ns   int64
+	line string
+}
+
+// held is what Loki holds of stream between from and to (inclusive): each
+// entry's time and line, read with a log query of the query API beside the
+// push endpoint, as the push's tenant and credentials. An answer that may
+// be cut short (its limit reached) is an error.
+func (c *Client) held(ctx context.Context, labels string, from, to time.Time) (map[heldKey]bool, error) {
+	const limit = 5000 // Loki's default max_entries_limit_per_query
+	base, ok := strings.CutSuffix(c.cfg.URL, pushPath)
+	if !ok {
+		return nil, fmt.Errorf("the push URL %s does not end in %s: no query API to ask", c.cfg.URL, pushPath)
+	}
+	q := url.Values{"query": {labels}, "start": {strconv.FormatInt(from.UnixNano(), 10)}, "end": {strconv.FormatInt(to.UnixNano()+1, 10)},
+		"limit": {strconv.Itoa(limit)}, "direction": {"forward"}}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/loki/api/v1/query_range?"+q.Encode(), nil)
+	if err != nil {
+		return nil, err
+	}
+	if c.cfg.Tenant != "" {
+		req.Header.Set("X-Scope-OrgID", c.cfg.Tenant)
+	}
+	if err := c.authorize(req); err != nil {
+		return nil, err
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("the query API answered %d: %s", resp.StatusCode, firstLine(string(body)))
+	}
+	var r struct {
+		Data struct {
+			Result []struct {
+				Values [][]json.RawMessage `json:"values"`
+			} `json:"result"`
+		} `json:"data"`
+	}
+	if err := json.Unmarshal(body, &r); err != nil {
+		return nil, fmt.Errorf("the query API's answer: %w", err)
+	}
+	out, count := map[heldKey]bool{}, 0
+	for _, st := range r.Data.Result {
+		for _, v := range st.Values {
+			var ts, line string
+			if len(v) < 2 || json.Unmarshal(v[0], &ts) != nil || json.Unmarshal(v[1], &line) != nil {
+				return nil, fmt.Errorf("the query API's answer holds an entry that is not [time, line]")
+			}
+			ns, err := strconv.ParseInt(ts, 10, 64)
+			if err != nil {
+				return nil, fmt.Errorf("the query API's answer: time %q", ts)
+			}
+			out[heldKey{ns, line}] = true
+			count++
+		}
+	}
+	if count >= limit {
+		return nil, fmt.Errorf("the query API's answer reached its limit of %d entries", limit)
+	}
+	return out, nil
+}
+
+// pushPath is where Loki's push API is below its base URL.
+const pushPath = "/loki/api/v1/push"
 
 // inTimeOrder is s with its entries sorted by time (a copy when they were
 // not; the order of equal times kept).

@@ -34,6 +34,9 @@ type Entry struct {
 	// request may have stored in the stream (a replayed batch can be a part
 	// of the one Loki stored).
 	StoredUpTo time.Time
+	// Moved: the shipper moved its time from the event's before the push
+	// (into Loki's window), already counted as re-stamped.
+	Moved bool
 	// aboveFloor: an earlier answer of this Send showed the entry reached
 	// Loki's ingester at or above its stream's too-far-behind floor.
 	aboveFloor bool

@@ -139,7 +139,7 @@ func TestRepairIntoRealLoki(t *testing.T) {
 			for _, s := range batch {
 				sent += len(s.Entries)
 				stored += rep.Stored[s.Labels]
-				presumed += rep.Presumed[s.Labels]
+				presumed += rep.Presumed[s.Labels] + rep.Held[s.Labels] // Loki answered it holds them, or refused them as such
 				for _, n := range rep.Dropped[s.Labels] {
 					dropped += n
 				}

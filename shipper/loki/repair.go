@@ -26,11 +26,14 @@ type Report struct {
 	// or too old that an earlier request may have stored: counted among
 	// Stored, neither re-stamped (a second copy) nor dropped.
 	Presumed map[string]int
+	// Held counts, per stream, replayed entries Loki answered it holds
+	// already (Client.dropHeld): counted among Stored, not sent again.
+	Held map[string]int
 }
 
 func newReport() Report {
 	return Report{Stored: map[string]int{}, Dropped: map[string]map[string]int{},
-		Restamped: map[string]map[string]int{}, Floors: map[string]time.Time{}, Presumed: map[string]int{}}
+		Restamped: map[string]map[string]int{}, Floors: map[string]time.Time{}, Presumed: map[string]int{}, Held: map[string]int{}}
 }
 
 func (r *Report) drop(stream, reason string, n int) { bump(r.Dropped, stream, reason, n) }
@@ -615,6 +618,9 @@ func (r *Report) add(o Report) {
 	}
 	for s, n := range o.Presumed {
 		r.Presumed[s] += n
+	}
+	for s, n := range o.Held {
+		r.Held[s] += n
 	}
 	for s, m := range o.Dropped {
 		for why, n := range m {
