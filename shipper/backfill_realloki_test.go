@@ -44,7 +44,7 @@ func TestReliabilityBackfillBehindLiveChannelRealLoki(t *testing.T) {
 
 func backfillBehindLive(t *testing.T, kills int) {
 	// A series an event id in the count below: 40,000 at full length.
-	loki := lokiproc.Start(t, lokiproc.Options{Limits: map[string]string{"max_query_series": "100000", "max_entries_limit_per_query": "100000"}})
+	loki := lokiproc.Start(t, lokiproc.Options{Limits: map[string]string{"max_query_series": "100000", "max_entries_limit_per_query": "200000"}})
 	// Loki's answers reach the shipper 300 ms after Loki stored the push
 	// (a slow network, a busy gateway): each kill lands in that window,
 	// where a push is stored and not acknowledged, and the restart replays
