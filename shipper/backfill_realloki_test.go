@@ -37,8 +37,12 @@ import (
 // entry only in the chunk that holds the first copy: where a chunk was cut
 // between the two, it keeps both, which a metric query counts).
 func TestReliabilityBackfillBehindLiveChannelRealLoki(t *testing.T) {
+	t.Parallel() // beside the ruler test's waiting; each run its own Loki
 	for _, kills := range []int{0, 4} {
-		t.Run(fmt.Sprintf("kills=%d", kills), func(t *testing.T) { backfillBehindLive(t, kills) })
+		t.Run(fmt.Sprintf("kills=%d", kills), func(t *testing.T) {
+			t.Parallel()
+			backfillBehindLive(t, kills)
+		})
 	}
 }
 

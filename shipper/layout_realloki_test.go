@@ -29,6 +29,7 @@ import (
 // with it, and the detections' selection (vocab, that layout) counts each
 // channel's events exactly.
 func TestLayoutWithoutMetadataRealLoki(t *testing.T) {
+	t.Parallel() // beside the ruler test's waiting
 	loki := lokiproc.Start(t, lokiproc.Options{Upgraded: true})
 	bin := buildShipper(t)
 	byChannel := fixtureEventsByChannel(t)
