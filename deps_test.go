@@ -15,7 +15,7 @@ import (
 	"testing"
 
 	"github.com/winobs/winobs/contract"
-	"github.com/winobs/winobs/internal/fixture"
+	"github.com/winobs/winobs/internal/testkit/fixture"
 	"github.com/winobs/winobs/vocab"
 )
 
@@ -122,7 +122,7 @@ func TestOnlyContractSpellsTheNames(t *testing.T) {
 	for _, m := range contract.ShipperMetrics {
 		names[strconv.Quote(m)] = true
 	}
-	exempt := []string{"contract/", "internal/lokitest/", "shipper/eventxml/", "tests/", "internal/logqlcheck/"}
+	exempt := []string{"contract/", "internal/testkit/lokitest/", "shipper/eventxml/", "tests/", "internal/testkit/logqlcheck/"}
 	logCall := map[string]bool{"Debug": true, "Info": true, "Warn": true, "Error": true, "With": true}
 	checked := walkSources(t, exempt, func(path string, f *ast.File) {
 		skip := map[ast.Node]bool{}
@@ -204,9 +204,9 @@ func TestOnlyVocabSpellsExporterMetrics(t *testing.T) {
 		}
 	}
 	spelt := regexp.MustCompile(`\b(` + strings.Join(names, "|") + `)\b`)
-	// internal/fixture reads the recorded exporter name lists, which hold
+	// internal/testkit/fixture reads the recorded exporter name lists, which hold
 	// them as recorded; the check below holds vocab to those recordings.
-	checked := walkSources(t, []string{"vocab/metrics.go", "tests/", "internal/fixture/"}, func(path string, f *ast.File) {
+	checked := walkSources(t, []string{"vocab/metrics.go", "tests/", "internal/testkit/fixture/"}, func(path string, f *ast.File) {
 		ast.Inspect(f, func(n ast.Node) bool {
 			if lit, ok := n.(*ast.BasicLit); ok && lit.Kind == token.STRING {
 				if m := spelt.FindString(lit.Value); m != "" {

@@ -8,7 +8,7 @@ import (
 
 	"github.com/winobs/winobs"
 	"github.com/winobs/winobs/config"
-	"github.com/winobs/winobs/internal/fixture"
+	"github.com/winobs/winobs/internal/testkit/fixture"
 )
 
 // The Makefile reads versions.json with sed; it must read what Go reads.

@@ -19,7 +19,7 @@ import (
 	"github.com/winobs/winobs/config"
 	"github.com/winobs/winobs/contract"
 	"github.com/winobs/winobs/eventfilter"
-	"github.com/winobs/winobs/internal/logqlcheck"
+	"github.com/winobs/winobs/internal/testkit/logqlcheck"
 	"github.com/winobs/winobs/rules"
 	"github.com/winobs/winobs/view"
 )

@@ -17,8 +17,8 @@ import (
 	"github.com/winobs/winobs/azuremonitor"
 	"github.com/winobs/winobs/config"
 	"github.com/winobs/winobs/dashboards"
-	"github.com/winobs/winobs/internal/fixture"
-	"github.com/winobs/winobs/internal/managedrules"
+	"github.com/winobs/winobs/internal/testkit/fixture"
+	"github.com/winobs/winobs/internal/testkit/managedrules"
 	"github.com/winobs/winobs/rules"
 	"github.com/winobs/winobs/view"
 )

@@ -20,7 +20,7 @@ import (
 	"github.com/winobs/winobs/bundle"
 	"github.com/winobs/winobs/config"
 	"github.com/winobs/winobs/gmp"
-	"github.com/winobs/winobs/internal/managedrules"
+	"github.com/winobs/winobs/internal/testkit/managedrules"
 	"github.com/winobs/winobs/render"
 	"github.com/winobs/winobs/shipper/shipconfig"
 	"github.com/winobs/winobs/shipperdeploy"

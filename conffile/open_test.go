@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/winobs/winobs/internal/fixture"
+	"github.com/winobs/winobs/internal/testkit/fixture"
 )
 
 // Only regular files are read, and refusing the others never blocks: a

@@ -14,9 +14,9 @@ import (
 
 	"github.com/winobs/winobs/config"
 	"github.com/winobs/winobs/dashboards"
-	"github.com/winobs/winobs/internal/fixture"
-	"github.com/winobs/winobs/internal/logqlcheck"
-	"github.com/winobs/winobs/internal/rulecheck"
+	"github.com/winobs/winobs/internal/testkit/fixture"
+	"github.com/winobs/winobs/internal/testkit/logqlcheck"
+	"github.com/winobs/winobs/internal/testkit/rulecheck"
 	"github.com/winobs/winobs/rules"
 	"github.com/winobs/winobs/view"
 )

@@ -16,7 +16,7 @@ import (
 
 	"github.com/winobs/winobs/config"
 	"github.com/winobs/winobs/endpoint"
-	"github.com/winobs/winobs/internal/fixture"
+	"github.com/winobs/winobs/internal/testkit/fixture"
 	"github.com/winobs/winobs/rules"
 	"github.com/winobs/winobs/view"
 )

@@ -19,7 +19,7 @@ import (
 
 	"github.com/winobs/winobs/config"
 	"github.com/winobs/winobs/contract"
-	"github.com/winobs/winobs/internal/lokiproc"
+	"github.com/winobs/winobs/internal/testkit/lokiproc"
 	"github.com/winobs/winobs/view"
 	"github.com/winobs/winobs/vocab"
 )

@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/winobs/winobs/eventfilter"
-	"github.com/winobs/winobs/internal/fixture"
+	"github.com/winobs/winobs/internal/testkit/fixture"
 	"github.com/winobs/winobs/shipper/eventxml"
 )
 

@@ -19,8 +19,8 @@ import (
 	"time"
 	"unicode/utf16"
 
-	"github.com/winobs/winobs/internal/fixture"
-	"github.com/winobs/winobs/internal/lokiproc"
+	"github.com/winobs/winobs/internal/testkit/fixture"
+	"github.com/winobs/winobs/internal/testkit/lokiproc"
 )
 
 // Issue 67: a node's Application backlog (its newest an hour old) ships

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/winobs/winobs/internal/lokitest"
+	"github.com/winobs/winobs/internal/testkit/lokitest"
 )
 
 // BenchmarkShipperBinary runs the real binary on one core (GOMAXPROCS=1):

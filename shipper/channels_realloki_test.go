@@ -8,8 +8,8 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
-	"github.com/winobs/winobs/internal/fixture"
-	"github.com/winobs/winobs/internal/lokiproc"
+	"github.com/winobs/winobs/internal/testkit/fixture"
+	"github.com/winobs/winobs/internal/testkit/lokiproc"
 	"github.com/winobs/winobs/shipper/eventxml"
 )
 

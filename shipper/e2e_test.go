@@ -26,7 +26,7 @@ import (
 	"github.com/golang/snappy"
 	"github.com/grafana/loki/pkg/push"
 
-	"github.com/winobs/winobs/internal/fixture"
+	"github.com/winobs/winobs/internal/testkit/fixture"
 	"github.com/winobs/winobs/shipper/eventxml"
 )
 

@@ -12,8 +12,8 @@ import (
 	"github.com/winobs/winobs/config"
 	"github.com/winobs/winobs/contract"
 	"github.com/winobs/winobs/eventfilter"
-	"github.com/winobs/winobs/internal/fixture"
-	"github.com/winobs/winobs/internal/lokiproc"
+	"github.com/winobs/winobs/internal/testkit/fixture"
+	"github.com/winobs/winobs/internal/testkit/lokiproc"
 	"github.com/winobs/winobs/shipper/eventxml"
 )
 

@@ -14,8 +14,8 @@ import (
 
 	"github.com/winobs/winobs/contract"
 	"github.com/winobs/winobs/eventfilter"
-	"github.com/winobs/winobs/internal/fixture"
-	"github.com/winobs/winobs/internal/lokiproc"
+	"github.com/winobs/winobs/internal/testkit/fixture"
+	"github.com/winobs/winobs/internal/testkit/lokiproc"
 )
 
 // One channel holding 800 computers' events (a Windows Event Collector's

@@ -8,7 +8,7 @@ import (
 
 	"github.com/winobs/winobs/config"
 	"github.com/winobs/winobs/eventfilter"
-	"github.com/winobs/winobs/internal/fixture"
+	"github.com/winobs/winobs/internal/testkit/fixture"
 	"github.com/winobs/winobs/shipper/eventxml"
 	"github.com/winobs/winobs/shipper/loki"
 	"github.com/winobs/winobs/shipper/shipconfig"

@@ -14,8 +14,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/winobs/winobs/internal/fixture"
-	"github.com/winobs/winobs/internal/lokitest"
+	"github.com/winobs/winobs/internal/testkit/fixture"
+	"github.com/winobs/winobs/internal/testkit/lokitest"
 	"github.com/winobs/winobs/shipper/loki"
 	"github.com/winobs/winobs/shipper/shipconfig"
 )

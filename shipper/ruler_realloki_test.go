@@ -18,9 +18,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	sigyaml "sigs.k8s.io/yaml"
 
-	"github.com/winobs/winobs/internal/fixture"
-	"github.com/winobs/winobs/internal/lokiproc"
-	"github.com/winobs/winobs/internal/lokirules"
+	"github.com/winobs/winobs/internal/testkit/fixture"
+	"github.com/winobs/winobs/internal/testkit/lokiproc"
+	"github.com/winobs/winobs/internal/testkit/lokirules"
 	"github.com/winobs/winobs/shipper/eventxml"
 )
 

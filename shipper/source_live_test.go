@@ -21,7 +21,7 @@ import (
 	"github.com/grafana/loki/pkg/push"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
-	"github.com/winobs/winobs/internal/fixture"
+	"github.com/winobs/winobs/internal/testkit/fixture"
 	"github.com/winobs/winobs/shipper/eventxml"
 	"github.com/winobs/winobs/shipper/loki"
 	"github.com/winobs/winobs/shipper/subscribe"

@@ -10,7 +10,7 @@ import (
 	"github.com/prometheus/prometheus/promql/parser"
 
 	"github.com/winobs/winobs/config"
-	"github.com/winobs/winobs/internal/logqlcheck"
+	"github.com/winobs/winobs/internal/testkit/logqlcheck"
 	"github.com/winobs/winobs/rules"
 	"github.com/winobs/winobs/view"
 )

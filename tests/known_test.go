@@ -5,7 +5,7 @@ import (
 
 	"github.com/prometheus/prometheus/model/rulefmt"
 
-	"github.com/winobs/winobs/internal/fixture"
+	"github.com/winobs/winobs/internal/testkit/fixture"
 )
 
 // knownMetrics is every metric a rule may select: what the exporters,

@@ -11,12 +11,12 @@ import (
 	"github.com/prometheus/prometheus/model/rulefmt"
 
 	"github.com/winobs/winobs/config"
-	"github.com/winobs/winobs/internal/lokiproc"
-	"github.com/winobs/winobs/internal/lokirules"
+	"github.com/winobs/winobs/internal/testkit/lokiproc"
+	"github.com/winobs/winobs/internal/testkit/lokirules"
 )
 
 // lokiRuleTests are the Loki rule test files: every Loki rule gen renders
-// is tested in them, on a real Loki (internal/lokirules).
+// is tested in them, on a real Loki (internal/testkit/lokirules).
 var lokiRuleTests = []string{"loki/windows-events.yaml"}
 
 // The Loki rules, tested as promtool tests Prometheus rules, on a real

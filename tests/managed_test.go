@@ -22,7 +22,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/winobs/winobs/config"
-	"github.com/winobs/winobs/internal/managedrules"
+	"github.com/winobs/winobs/internal/testkit/managedrules"
 	"github.com/winobs/winobs/rules"
 	"github.com/winobs/winobs/view"
 	"github.com/winobs/winobs/vocab"

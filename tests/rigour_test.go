@@ -14,7 +14,7 @@ import (
 	"github.com/prometheus/prometheus/promql/parser"
 
 	"github.com/winobs/winobs/config"
-	"github.com/winobs/winobs/internal/rulecheck"
+	"github.com/winobs/winobs/internal/testkit/rulecheck"
 )
 
 // TestEveryAlertIsTestedLikeTheMixin holds every alert, old and new, to the

@@ -13,7 +13,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/winobs/winobs/config"
-	"github.com/winobs/winobs/internal/logqlcheck"
+	"github.com/winobs/winobs/internal/testkit/logqlcheck"
 	"github.com/winobs/winobs/render"
 	"github.com/winobs/winobs/rules"
 	"github.com/winobs/winobs/view"

@@ -13,7 +13,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/winobs/winobs/eventfilter"
-	"github.com/winobs/winobs/internal/fixture"
+	"github.com/winobs/winobs/internal/testkit/fixture"
 	"github.com/winobs/winobs/shipper/eventxml"
 	"github.com/winobs/winobs/shipper/shipconfig"
 )

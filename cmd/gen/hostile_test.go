@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/winobs/winobs/config"
-	"github.com/winobs/winobs/internal/fixture"
+	"github.com/winobs/winobs/internal/testkit/fixture"
 	"github.com/winobs/winobs/shipper/shipconfig"
 
 	"github.com/grafana/alloy/syntax/ast"
@@ -25,7 +25,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/winobs/winobs/exporters"
-	"github.com/winobs/winobs/internal/kubecheck"
+	"github.com/winobs/winobs/internal/testkit/kubecheck"
 
 	promparser "github.com/prometheus/prometheus/promql/parser"
 )

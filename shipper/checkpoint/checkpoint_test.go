@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/winobs/winobs/internal/fixture"
+	"github.com/winobs/winobs/internal/testkit/fixture"
 	"github.com/winobs/winobs/shipper/lanes"
 	"github.com/winobs/winobs/winname"
 )

@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/winobs/winobs/internal/fixture"
+	"github.com/winobs/winobs/internal/testkit/fixture"
 )
 
 // What EvtFormatMessage returns for the samples without RenderingInfo, in

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/winobs/winobs/internal/fixture"
+	"github.com/winobs/winobs/internal/testkit/fixture"
 )
 
 // parseStd is the reference parser: encoding/xml with the schema's tags.

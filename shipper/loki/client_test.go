@@ -24,7 +24,7 @@ import (
 
 	"github.com/winobs/winobs/contract"
 	"github.com/winobs/winobs/endpoint"
-	"github.com/winobs/winobs/internal/fixture"
+	"github.com/winobs/winobs/internal/testkit/fixture"
 )
 
 // receiver is a Loki-protocol endpoint on loopback answering from a script.

@@ -10,8 +10,8 @@ import (
 
 	"github.com/winobs/winobs/contract"
 	"github.com/winobs/winobs/endpoint"
-	"github.com/winobs/winobs/internal/fixture"
-	"github.com/winobs/winobs/internal/lokiproc"
+	"github.com/winobs/winobs/internal/testkit/fixture"
+	"github.com/winobs/winobs/internal/testkit/lokiproc"
 )
 
 // Batches a real Loki (v3.7.6, default limits) refuses in part, sent by

@@ -11,7 +11,7 @@ import (
 
 	"github.com/winobs/winobs/contract"
 	"github.com/winobs/winobs/endpoint"
-	"github.com/winobs/winobs/internal/fixture"
+	"github.com/winobs/winobs/internal/testkit/fixture"
 )
 
 // agent is the stream of the 12-of-13 capture as the agents send it.

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/winobs/winobs/internal/fixture"
+	"github.com/winobs/winobs/internal/testkit/fixture"
 )
 
 // fakeLog is an event log channel in memory: records numbered from first,

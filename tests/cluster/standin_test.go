@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/winobs/winobs/contract"
-	"github.com/winobs/winobs/internal/fixture"
+	"github.com/winobs/winobs/internal/testkit/fixture"
 )
 
 // The stand-ins for what the box cannot run: kube-state-metrics and one

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/winobs/winobs/internal/lokiproc"
+	"github.com/winobs/winobs/internal/testkit/lokiproc"
 	"github.com/winobs/winobs/shipper/loki"
 )
 

@@ -25,7 +25,7 @@ import (
 	"time"
 
 	winobs "github.com/winobs/winobs"
-	"github.com/winobs/winobs/internal/fixture"
+	"github.com/winobs/winobs/internal/testkit/fixture"
 )
 
 // Binary is the path of the pinned Loki under the repository's bin/. A
@@ -34,7 +34,7 @@ import (
 func Binary(t testing.TB) string {
 	t.Helper()
 	_, here, _, _ := runtime.Caller(0)
-	bin := filepath.Join(filepath.Dir(here), "..", "..", "bin", "loki-"+winobs.Pinned().Loki)
+	bin := filepath.Join(filepath.Dir(here), "..", "..", "..", "bin", "loki-"+winobs.Pinned().Loki)
 	if _, err := os.Stat(bin); err != nil {
 		if os.Getenv("WINOBS_REQUIRE_LOKI") != "" {
 			t.Fatalf("the real Loki is not built (%v): make test builds it (tests/loki/build.sh)", err)

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/winobs/winobs/internal/fixture"
+	"github.com/winobs/winobs/internal/testkit/fixture"
 )
 
 // Issue 58: readiness took any 200 on the port, which after freePorts

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/winobs/winobs/endpoint"
-	"github.com/winobs/winobs/internal/fixture"
+	"github.com/winobs/winobs/internal/testkit/fixture"
 	"github.com/winobs/winobs/shipper/loki"
 )
 

@@ -5,7 +5,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/winobs/winobs/internal/fixture"
+	"github.com/winobs/winobs/internal/testkit/fixture"
 )
 
 // EventLineFields is every key LogQL's json parser makes of the golden

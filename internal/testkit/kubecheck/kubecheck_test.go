@@ -6,8 +6,8 @@ import (
 
 	"github.com/winobs/winobs/bundle"
 	"github.com/winobs/winobs/config"
-	"github.com/winobs/winobs/internal/fixture"
-	"github.com/winobs/winobs/internal/kubecheck"
+	"github.com/winobs/winobs/internal/testkit/fixture"
+	"github.com/winobs/winobs/internal/testkit/kubecheck"
 	"github.com/winobs/winobs/render"
 )
 

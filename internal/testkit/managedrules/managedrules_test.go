@@ -8,7 +8,7 @@ import (
 	"github.com/prometheus/prometheus/model/rulefmt"
 
 	"github.com/winobs/winobs/config"
-	"github.com/winobs/winobs/internal/managedrules"
+	"github.com/winobs/winobs/internal/testkit/managedrules"
 	"github.com/winobs/winobs/rules"
 	"github.com/winobs/winobs/view"
 )
