@@ -180,7 +180,7 @@ bench: $(BIN)/victoria-logs $(LOKI) ## benchmarks, ending with one table (also d
 	  $(GO) test -run '^$$' -bench ShipperBinary -benchtime 5x ./shipper/ && \
 	  $(GO) test -run '^$$' -bench ShipperIntoLoki -benchtime 1x ./shipper/ && \
 	  WINOBS_REQUIRE_LOKI=1 $(GO) test -run '^$$' -bench FleetStreams -benchtime 1x ./shipper/ && \
-	  WINOBS_REQUIRE_LOKI=1 $(GO) test -run '^$$' -bench DoctorAtFleetSize -benchtime 1x ./doctor/ && \
+	  WINOBS_REQUIRE_LOKI=1 $(GO) test -run '^$$' -bench DoctorAtFleetSize -benchtime 1x ./gen/doctor/ && \
 	  $(GO) test -run '^$$' -bench 'FormatBatchEncode|ParseLine|DumpQuery' -benchmem -cpu 1 ./shipper/ ./shipper/eventxml/ && \
 	  $(GO) test -run '^$$' -bench GenBuild -benchtime 1x -timeout 30m ./cmd/gen/; } | tee $(BIN)/bench.txt
 	$(GO) run ./scripts/benchtable < $(BIN)/bench.txt > docs/performance.md
@@ -197,7 +197,7 @@ $(BIN)/.prometheus-$(PROMETHEUS_VERSION):
 	@rm -f $(BIN)/.prometheus-* && touch $@
 
 doctor-e2e: $(BIN)/prometheus ## gen doctor against a real Prometheus scraping healthy and broken fixtures (builds Prometheus: ~10 CPU-minutes the first time)
-	WINOBS_PROMETHEUS=$(BIN)/prometheus $(GO) test ./doctor/ -run RealPrometheus -count=1 -v -timeout 15m
+	WINOBS_PROMETHEUS=$(BIN)/prometheus $(GO) test ./gen/doctor/ -run RealPrometheus -count=1 -v -timeout 15m
 
 promtool-test: ## run tests/*.yaml with real promtool 3.x (slow: ~10 CPU-minutes to build)
 	GOBIN=$(BIN) $(GO) install github.com/prometheus/prometheus/cmd/promtool@$(PROMTOOL_VERSION)

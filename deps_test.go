@@ -15,12 +15,12 @@ import (
 	"testing"
 
 	"github.com/winobs/winobs/contract"
+	"github.com/winobs/winobs/gen/vocab"
 	"github.com/winobs/winobs/internal/testkit/fixture"
-	"github.com/winobs/winobs/vocab"
 )
 
 // builderPackages render the artifact families, each from its view.
-var builderPackages = []string{"rules", "dashboards", "alloy", "exporters", "shipperdeploy", "nodeagent", "azuremonitor", "amp", "gmp"}
+var builderPackages = []string{"gen/rules", "gen/dashboards", "gen/alloy", "gen/exporters", "gen/shipperdeploy", "gen/nodeagent", "gen/managed/azuremonitor", "gen/managed/amp", "gen/managed/gmp"}
 
 // Every builder takes its view of the config (package view), never the
 // whole config: a builder's signature says what reaches its artifact.
@@ -76,15 +76,15 @@ func TestBinariesLinkOnlyWhatTheyNeed(t *testing.T) {
 		}
 	}
 	// The config knows nothing of what is built from it (ARCHITECTURE.md).
-	for _, d := range deps("./config") {
-		for _, builder := range append(slices.Clone(builderPackages), "view", "bundle", "render", "shipper") {
+	for _, d := range deps("./gen/config") {
+		for _, builder := range append(slices.Clone(builderPackages), "gen/view", "gen/bundle", "gen/render", "shipper") {
 			if d == "github.com/winobs/winobs/"+builder || strings.HasPrefix(d, "github.com/winobs/winobs/"+builder+"/") {
 				t.Errorf("config links %s", d)
 			}
 		}
 	}
 	// Rules and dashboards are siblings over package vocab: neither links the other.
-	for pkg, other := range map[string]string{"./dashboards": "github.com/winobs/winobs/rules", "./rules": "github.com/winobs/winobs/dashboards"} {
+	for pkg, other := range map[string]string{"./gen/dashboards": "github.com/winobs/winobs/gen/rules", "./gen/rules": "github.com/winobs/winobs/gen/dashboards"} {
 		if slices.Contains(deps(pkg), other) {
 			t.Errorf("%s links %s", pkg, other)
 		}
@@ -97,7 +97,7 @@ func TestBinariesLinkOnlyWhatTheyNeed(t *testing.T) {
 			t.Fatalf("%v\n%s", err, out)
 		}
 		for _, d := range strings.Fields(string(out)) {
-			for _, banned := range []string{"k8s.io/", "sigs.k8s.io/", "github.com/winobs/winobs/config", "github.com/prometheus/prometheus/",
+			for _, banned := range []string{"k8s.io/", "sigs.k8s.io/", "github.com/winobs/winobs/gen/config", "github.com/prometheus/prometheus/",
 				"github.com/prometheus-operator/", "github.com/grafana/grafana-foundation-sdk/", "github.com/grafana/alloy/"} {
 				if strings.HasPrefix(d, banned) {
 					t.Errorf("eventlog-shipper (%s) links %s", goos, d)
@@ -206,7 +206,7 @@ func TestOnlyVocabSpellsExporterMetrics(t *testing.T) {
 	spelt := regexp.MustCompile(`\b(` + strings.Join(names, "|") + `)\b`)
 	// internal/testkit/fixture reads the recorded exporter name lists, which hold
 	// them as recorded; the check below holds vocab to those recordings.
-	checked := walkSources(t, []string{"vocab/metrics.go", "tests/", "internal/testkit/fixture/"}, func(path string, f *ast.File) {
+	checked := walkSources(t, []string{"gen/vocab/metrics.go", "tests/", "internal/testkit/fixture/"}, func(path string, f *ast.File) {
 		ast.Inspect(f, func(n ast.Node) bool {
 			if lit, ok := n.(*ast.BasicLit); ok && lit.Kind == token.STRING {
 				if m := spelt.FindString(lit.Value); m != "" {

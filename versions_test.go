@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/winobs/winobs"
-	"github.com/winobs/winobs/config"
+	"github.com/winobs/winobs/gen/config"
 	"github.com/winobs/winobs/internal/testkit/fixture"
 )
 

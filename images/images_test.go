@@ -18,9 +18,9 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 
 	"github.com/winobs/winobs"
-	"github.com/winobs/winobs/bundle"
-	"github.com/winobs/winobs/config"
-	"github.com/winobs/winobs/view"
+	"github.com/winobs/winobs/gen/bundle"
+	"github.com/winobs/winobs/gen/config"
+	"github.com/winobs/winobs/gen/view"
 )
 
 // instruction is one Dockerfile instruction, continuation lines joined.

@@ -9,9 +9,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/winobs/winobs/config"
 	"github.com/winobs/winobs/contract"
 	"github.com/winobs/winobs/eventfilter"
+	"github.com/winobs/winobs/gen/config"
 	"github.com/winobs/winobs/internal/testkit/fixture"
 	"github.com/winobs/winobs/internal/testkit/lokiproc"
 	"github.com/winobs/winobs/shipper/eventxml"

@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/winobs/winobs/config"
 	"github.com/winobs/winobs/eventfilter"
+	"github.com/winobs/winobs/gen/config"
 	"github.com/winobs/winobs/internal/testkit/fixture"
 	"github.com/winobs/winobs/shipper/eventxml"
 	"github.com/winobs/winobs/shipper/loki"

@@ -12,11 +12,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/winobs/winobs/config"
 	"github.com/winobs/winobs/contract"
+	"github.com/winobs/winobs/gen/config"
+	"github.com/winobs/winobs/gen/view"
 	"github.com/winobs/winobs/internal/testkit/fixture"
 	"github.com/winobs/winobs/internal/testkit/lokiproc"
-	"github.com/winobs/winobs/view"
 )
 
 // Issue 67: a Loki that refuses structured metadata, configured as an

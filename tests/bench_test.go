@@ -19,8 +19,8 @@ import (
 	"github.com/prometheus/prometheus/promql/promqltest"
 	"github.com/prometheus/prometheus/rules"
 
-	rulespkg "github.com/winobs/winobs/rules"
-	"github.com/winobs/winobs/vocab"
+	rulespkg "github.com/winobs/winobs/gen/rules"
+	"github.com/winobs/winobs/gen/vocab"
 )
 
 const (

@@ -9,10 +9,10 @@ import (
 	"github.com/prometheus/prometheus/model/rulefmt"
 	"github.com/prometheus/prometheus/promql/parser"
 
-	"github.com/winobs/winobs/config"
+	"github.com/winobs/winobs/gen/config"
+	"github.com/winobs/winobs/gen/rules"
+	"github.com/winobs/winobs/gen/view"
 	"github.com/winobs/winobs/internal/testkit/logqlcheck"
-	"github.com/winobs/winobs/rules"
-	"github.com/winobs/winobs/view"
 )
 
 // Many clusters share one ruler and one Grafana: Mimir, Thanos Ruler or a

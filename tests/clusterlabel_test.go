@@ -9,7 +9,7 @@ import (
 
 	"github.com/prometheus/prometheus/model/labels"
 
-	"github.com/winobs/winobs/config"
+	"github.com/winobs/winobs/gen/config"
 )
 
 // TestClusterLabelThroughGrafana: a cluster named in the config, and the

@@ -16,7 +16,7 @@ import (
 	"github.com/prometheus/prometheus/promql/parser"
 	"sigs.k8s.io/yaml"
 
-	"github.com/winobs/winobs/vocab"
+	"github.com/winobs/winobs/gen/vocab"
 )
 
 const manifests = "../manifests"

@@ -10,7 +10,7 @@ import (
 	"github.com/prometheus/prometheus/promql"
 	"github.com/prometheus/prometheus/promql/parser"
 
-	"github.com/winobs/winobs/config"
+	"github.com/winobs/winobs/gen/config"
 )
 
 // TestMultiClusterDashboardsShowEachCluster: one Prometheus holds two

@@ -17,9 +17,9 @@ import (
 	"github.com/prometheus/prometheus/promql/parser"
 
 	"github.com/winobs/winobs"
-	"github.com/winobs/winobs/config"
-	"github.com/winobs/winobs/dashboards"
-	"github.com/winobs/winobs/view"
+	"github.com/winobs/winobs/gen/config"
+	"github.com/winobs/winobs/gen/dashboards"
+	"github.com/winobs/winobs/gen/view"
 )
 
 // The dashboards through Grafana's own frontend code (tests/grafana, README
@@ -774,7 +774,7 @@ func TestVariablePatternIsScenes(t *testing.T) {
 	if got := grafanaVariableRef.String(); got != want {
 		t.Errorf("grafanaVariableRef is\n  %s\nscenes' VARIABLE_REGEX is\n  %s", got, want)
 	}
-	for _, file := range []string{"../vocab/vocab_test.go", "../dashboards/queries_test.go"} {
+	for _, file := range []string{"../gen/vocab/vocab_test.go", "../gen/dashboards/queries_test.go"} {
 		src, err := os.ReadFile(file)
 		if err != nil {
 			t.Fatal(err)

@@ -11,13 +11,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/winobs/winobs/config"
 	"github.com/winobs/winobs/contract"
+	"github.com/winobs/winobs/gen/config"
+	"github.com/winobs/winobs/gen/rules"
+	"github.com/winobs/winobs/gen/view"
 	"github.com/winobs/winobs/internal/testkit/fixture"
 	"github.com/winobs/winobs/internal/testkit/lokiproc"
-	"github.com/winobs/winobs/rules"
 	"github.com/winobs/winobs/shipper/eventxml"
-	"github.com/winobs/winobs/view"
 )
 
 // layoutMix is one node's events in the last quarter hour, by fixture: a

@@ -10,7 +10,7 @@ import (
 
 	"github.com/prometheus/prometheus/model/rulefmt"
 
-	"github.com/winobs/winobs/config"
+	"github.com/winobs/winobs/gen/config"
 	"github.com/winobs/winobs/internal/testkit/lokiproc"
 	"github.com/winobs/winobs/internal/testkit/lokirules"
 )

@@ -21,11 +21,11 @@ import (
 	promrules "github.com/prometheus/prometheus/rules"
 	"go.yaml.in/yaml/v3"
 
-	"github.com/winobs/winobs/config"
+	"github.com/winobs/winobs/gen/config"
+	"github.com/winobs/winobs/gen/rules"
+	"github.com/winobs/winobs/gen/view"
+	"github.com/winobs/winobs/gen/vocab"
 	"github.com/winobs/winobs/internal/testkit/managedrules"
-	"github.com/winobs/winobs/rules"
-	"github.com/winobs/winobs/view"
-	"github.com/winobs/winobs/vocab"
 )
 
 // Issues 59, 60 and 66: one test set proves every output. Each managed

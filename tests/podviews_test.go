@@ -8,10 +8,10 @@ import (
 
 	"github.com/grafana/grafana-foundation-sdk/go/prometheus"
 
-	"github.com/winobs/winobs/config"
-	"github.com/winobs/winobs/dashboards"
-	"github.com/winobs/winobs/view"
-	"github.com/winobs/winobs/vocab"
+	"github.com/winobs/winobs/gen/config"
+	"github.com/winobs/winobs/gen/dashboards"
+	"github.com/winobs/winobs/gen/view"
+	"github.com/winobs/winobs/gen/vocab"
 )
 
 // TestPodDashboardQueriesAreTested: the pod dashboard's query-time joins

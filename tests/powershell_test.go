@@ -13,8 +13,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/winobs/winobs"
-	"github.com/winobs/winobs/bundle"
-	"github.com/winobs/winobs/config"
+	"github.com/winobs/winobs/gen/bundle"
+	"github.com/winobs/winobs/gen/config"
 )
 
 // The PowerShell the bundle runs on every node (the exporter's firewall

@@ -13,7 +13,7 @@ import (
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/promql/parser"
 
-	"github.com/winobs/winobs/config"
+	"github.com/winobs/winobs/gen/config"
 	"github.com/winobs/winobs/internal/testkit/rulecheck"
 )
 

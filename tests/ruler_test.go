@@ -12,11 +12,11 @@ import (
 	"github.com/prometheus/prometheus/model/rulefmt"
 	"go.yaml.in/yaml/v3"
 
-	"github.com/winobs/winobs/config"
+	"github.com/winobs/winobs/gen/config"
+	"github.com/winobs/winobs/gen/render"
+	"github.com/winobs/winobs/gen/rules"
+	"github.com/winobs/winobs/gen/view"
 	"github.com/winobs/winobs/internal/testkit/logqlcheck"
-	"github.com/winobs/winobs/render"
-	"github.com/winobs/winobs/rules"
-	"github.com/winobs/winobs/view"
 )
 
 // rulerFile is the rule file of mimirtool, cortextool and lokitool

@@ -7,11 +7,11 @@ import (
 	"io"
 	"os"
 
-	"github.com/winobs/winobs/azuremonitor"
 	"github.com/winobs/winobs/conffile"
-	"github.com/winobs/winobs/config"
-	"github.com/winobs/winobs/rules"
-	"github.com/winobs/winobs/view"
+	"github.com/winobs/winobs/gen/config"
+	"github.com/winobs/winobs/gen/managed/azuremonitor"
+	"github.com/winobs/winobs/gen/rules"
+	"github.com/winobs/winobs/gen/view"
 )
 
 // runAzureSettings merges what winobs needs into the cluster's own

@@ -7,9 +7,9 @@ import (
 	"io"
 	"time"
 
-	"github.com/winobs/winobs/config"
-	"github.com/winobs/winobs/doctor"
-	"github.com/winobs/winobs/view"
+	"github.com/winobs/winobs/gen/config"
+	"github.com/winobs/winobs/gen/doctor"
+	"github.com/winobs/winobs/gen/view"
 )
 
 // runDoctor checks the user's cluster against what gen renders for the

@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/winobs/winobs/config"
+	"github.com/winobs/winobs/gen/config"
 	"github.com/winobs/winobs/internal/testkit/fixture"
 	"github.com/winobs/winobs/shipper/shipconfig"
 
@@ -24,7 +24,7 @@ import (
 	"github.com/grafana/alloy/syntax/printer"
 	"go.yaml.in/yaml/v3"
 
-	"github.com/winobs/winobs/exporters"
+	"github.com/winobs/winobs/gen/exporters"
 	"github.com/winobs/winobs/internal/testkit/kubecheck"
 
 	promparser "github.com/prometheus/prometheus/promql/parser"

@@ -9,7 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/winobs/winobs/config"
+	"github.com/winobs/winobs/gen/config"
 )
 
 // runInit writes a commented config holding the values that differ per

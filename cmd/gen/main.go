@@ -22,9 +22,9 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"github.com/winobs/winobs/bundle"
-	"github.com/winobs/winobs/config"
-	"github.com/winobs/winobs/render"
+	"github.com/winobs/winobs/gen/bundle"
+	"github.com/winobs/winobs/gen/config"
+	"github.com/winobs/winobs/gen/render"
 )
 
 func main() {

@@ -2,7 +2,7 @@ package main
 
 import (
 	"bytes"
-	"github.com/winobs/winobs/config"
+	"github.com/winobs/winobs/gen/config"
 	"os"
 	"os/exec"
 	"path/filepath"

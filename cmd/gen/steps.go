@@ -3,10 +3,10 @@ package main
 import (
 	"strings"
 
-	"github.com/winobs/winobs/amp"
-	"github.com/winobs/winobs/azuremonitor"
-	"github.com/winobs/winobs/config"
-	"github.com/winobs/winobs/view"
+	"github.com/winobs/winobs/gen/config"
+	"github.com/winobs/winobs/gen/managed/amp"
+	"github.com/winobs/winobs/gen/managed/azuremonitor"
+	"github.com/winobs/winobs/gen/view"
 )
 
 // managedSteps are the commands that take a config for a managed

@@ -21,9 +21,9 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
-	"github.com/winobs/winobs/doctor"
-	"github.com/winobs/winobs/rules"
-	"github.com/winobs/winobs/vocab"
+	"github.com/winobs/winobs/gen/doctor"
+	"github.com/winobs/winobs/gen/rules"
+	"github.com/winobs/winobs/gen/vocab"
 )
 
 // TestClusterMonitoring is the bundle's monitoring half where it meets the

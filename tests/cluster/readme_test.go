@@ -11,7 +11,7 @@ import (
 	"testing"
 
 	"github.com/winobs/winobs"
-	"github.com/winobs/winobs/config"
+	"github.com/winobs/winobs/gen/config"
 )
 
 // TestReadmeOwnClusterPath runs the README's own-cluster block as it is

@@ -4,11 +4,11 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/winobs/winobs/bundle"
-	"github.com/winobs/winobs/config"
+	"github.com/winobs/winobs/gen/bundle"
+	"github.com/winobs/winobs/gen/config"
+	"github.com/winobs/winobs/gen/render"
 	"github.com/winobs/winobs/internal/testkit/fixture"
 	"github.com/winobs/winobs/internal/testkit/kubecheck"
-	"github.com/winobs/winobs/render"
 )
 
 // rendered returns the default render's document of the given kind from path.

@@ -13,8 +13,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/winobs/winobs/config"
 	"github.com/winobs/winobs/contract"
+	"github.com/winobs/winobs/gen/config"
 )
 
 // EventLineFields are the keys of the Alloy event line (nested objects as

@@ -13,12 +13,12 @@ import (
 	"github.com/prometheus/prometheus/model/rulefmt"
 	"github.com/prometheus/prometheus/promql/parser"
 
-	"github.com/winobs/winobs/amp"
-	"github.com/winobs/winobs/azuremonitor"
-	"github.com/winobs/winobs/config"
-	"github.com/winobs/winobs/gmp"
-	"github.com/winobs/winobs/rules"
-	"github.com/winobs/winobs/view"
+	"github.com/winobs/winobs/gen/config"
+	"github.com/winobs/winobs/gen/managed/amp"
+	"github.com/winobs/winobs/gen/managed/azuremonitor"
+	"github.com/winobs/winobs/gen/managed/gmp"
+	"github.com/winobs/winobs/gen/rules"
+	"github.com/winobs/winobs/gen/view"
 )
 
 // Example settings of each platform, as a user's config would hold them:

@@ -7,10 +7,10 @@ import (
 	"github.com/prometheus/common/model"
 	"github.com/prometheus/prometheus/model/rulefmt"
 
-	"github.com/winobs/winobs/config"
+	"github.com/winobs/winobs/gen/config"
+	"github.com/winobs/winobs/gen/rules"
+	"github.com/winobs/winobs/gen/view"
 	"github.com/winobs/winobs/internal/testkit/managedrules"
-	"github.com/winobs/winobs/rules"
-	"github.com/winobs/winobs/view"
 )
 
 // Each platform's rules read back are the default render's, and Diff names
