@@ -22,6 +22,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/winobs/winobs/gen/config"
+	"github.com/winobs/winobs/gen/managed"
 	"github.com/winobs/winobs/gen/rules"
 	"github.com/winobs/winobs/gen/view"
 	"github.com/winobs/winobs/gen/vocab"
@@ -40,7 +41,7 @@ import (
 // test's expectation at its eval_time or one interval later (labels; the
 // annotations' values move with time), every other alert exactly.
 func TestManagedRulesPassTheRuleTests(t *testing.T) {
-	for _, platform := range []string{config.PlatformAzureMonitor, config.PlatformAMP, config.PlatformGMP} {
+	for _, platform := range []string{managed.AzureMonitor, managed.AMP, managed.GMP} {
 		for _, tc := range []struct{ config, rules string }{
 			{"", "../manifests/rules/"},
 			{"second/config.yaml", "second/bundle/rules/"},

@@ -9,6 +9,7 @@ import (
 
 	"github.com/winobs/winobs/conffile"
 	"github.com/winobs/winobs/gen/config"
+	"github.com/winobs/winobs/gen/managed"
 	"github.com/winobs/winobs/gen/managed/azuremonitor"
 	"github.com/winobs/winobs/gen/rules"
 	"github.com/winobs/winobs/gen/view"
@@ -36,8 +37,8 @@ func runAzureSettings(args []string, stdout, stderr io.Writer) int {
 		return configFailed(stderr, "gen azure-settings", err)
 	}
 	printWarnings(stderr, *configPath, warnings)
-	if cfg.Prometheus.Platform != config.PlatformAzureMonitor {
-		fmt.Fprintf(stderr, "gen azure-settings: the config's prometheus.platform is %q, not %s\n", cfg.Prometheus.Platform, config.PlatformAzureMonitor)
+	if cfg.Prometheus.Managed != managed.AzureMonitor {
+		fmt.Fprintf(stderr, "gen azure-settings: the config's prometheus.platform is %q, not %s\n", cfg.Prometheus.Managed, managed.AzureMonitor)
 		return 2
 	}
 	src, err := conffile.ReadConfig(*current, conffile.MaxFileSize)

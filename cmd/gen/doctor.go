@@ -9,6 +9,7 @@ import (
 
 	"github.com/winobs/winobs/gen/config"
 	"github.com/winobs/winobs/gen/doctor"
+	"github.com/winobs/winobs/gen/managed"
 	"github.com/winobs/winobs/gen/view"
 )
 
@@ -44,12 +45,13 @@ func runDoctor(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return configFailed(stderr, "gen doctor", err)
 	}
-	if a := cfg.Prometheus.AMP; cfg.Prometheus.Platform == config.PlatformAMP {
-		// AMP's query API is the workspace's, signed with SigV4 for its
+	if svc, _ := managed.Lookup(cfg.Prometheus.Managed); svc.Doctor.SigV4 {
+		// Its query API is the workspace's, signed with SigV4 for its
 		// region; credentials from AWS's standard chain, never a flag.
+		a := cfg.Prometheus.AMP
 		promAuth.SigV4Region = a.Region
 		if *promURL == "" {
-			*promURL = "https://aps-workspaces." + a.Region + ".amazonaws.com/workspaces/" + a.WorkspaceID
+			*promURL = svc.Doctor.QueryURL(a.Region, a.WorkspaceID)
 		}
 	}
 	if *promURL == "" || (*output != "text" && *output != "json") {

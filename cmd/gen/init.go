@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/winobs/winobs/gen/config"
+	"github.com/winobs/winobs/gen/managed"
 )
 
 // runInit writes a commented config holding the values that differ per
@@ -29,11 +30,10 @@ func runInit(args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&s.APIPort, "api-port", 0, "API server port (default: the platform's, else 6443)")
 	scrape := fs.String("scrape-from", "", "comma-separated IPs or CIDRs of the nodes your Prometheus runs on")
 	fs.StringVar(&s.ServiceCIDR, "service-cidr", "", "the cluster's Service CIDR (default: the platform's, else 10.96.0.0/12)")
-	fs.StringVar(&s.Prometheus, "prometheus", "", "where the rules run: empty for kube-prometheus-stack (PrometheusRule), "+config.PlatformAzureMonitor+
-		" (Azure Monitor, with --azure-workspace and --azure-location), "+config.PlatformAMP+" (Amazon's, with --amp-workspace and --amp-region) or "+config.PlatformGMP+" (Google's)")
-	fs.StringVar(&s.AMPWorkspace, "amp-workspace", "", "the AMP workspace id, ws-… (--prometheus "+config.PlatformAMP+")")
+	fs.StringVar(&s.Prometheus, "prometheus", "", "where the rules run: empty for kube-prometheus-stack (PrometheusRule), or a managed Prometheus: "+managedHelp())
+	fs.StringVar(&s.AMPWorkspace, "amp-workspace", "", "the AMP workspace id, ws-… (--prometheus "+managed.AMP+")")
 	fs.StringVar(&s.AMPRegion, "amp-region", "", "the AMP workspace's region, such as eu-west-1")
-	fs.StringVar(&s.AzureWorkspace, "azure-workspace", "", "the Azure Monitor workspace's resource id (--prometheus "+config.PlatformAzureMonitor+")")
+	fs.StringVar(&s.AzureWorkspace, "azure-workspace", "", "the Azure Monitor workspace's resource id (--prometheus "+managed.AzureMonitor+")")
 	fs.StringVar(&s.AzureLocation, "azure-location", "", "the workspace's region, such as westeurope")
 	fs.StringVar(&s.AzureCluster, "azure-cluster", "", "the AKS cluster's resource id (az aks show --query id): scopes the rule groups to it, and its name is the cluster label ama-metrics writes (optional)")
 	fs.Func("azure-action-group", "an action group's resource id the alerts notify (repeat it for several)", func(id string) error {
@@ -52,20 +52,20 @@ func runInit(args []string, stdout, stderr io.Writer) int {
 		s.ScrapeFrom = strings.Split(*scrape, ",")
 	}
 	switch {
-	case s.Prometheus != "" && s.Prometheus != config.PlatformAzureMonitor && s.Prometheus != config.PlatformAMP && s.Prometheus != config.PlatformGMP:
-		fmt.Fprintf(stderr, "gen init: --prometheus %q: empty (kube-prometheus-stack), %s, %s or %s\n", s.Prometheus, config.PlatformAzureMonitor, config.PlatformAMP, config.PlatformGMP)
+	case s.Prometheus != "" && !known(s.Prometheus):
+		fmt.Fprintf(stderr, "gen init: --prometheus %q: empty (kube-prometheus-stack), %s\n", s.Prometheus, managed.Names())
 		return 2
-	case s.Prometheus == config.PlatformAMP && (s.AMPWorkspace == "" || s.AMPRegion == ""):
-		fmt.Fprintf(stderr, "gen init: --prometheus %s needs --amp-workspace and --amp-region\n", config.PlatformAMP)
+	case s.Prometheus == managed.AMP && (s.AMPWorkspace == "" || s.AMPRegion == ""):
+		fmt.Fprintf(stderr, "gen init: --prometheus %s needs --amp-workspace and --amp-region\n", managed.AMP)
 		return 2
-	case s.Prometheus != config.PlatformAMP && (s.AMPWorkspace != "" || s.AMPRegion != ""):
-		fmt.Fprintf(stderr, "gen init: --amp-* flags need --prometheus %s\n", config.PlatformAMP)
+	case s.Prometheus != managed.AMP && (s.AMPWorkspace != "" || s.AMPRegion != ""):
+		fmt.Fprintf(stderr, "gen init: --amp-* flags need --prometheus %s\n", managed.AMP)
 		return 2
-	case s.Prometheus == config.PlatformAzureMonitor && (s.AzureWorkspace == "" || s.AzureLocation == ""):
-		fmt.Fprintf(stderr, "gen init: --prometheus %s needs --azure-workspace (az monitor account show --query id) and --azure-location\n", config.PlatformAzureMonitor)
+	case s.Prometheus == managed.AzureMonitor && (s.AzureWorkspace == "" || s.AzureLocation == ""):
+		fmt.Fprintf(stderr, "gen init: --prometheus %s needs --azure-workspace (az monitor account show --query id) and --azure-location\n", managed.AzureMonitor)
 		return 2
-	case s.Prometheus != config.PlatformAzureMonitor && (s.AzureWorkspace != "" || s.AzureLocation != "" || s.AzureCluster != "" || len(s.AzureActionGroups) > 0):
-		fmt.Fprintf(stderr, "gen init: --azure-* flags need --prometheus %s\n", config.PlatformAzureMonitor)
+	case s.Prometheus != managed.AzureMonitor && (s.AzureWorkspace != "" || s.AzureLocation != "" || s.AzureCluster != "" || len(s.AzureActionGroups) > 0):
+		fmt.Fprintf(stderr, "gen init: --azure-* flags need --prometheus %s\n", managed.AzureMonitor)
 		return 2
 	}
 	// The API server as a console shows it (EKS: a URL): its host and port.
@@ -119,7 +119,7 @@ func runInit(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	fmt.Fprintf(stdout, "wrote %s\n", *path)
-	if q := managedQuestion[s.Platform]; q != "" && s.Prometheus == "" {
+	if q := managedQuestion(s.Platform); q != "" && s.Prometheus == "" {
 		fmt.Fprintln(stdout, q)
 	}
 	if s.Prometheus != "" {
@@ -156,15 +156,43 @@ func runInit(args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
-// managedQuestion asks, by --platform, whether the cluster's metrics go to
-// the platform's managed Prometheus, which loads no PrometheusRule: most
-// AKS, EKS and GKE clusters' do, and nothing here can tell.
-var managedQuestion = map[string]string{
-	"aks": "AKS: does this cluster use Azure Monitor managed Prometheus (the ama-metrics add-on) rather than kube-prometheus-stack?\n" +
-		"  Then run gen init again with --prometheus " + config.PlatformAzureMonitor + " --azure-workspace <id> --azure-location <region> (docs/platforms.md).",
-	"eks": "EKS: does this cluster send its metrics to Amazon Managed Service for Prometheus rather than kube-prometheus-stack?\n" +
-		"  Then run gen init again with --prometheus " + config.PlatformAMP + " --amp-workspace ws-… --amp-region <region> (docs/platforms.md).",
-	"gke": "GKE: does this cluster use Google Cloud Managed Service for Prometheus? Then run gen init again with --prometheus " + config.PlatformGMP + " (docs/platforms.md).",
+// managedQuestion asks, by the Kubernetes distribution, whether the
+// cluster's metrics go to the managed Prometheus of package managed's table
+// its clusters usually use, which loads no PrometheusRule: most AKS, EKS and
+// GKE clusters' do, and nothing here can tell.
+func managedQuestion(distribution string) string {
+	for _, svc := range managed.Services {
+		if distribution != "" && svc.Distribution == distribution {
+			flags := strings.TrimSpace("--prometheus " + svc.Name + " " + svc.InitFlags)
+			title := svc.Title
+			if svc.Collector != "" {
+				title += " (" + svc.Collector + ")"
+			}
+			return strings.ToUpper(distribution) + ": does this cluster use " + title + " rather than kube-prometheus-stack?\n" +
+				"  Then run gen init again with " + flags + " (docs/platforms.md)."
+		}
+	}
+	return ""
+}
+
+// managedHelp lists the managed Prometheus services for --prometheus's
+// help, each with the flags it needs.
+func managedHelp() string {
+	var each []string
+	for _, svc := range managed.Services {
+		e := svc.Name + " (" + svc.Title
+		if svc.InitFlags != "" {
+			e += ", with " + svc.InitFlags
+		}
+		each = append(each, e+")")
+	}
+	return strings.Join(each, ", ")
+}
+
+// known: name is a row of package managed's table.
+func known(name string) bool {
+	_, ok := managed.Lookup(name)
+	return ok
 }
 
 // initFlags names the flag that sets each field gen init writes.

@@ -2,13 +2,15 @@ package main
 
 import (
 	"bytes"
-	"github.com/winobs/winobs/gen/config"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/winobs/winobs/gen/config"
+	"github.com/winobs/winobs/gen/managed"
 )
 
 func TestGenWritesBundle(t *testing.T) {
@@ -429,7 +431,7 @@ func TestInitAzureMonitor(t *testing.T) {
 		t.Error("asked again after --prometheus")
 	}
 	c, err := config.Load(path)
-	if err != nil || c.Prometheus.Platform != config.PlatformAzureMonitor || c.Prometheus.Azure.Workspace != ws {
+	if err != nil || c.Prometheus.Managed != managed.AzureMonitor || c.Prometheus.Azure.Workspace != ws {
 		t.Fatalf("%v %+v", err, c)
 	}
 	out := filepath.Join(dir, "out")

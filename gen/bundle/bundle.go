@@ -5,10 +5,12 @@ package bundle
 import (
 	"fmt"
 
+	"github.com/prometheus/prometheus/model/rulefmt"
 	"github.com/winobs/winobs/gen/alloy"
 	"github.com/winobs/winobs/gen/config"
 	"github.com/winobs/winobs/gen/dashboards"
 	"github.com/winobs/winobs/gen/exporters"
+	"github.com/winobs/winobs/gen/managed"
 	"github.com/winobs/winobs/gen/managed/amp"
 	"github.com/winobs/winobs/gen/managed/azuremonitor"
 	"github.com/winobs/winobs/gen/managed/gmp"
@@ -35,9 +37,35 @@ var Builders = []Builder{
 	{"alloy", func(b view.Bundle) ([]render.File, error) { return alloy.Files(b.Alloy) }},
 	{"exporters", func(b view.Bundle) ([]render.File, error) { return exporters.Files(b.Exporters) }},
 	{"eventlog-shipper", func(b view.Bundle) ([]render.File, error) { return shipperdeploy.Files(b.Shipper) }},
-	{"azure-monitor", func(b view.Bundle) ([]render.File, error) { return azuremonitor.Files(b.Managed) }},
-	{"amp", func(b view.Bundle) ([]render.File, error) { return amp.Files(b.Managed) }},
-	{"gmp", func(b view.Bundle) ([]render.File, error) { return gmp.Files(b.Managed) }},
+	{"managed", func(b view.Bundle) ([]render.File, error) { return Managed(b.Managed) }},
+}
+
+// Renderers are the renderer of each managed Prometheus of package
+// managed's table, by its name: its files from the rule groups. (The row
+// cannot hold it: config and view read the table, and the renderers read
+// the views.)
+var Renderers = map[string]func(view.Managed, rulefmt.RuleGroups) ([]render.File, error){
+	managed.AzureMonitor: azuremonitor.Files,
+	managed.AMP:          amp.Files,
+	managed.GMP:          gmp.Files,
+}
+
+// Managed renders the rules for the managed Prometheus the view names,
+// with its renderer, or nothing when the rules go to a Prometheus that
+// loads PrometheusRule objects.
+func Managed(v view.Managed) ([]render.File, error) {
+	if v.Service.Name == "" {
+		return nil, nil
+	}
+	files, ok := Renderers[v.Service.Name]
+	if !ok {
+		return nil, fmt.Errorf("%s has no renderer", v.Service.Name)
+	}
+	groups, err := rules.Build(v.Rules)
+	if err != nil {
+		return nil, err
+	}
+	return files(v, groups)
 }
 
 // Build routes the config to every builder's view, once, and runs them.

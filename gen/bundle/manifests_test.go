@@ -19,6 +19,7 @@ import (
 	"github.com/winobs/winobs/gen/alloy"
 	"github.com/winobs/winobs/gen/bundle"
 	"github.com/winobs/winobs/gen/config"
+	"github.com/winobs/winobs/gen/managed"
 	"github.com/winobs/winobs/gen/managed/gmp"
 	"github.com/winobs/winobs/gen/render"
 	"github.com/winobs/winobs/gen/shipperdeploy"
@@ -127,12 +128,12 @@ func configs(t *testing.T) map[string]*config.Config {
 		"kps exporter":   func(c *config.Config) { c.WindowsExporter.Deploy = false; c.Shipper.Deploy = true },
 		"multi-cluster":  func(c *config.Config) { c.Cluster.Name = "lab"; c.CreateNamespace = false },
 		"shipper agent":  func(c *config.Config) { c.LogAgent.Default = config.AgentShipper; c.Shipper.Deploy = true },
-		"amp":            func(c *config.Config) { managedrules.OnPlatform(c, config.PlatformAMP) },
-		"gmp":            func(c *config.Config) { c.Prometheus.Platform = config.PlatformGMP },
+		"amp":            func(c *config.Config) { managedrules.OnPlatform(c, managed.AMP) },
+		"gmp":            func(c *config.Config) { c.Prometheus.Managed = managed.GMP },
 		"gmp global": func(c *config.Config) {
-			c.Prometheus.Platform, c.Prometheus.GMP.Scope = config.PlatformGMP, config.GMPScopeGlobal
+			c.Prometheus.Managed, c.Prometheus.GMP.Scope = managed.GMP, config.GMPScopeGlobal
 		},
-		"azure-monitor": func(c *config.Config) { managedrules.OnPlatform(c, config.PlatformAzureMonitor) },
+		"azure-monitor": func(c *config.Config) { managedrules.OnPlatform(c, managed.AzureMonitor) },
 	}
 	out := map[string]*config.Config{}
 	for name, mutate := range variants {

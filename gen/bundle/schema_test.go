@@ -11,7 +11,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/winobs/winobs/gen/bundle"
-	"github.com/winobs/winobs/gen/config"
+	"github.com/winobs/winobs/gen/managed"
 	"github.com/winobs/winobs/gen/render"
 	"github.com/winobs/winobs/internal/testkit/fixture"
 	"github.com/winobs/winobs/internal/testkit/kubecheck"
@@ -43,19 +43,19 @@ func TestManifestsPassAPIServerValidation(t *testing.T) {
 			}
 			// Azure Monitor reads no PrometheusRule, and its cluster has no
 			// monitoring.coreos.com CRD: apply -k must not meet one.
-			switch cfg.Prometheus.Platform {
-			case config.PlatformAzureMonitor:
+			switch cfg.Prometheus.Managed {
+			case managed.AzureMonitor:
 				if kinds["PrometheusRule"] != 0 || kinds["PodMonitor"] != 1 || apis["monitoring.coreos.com/v1"] != 0 || apis["azmonitoring.coreos.com/v1"] != 1 {
 					t.Errorf("checked kinds %v, APIs %v: want the exporter's PodMonitor in azmonitoring.coreos.com alone", kinds, apis)
 				}
-			case config.PlatformAMP, config.PlatformGMP:
+			case managed.AMP, managed.GMP:
 				// Their clusters have no monitoring.coreos.com CRD; GMP's
 				// rules are one ClusterRules or GlobalRules.
-				if apis["monitoring.coreos.com/v1"] != 0 || (cfg.Prometheus.Platform == config.PlatformGMP) != (kinds["ClusterRules"]+kinds["GlobalRules"] == 1) {
+				if apis["monitoring.coreos.com/v1"] != 0 || (cfg.Prometheus.Managed == managed.GMP) != (kinds["ClusterRules"]+kinds["GlobalRules"] == 1) {
 					t.Errorf("checked kinds %v, APIs %v", kinds, apis)
 				}
 			}
-			if cfg.Prometheus.Platform == "" && (kinds["PrometheusRule"] != 2 || kinds["DaemonSet"] < 2) {
+			if cfg.Prometheus.Managed == "" && (kinds["PrometheusRule"] != 2 || kinds["DaemonSet"] < 2) {
 				t.Errorf("checked kinds %v: want both PrometheusRules and the agents' DaemonSets", kinds)
 			}
 		})

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+
+	"github.com/winobs/winobs/gen/managed"
 )
 
 // Azure resource ids winobs's config names: the providers are matched
@@ -63,40 +65,10 @@ func AzureClusterLabel(clusterID, alias string) string {
 	return parts[len(parts)-1]
 }
 
-// validatePlatform checks the managed Prometheus the rules go to: a known
-// platform, and its values each by its form, at its line (Azure's resource
-// ids, AMP's workspace and region); a platform's values without the
-// platform are a mistake said at once.
-func validatePlatform(v *validator, c *Config) {
-	p, a := c.Prometheus.Platform, c.Prometheus.Azure
-	m := c.Prometheus.AMP
-	for field, set := range map[string]bool{"azure.workspace": a.Workspace != "", "azure.location": a.Location != "", "azure.cluster": a.Cluster != "",
-		"azure.actionGroups": len(a.ActionGroups) > 0, "amp.workspaceId": m.WorkspaceID != "", "amp.region": m.Region != ""} {
-		want := PlatformAzureMonitor
-		if strings.HasPrefix(field, "amp.") {
-			want = PlatformAMP
-		}
-		v.check("prometheus."+field, !set || p == want, "is set, but prometheus.platform is not %s: set prometheus.platform: %s, or remove it", want, want)
-	}
-	v.check("prometheus.gmp.scope", c.Prometheus.GMP.Scope == GMPScopeCluster || c.Prometheus.GMP.Scope == GMPScopeGlobal,
-		"must be %s (ClusterRules) or %s (GlobalRules), got %q", GMPScopeCluster, GMPScopeGlobal, c.Prometheus.GMP.Scope)
-	if (p == PlatformAzureMonitor || p == PlatformGMP) && c.Cluster.Label != "cluster" {
-		// ama-metrics and GMP's collectors write the label themselves.
-		v.add("cluster.label", "must be cluster on %s, whose collectors label every series cluster=<name>, got %q", p, c.Cluster.Label)
-	}
-	switch p {
-	case "", PlatformGMP:
-		return
-	case PlatformAMP:
-		v.check("prometheus.amp.workspaceId", ampWorkspace.MatchString(m.WorkspaceID),
-			"must be the workspace's id, ws- and 36 letters, digits and dashes (aws amp list-workspaces --query 'workspaces[].workspaceId'), got %q", m.WorkspaceID)
-		v.check("prometheus.amp.region", awsRegion.MatchString(m.Region), "must be an AWS region such as eu-west-1, got %q", m.Region)
-		return
-	case PlatformAzureMonitor:
-	default:
-		v.add("prometheus.platform", "must be \"\" (a Prometheus that loads PrometheusRule objects), %s, %s or %s, got %q", PlatformAzureMonitor, PlatformAMP, PlatformGMP, p)
-		return
-	}
+// validateAzure checks Azure Monitor's values, each by its form at its
+// line, and the cluster label ama-metrics will write.
+func validateAzure(v *validator, c *Config) {
+	a := c.Prometheus.Azure
 	v.check("prometheus.azure.workspace", azureWorkspaceID.MatchString(a.Workspace),
 		"must be the Azure Monitor workspace's resource id, /subscriptions/<subscription id>/resourceGroups/<group>/providers/Microsoft.Monitor/accounts/<name> (az monitor account show --query id), got %q", a.Workspace)
 	v.check("prometheus.azure.location", azureLocation.MatchString(a.Location),
@@ -145,7 +117,7 @@ func validateAzureCluster(v *validator, c *Config) {
 // rewritten form with prometheus.azure.clusterAlias, the AKS resource name
 // when it was empty and prometheus.azure.cluster names the cluster.
 func Resolve(c *Config) Problems {
-	if c.Prometheus.Platform != PlatformAzureMonitor {
+	if c.Prometheus.Managed != managed.AzureMonitor {
 		return nil
 	}
 	a, name := c.Prometheus.Azure, c.Cluster.Name

@@ -103,27 +103,17 @@ func (c Cluster) Multi() bool { return c.Name != "" }
 type Prometheus struct {
 	// RuleLabels go on every PrometheusRule (the ruleSelector of kps).
 	RuleLabels Labels `yaml:"ruleLabels"`
-	// Platform is where the rules run: "" for a Prometheus that loads
+	// Managed is where the rules run: "" for a Prometheus that loads
 	// PrometheusRule objects, or one of the managed Prometheus services
-	// (PlatformAzureMonitor).
-	Platform string `yaml:"platform"`
-	// Azure is Azure Monitor managed Prometheus, for PlatformAzureMonitor.
+	// (managed.AzureMonitor).
+	Managed string `yaml:"platform"`
+	// Azure is Azure Monitor managed Prometheus, for managed.AzureMonitor.
 	Azure AzureMonitor `yaml:"azure"`
-	// AMP is Amazon Managed Service for Prometheus, for PlatformAMP.
+	// AMP is Amazon Managed Service for Prometheus, for managed.AMP.
 	AMP AMP `yaml:"amp"`
-	// GMP is Google Cloud Managed Service for Prometheus, for PlatformGMP.
+	// GMP is Google Cloud Managed Service for Prometheus, for managed.GMP.
 	GMP GMP `yaml:"gmp"`
 }
-
-// The managed Prometheus platforms (prometheus.platform).
-const (
-	// PlatformAzureMonitor is Azure Monitor managed Prometheus (AKS).
-	PlatformAzureMonitor = "azure-monitor"
-	// PlatformAMP is Amazon Managed Service for Prometheus (EKS).
-	PlatformAMP = "amp"
-	// PlatformGMP is Google Cloud Managed Service for Prometheus (GKE).
-	PlatformGMP = "gmp"
-)
 
 // AMP names the workspace the rule groups namespace is uploaded to.
 type AMP struct {

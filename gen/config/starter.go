@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/winobs/winobs/gen/managed"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -28,7 +29,7 @@ type Site struct {
 	// otherwise taken as shared unless it is winobs's own.
 	CreateNamespace bool
 	// Prometheus is where the rules run (prometheus.platform): "" or
-	// PlatformAzureMonitor, with Azure's workspace, region and cluster.
+	// managed.AzureMonitor, with Azure's workspace, region and cluster.
 	Prometheus                                  string
 	AzureWorkspace, AzureLocation, AzureCluster string
 	AzureActionGroups                           []string
@@ -181,27 +182,27 @@ func mapping(fields ...kv) *yaml.Node {
 // resource ids.
 func prometheusFields(s Site, release string) *yaml.Node {
 	switch s.Prometheus {
-	case PlatformAMP:
+	case managed.AMP:
 		return mapping(
-			field("platform", PlatformAMP, "Amazon Managed Service for Prometheus: the rules are rendered as a rule groups namespace (docs/platforms.md)."),
+			field("platform", managed.AMP, "Amazon Managed Service for Prometheus: the rules are rendered as a rule groups namespace (docs/platforms.md)."),
 			field("amp", mapping(
 				field("workspaceId", s.AMPWorkspace, "aws amp list-workspaces --query 'workspaces[].workspaceId'"),
 				field("region", s.AMPRegion, "The workspace's region."),
 			), ""),
 		)
-	case PlatformGMP:
+	case managed.GMP:
 		return mapping(
-			field("platform", PlatformGMP, "Google Cloud Managed Service for Prometheus: the rules are rendered as ClusterRules (docs/platforms.md)."),
+			field("platform", managed.GMP, "Google Cloud Managed Service for Prometheus: the rules are rendered as ClusterRules (docs/platforms.md)."),
 			field("gmp", mapping(field("scope", GMPScopeCluster, "cluster (ClusterRules) or global (GlobalRules, every cluster's series).")), ""),
 		)
 	}
-	if s.Prometheus != PlatformAzureMonitor {
+	if s.Prometheus != managed.AzureMonitor {
 		return mapping(field("ruleLabels", map[string]string{"release": release},
 			"Labels that make your Prometheus load the PrometheusRules: kube-prometheus-stack's ruleSelector\n"+
 				"(release: <its Helm release name> by default)."))
 	}
 	return mapping(
-		field("platform", PlatformAzureMonitor, "Azure Monitor managed Prometheus: the rules are rendered as prometheusRuleGroups (docs/platforms.md)."),
+		field("platform", managed.AzureMonitor, "Azure Monitor managed Prometheus: the rules are rendered as prometheusRuleGroups (docs/platforms.md)."),
 		field("azure", mapping(
 			field("workspace", s.AzureWorkspace, "az monitor account show -n <workspace> -g <group> --query id"),
 			field("location", s.AzureLocation, "The workspace's region."),

@@ -64,7 +64,7 @@ func validateNames(v *validator, c *Config) {
 	v.clusterLabel("cluster.label", c.Cluster.Label)
 	v.text("cluster.name", c.Cluster.Name)
 	v.labels("prometheus.ruleLabels", c.Prometheus.RuleLabels)
-	validatePlatform(v, c)
+	validateManaged(v, c)
 	v.check("ruler.namespacePrefix", rulerNamespace.MatchString(c.Ruler.NamespacePrefix),
 		"must be 1-48 lower-case letters, digits, '-', '_' or '.', starting and ending with a letter or digit, got %q", c.Ruler.NamespacePrefix)
 	for path, job := range map[string]string{"windowsExporter.job": c.WindowsExporter.Job, "kubeStateMetrics.job": c.KubeStateMetrics.Job,

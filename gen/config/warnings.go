@@ -12,6 +12,7 @@ import (
 
 	"github.com/winobs/winobs"
 	"github.com/winobs/winobs/conffile"
+	"github.com/winobs/winobs/gen/managed"
 )
 
 // ExampleFields are the values of the embedded default that belong to the
@@ -40,7 +41,7 @@ func Warnings(c *Config) Problems {
 	var out Problems
 	lab := defaultValues()
 	for _, f := range ExampleFields {
-		if f.Path == "prometheus.ruleLabels" && c.Prometheus.Platform != "" {
+		if f.Path == "prometheus.ruleLabels" && c.Prometheus.Managed != "" {
 			continue // a managed Prometheus loads no PrometheusRule
 		}
 		if v := f.Get(c); reflect.DeepEqual(v, f.Get(lab)) {
@@ -80,7 +81,7 @@ func Warnings(c *Config) Problems {
 		out = append(out, Problem{Path: "cluster.name", Msg: "holds a '`', which ends the backquoted string the dashboards' PromQL matches the cluster with: " +
 			"their Prometheus panels break when this cluster is chosen (docs/dashboards.md); the log panels, rules and alerts are not affected"})
 	}
-	if c.Prometheus.Platform == PlatformGMP && c.Cluster.Name != "" && !gkeClusterName.MatchString(c.Cluster.Name) {
+	if c.Prometheus.Managed == managed.GMP && c.Cluster.Multi() && !gkeClusterName.MatchString(c.Cluster.Name) {
 		out = append(out, Problem{Path: "cluster.name", Msg: fmt.Sprintf("is %q, which no GKE cluster can be named (lower-case letters, digits and '-', "+
 			"starting with a letter, at most 40): GMP's collectors label the series cluster=<the GKE cluster's name> and its rule evaluator selects that, "+
 			"so the dashboards and doctor, which select cluster.name, find nothing unless your self-deployed collection writes this name", c.Cluster.Name)})

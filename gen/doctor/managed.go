@@ -17,58 +17,16 @@ import (
 	"regexp"
 	"strings"
 
-	"github.com/winobs/winobs/gen/config"
 	"github.com/winobs/winobs/gen/rules"
 	"github.com/winobs/winobs/gen/vocab"
 )
 
-// platformDoc is what doctor tells of one managed platform.
-type platformDoc struct {
-	// endpoint is what its query endpoint is called, and reach how to
-	// reach it when it does not answer.
-	endpoint, reach string
-	// noRules is why its rules and alerts are not read, and where to see
-	// them instead.
-	noRules string
-	// deploy is how its rules are deployed.
-	deploy string
-}
-
-// platformDocs are the managed platforms doctor knows, by
-// prometheus.platform.
-var platformDocs = map[string]platformDoc{
-	config.PlatformAzureMonitor: {
-		endpoint: "Azure Monitor workspace",
-		reach: "check the URL (the workspace's query endpoint: az monitor account show --ids <workspace id> --query metrics.prometheusQueryEndpoint -o tsv) and the token: " +
-			"--prometheus-bearer-token-file with a token for https://prometheus.monitor.azure.com (az account get-access-token --resource https://prometheus.monitor.azure.com --query accessToken -o tsv), " +
-			"of an identity with Monitoring Data Reader on the workspace",
-		noRules: "Azure Monitor's query API serves no rules, alerts or configuration (documented: query, query_range, series, labels, __name__ values): " +
-			"see the rule groups with az resource list --resource-type Microsoft.AlertsManagement/prometheusRuleGroups, and its alerts in the portal's Alerts",
-		deploy: "deploy them: az deployment group create -g <the workspace's resource group> --template-file out/azure-monitor/prometheus-rule-groups.json; their clusterName is the cluster label ama-metrics writes (docs/platforms.md#the-cluster-label): a cluster_alias in the cluster's ama-metrics settings that winobs's config does not know renames it (gen azure-settings finds it)",
-	},
-	config.PlatformAMP: {
-		endpoint: "AMP workspace",
-		reach: "check the URL (https://aps-workspaces.<region>.amazonaws.com/workspaces/<ws-id>) and the AWS credentials doctor signs with " +
-			"(SigV4: the standard chain, AWS_PROFILE or the environment, never a flag; aps:QueryMetrics on the workspace)",
-		noRules: "doctor reads no rules or alerts from Amazon Managed Service for Prometheus, whose namespace splits the alerts by its quota: " +
-			"see them with aws amp describe-rule-groups-namespace and the workspace's alert manager",
-		deploy: "upload it: aws amp create-rule-groups-namespace (or put-rule-groups-namespace) --workspace-id <ws-id> --name <namespace> --data fileb://out/amp/<namespace>.yaml",
-	},
-	config.PlatformGMP: {
-		endpoint: "GMP frontend",
-		reach: "check the URL (the frontend's Service, port-forwarded: http://127.0.0.1:9090) and, when not through the frontend, the token: " +
-			"--prometheus-bearer-token-file with gcloud auth print-access-token's output",
-		noRules: "GMP's frontend serves the query API alone: see the ClusterRules with kubectl describe clusterrules, and the alerts in Cloud Monitoring",
-		deploy:  "apply it: kubectl apply -k out (gmp/winobs-windows.yaml), with GMP's managed collection on so its CRDs and rule evaluator exist",
-	},
-}
-
 // managed: the rules run in a managed Prometheus.
-func (r *run) managed() bool { return r.v.Platform != "" }
+func (r *run) managed() bool { return r.v.Managed.Name != "" }
 
-// azure: the rules run in Azure Monitor, whose query API takes only
-// selectors scoped to one metric name.
-func (r *run) azure() bool { return r.v.Platform == config.PlatformAzureMonitor }
+// oneMetric: the rules run in a managed Prometheus whose query API takes
+// one metric name a query (Azure Monitor's).
+func (r *run) oneMetric() bool { return r.v.Managed.Doctor.OneMetricPerQuery }
 
 // joinsMetrics is a need: a query API that takes a query joining several
 // metrics. Azure Monitor's takes one __name__ matcher in a query ("Query
@@ -78,7 +36,7 @@ func (r *run) azure() bool { return r.v.Platform == config.PlatformAzureMonitor 
 // metric a query there, and the one whose join is three of
 // kube-state-metrics' metrics over every pod of the cluster is not asked.
 func joinsMetrics(f *facts) string {
-	if f.platform == config.PlatformAzureMonitor {
+	if f.managed.Doctor.OneMetricPerQuery {
 		return "Azure Monitor's query API takes one metric name in a query, and this check joins kube-state-metrics' running containers with their pods and nodes: " +
 			"not asked there (the records check shows the container info record has series)"
 	}
@@ -86,18 +44,18 @@ func joinsMetrics(f *facts) string {
 }
 
 // rulesAPI is a need: a Prometheus whose rules and alerts doctor reads.
-func rulesAPI(f *facts) string { return platformDocs[f.platform].noRules }
+func rulesAPI(f *facts) string { return f.managed.Doctor.NoRules }
 
 // managedReachable: the endpoint answers a query scoped to a metric, with
 // the credentials given (it may have no build info to ask).
 func (r *run) managedReachable(ctx context.Context, api *API, id string) Check {
 	c := Check{ID: id, Title: api.name + " answers its API"}
-	doc := platformDocs[r.v.Platform]
+	doc := r.v.Managed.Doctor
 	if _, err := api.Query(ctx, "count(up)"); err != nil {
-		c.Status, c.Evidence, c.Fix = Fail, []string{err.Error()}, doc.reach
+		c.Status, c.Evidence, c.Fix = Fail, []string{err.Error()}, doc.Reach
 		return c
 	}
-	c.Status, c.Evidence = Pass, []string{doc.endpoint + " at " + api.base.Redacted() + " answers PromQL"}
+	c.Status, c.Evidence = Pass, []string{doc.Endpoint + " at " + api.base.Redacted() + " answers PromQL"}
 	return c
 }
 
@@ -114,7 +72,7 @@ func (r *run) managedRules(ctx context.Context, c Check) Check {
 	if n == 0 {
 		c.Status = Fail
 		c.Evidence = []string{fmt.Sprintf("%s has no series although exporters are scraped: the rules are not deployed, disabled, or scoped to another cluster", vocab.Records.NodeInfo)}
-		c.Fix = platformDocs[r.v.Platform].deploy
+		c.Fix = r.v.Managed.Doctor.Deploy
 		return c
 	}
 	c.Status, c.Evidence = Pass, []string{fmt.Sprintf("the rules evaluate: %s has %d series", vocab.Records.NodeInfo, n)}
@@ -126,7 +84,7 @@ func (r *run) managedRules(ctx context.Context, c Check) Check {
 // Monitor, one query a name.
 func (r *run) present(ctx context.Context, names []string, sel func(...vocab.Matcher) vocab.Selector) (map[string]bool, error) {
 	out := map[string]bool{}
-	if !r.azure() {
+	if !r.oneMetric() {
 		quoted := make([]string, len(names))
 		for i, n := range names {
 			quoted[i] = regexp.QuoteMeta(n)

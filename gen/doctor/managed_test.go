@@ -29,6 +29,7 @@ import (
 
 	"github.com/winobs/winobs/endpoint"
 	"github.com/winobs/winobs/gen/config"
+	"github.com/winobs/winobs/gen/managed"
 	"github.com/winobs/winobs/gen/view"
 )
 
@@ -131,7 +132,7 @@ func azureDoctor(t *testing.T, c cluster, noRecords bool, token string) (Report,
 func azureDoctorFor(t *testing.T, clusterName string, c cluster, noRecords bool, token string) (Report, *azureWorkspace) {
 	t.Helper()
 	cfg := config.Default()
-	cfg.Prometheus.Platform = config.PlatformAzureMonitor
+	cfg.Prometheus.Managed = managed.AzureMonitor
 	cfg.Cluster.Name = clusterName
 	ws := &azureWorkspace{token: "eyJ0eXAi.workspace-token", next: newFakeProm(t, cfg, c), noRecords: noRecords}
 	file := filepath.Join(t.TempDir(), "token")
@@ -263,7 +264,7 @@ func TestDoctorOnAzureMonitor(t *testing.T) {
 func TestDoctorOnGMP(t *testing.T) {
 	for _, noRecords := range []bool{false, true} {
 		cfg := config.Default()
-		cfg.Prometheus.Platform = config.PlatformGMP
+		cfg.Prometheus.Managed = managed.GMP
 		ws := &azureWorkspace{gmp: true, next: newFakeProm(t, cfg, healthy()), noRecords: noRecords}
 		rep := Run(context.Background(), view.ForDoctor(cfg), newTestAPI(t, "Prometheus", ws, Auth{}), nil)
 		got := statuses(rep)
@@ -353,7 +354,7 @@ func TestDoctorOnAMP(t *testing.T) {
 		t.Setenv(k, v)
 	}
 	cfg := config.Default()
-	cfg.Prometheus.Platform = config.PlatformAMP
+	cfg.Prometheus.Managed = managed.AMP
 	for _, secret := range []string{"c2VjcmV0LWtleS1mb3ItdGhlLXN0YW5kLWlu", "another-secret"} {
 		ws := &ampWorkspace{region: "eu-west-1", key: "AKIDWINOBSTEST", secret: secret, next: newFakeProm(t, cfg, healthy())}
 		srv := httptest.NewTLSServer(ws)

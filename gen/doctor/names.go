@@ -172,7 +172,7 @@ func (r *run) emptyRules(served map[string]bool) (empty map[string][]string, rea
 // windows_ name in one query; on Azure Monitor, whose query API takes one
 // metric a selector, each name the rules read.
 func (r *run) servedNames(ctx context.Context) (map[string]bool, error) {
-	if !r.azure() {
+	if !r.oneMetric() {
 		ss, err := r.query(ctx, "count by (__name__) ("+r.t.Exporter(vocab.Re("__name__", exporterPrefix+".+")).String()+")")
 		if err != nil {
 			return nil, err

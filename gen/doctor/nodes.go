@@ -130,7 +130,7 @@ func (r *run) commitPerNode(ctx context.Context, c Check) Check {
 // in 0.32).
 func (r *run) commitLimitMetric(ctx context.Context, c Check) Check {
 	c.Fix = "the memory collector is off or the exporter is 0.32+ (" + r.runbook(rules.AlertNodeCommitLimitMetricAbsent) + ")"
-	if r.azure() {
+	if r.oneMetric() {
 		// Azure's minimal ingestion profile keeps neither commit metric.
 		c.Fix = "ama-metrics drops it unless kept: apply out/azure-monitor/ama-metrics-settings-configmap.yaml (its keep-lists hold every metric winobs reads; docs/platforms.md), or " + c.Fix
 	}
@@ -143,7 +143,7 @@ func (r *run) scrapedWithout(ctx context.Context, c Check, metric string, sel vo
 	fix := c.Fix
 	c.Fix = ""
 	var without []string
-	if !r.azure() {
+	if !r.oneMetric() {
 		ss, err := r.query(ctx, fmt.Sprintf(`max by (instance) (%s == 1) unless on (instance) max by (instance) (%s)`,
 			r.t.Exporter().Of("up"), sel.Of(metric)))
 		if err != nil {
@@ -229,7 +229,7 @@ func (r *run) clusterLabel(ctx context.Context, c Check) Check {
 			c.Evidence = append(c.Evidence, fmt.Sprintf("read on this Prometheus, the dashboards show its series without %s as this cluster's; its alerts and what it remote-writes carry no cluster", name))
 		}
 		c.Fix = fmt.Sprintf("set the external label %s: %q on this Prometheus (kube-prometheus-stack: prometheus.prometheusSpec.externalLabels; docs/rulers.md), or cluster.name/cluster.label to what your series carry", name, want)
-		if r.azure() {
+		if r.oneMetric() {
 			c.Evidence[0] = fmt.Sprintf("ama-metrics labels the exporter's series %s=%s; want %q", name, names(quoteAll(values)), want)
 			c.Fix = "ama-metrics writes the AKS resource name, or a cluster_alias of the cluster's ama-metrics settings rewritten (docs/platforms.md#the-cluster-label): " +
 				"set cluster.name to what it writes (with prometheus.azure.clusterAlias: true when that is an alias), render, and deploy the rule groups again; gen azure-settings names an alias the config does not know"

@@ -217,7 +217,7 @@ func (r *run) containerLabels(ctx context.Context, c Check) Check {
 func (r *run) ownPodContainers(ctx context.Context) (int, error) {
 	own := r.t.Exporter(vocab.Eq("exported_pod", ""), vocab.NotEq("pod", "")).Of(vocab.Metrics.ContainerAvailable)
 	by := r.t.By("instance", "namespace", "pod")
-	if !r.azure() {
+	if !r.oneMetric() {
 		return r.count(ctx, fmt.Sprintf(`count(%s and on (%s) %s)`, own, by, r.t.Exporter().Of(vocab.Metrics.BuildInfo)))
 	}
 	containers, err := r.query(ctx, fmt.Sprintf(`count by (%s) (%s)`, by, own))

@@ -9,6 +9,7 @@ import (
 	"github.com/prometheus/prometheus/model/rulefmt"
 
 	"github.com/winobs/winobs/contract"
+	"github.com/winobs/winobs/gen/managed"
 	"github.com/winobs/winobs/gen/rules"
 	"github.com/winobs/winobs/gen/view"
 	"github.com/winobs/winobs/gen/vocab"
@@ -53,9 +54,9 @@ type facts struct {
 	promGroups    []RuleGroup
 	promGroupsErr error
 	loaded        map[string]bool
-	// platform is the managed Prometheus the rules run in ("" none):
-	// doctor reads no rules or alerts there.
-	platform string
+	// managed is the managed Prometheus the rules run in (Name "" for
+	// none): doctor reads no rules or alerts there.
+	managed managed.Service
 	// metadataRefused: the Loki refuses the structured metadata the
 	// rendered layout sends (loki-structured-metadata found it).
 	metadataRefused bool
@@ -190,7 +191,7 @@ func Run(ctx context.Context, v view.Doctor, prom, loki *API) Report {
 
 // gather asks Prometheus, once, what several checks read.
 func (r *run) gather(ctx context.Context) facts {
-	f := facts{t: r.v.Terms, lt: r.v.Terms, loaded: map[string]bool{}, platform: r.v.Platform}
+	f := facts{t: r.v.Terms, lt: r.v.Terms, loaded: map[string]bool{}, managed: r.v.Managed}
 	if r.managed() {
 		// No configuration, rules or alerts to read: the series carry the
 		// cluster label ama-metrics writes, and the records tell the rule

@@ -44,12 +44,12 @@ func Files(v view.Exporters) ([]render.File, error) {
 		return nil, nil
 	}
 	objs := Objects(v)
-	switch v.Platform {
-	case config.PlatformAMP, config.PlatformGMP:
-		// Their clusters have no monitoring.coreos.com CRD for apply -k to
-		// meet, and their managed collectors do not read it: the monitor is
-		// written beside, for a self-run collector (prometheus-operator in
-		// agent mode, GMP's self-deployed collection) that does.
+	if v.MonitorDir != "" {
+		// A managed Prometheus whose clusters have no monitoring.coreos.com
+		// CRD for apply -k to meet (managed.Service.MonitorBeside): the
+		// monitor is written beside, for a self-run collector
+		// (prometheus-operator in agent mode, GMP's self-deployed
+		// collection) that reads it.
 		monitor := objs[len(objs)-1:]
 		raw, err := render.EncodeObjects(monitor)
 		if err != nil {
@@ -57,7 +57,7 @@ func Files(v view.Exporters) ([]render.File, error) {
 		}
 		return []render.File{
 			{Path: "exporters/windows-exporter.yaml", Objects: objs[:len(objs)-1]},
-			{Path: v.Platform + "/windows-exporter-monitor.yaml", Raw: raw},
+			{Path: v.MonitorDir + "windows-exporter-monitor.yaml", Raw: raw},
 		}, nil
 	}
 	return []render.File{{Path: "exporters/windows-exporter.yaml", Objects: objs}}, nil
@@ -205,15 +205,12 @@ func monitorMeta(v view.Exporters) metav1.ObjectMeta {
 	return m
 }
 
-// AzureMonitorAPI is the monitors' API ama-metrics reads: the same
-// PodMonitor and ServiceMonitor as prometheus-operator's, in a group of
-// its own (its chart's podmonitors.azmonitoring.coreos.com CRD).
-const AzureMonitorAPI = "azmonitoring.coreos.com/v1"
-
-// monitorAPI is the monitors' apiVersion on the platform the rules run on.
+// monitorAPI is the monitors' apiVersion: prometheus-operator's, or the
+// managed Prometheus's own (Azure Monitor's ama-metrics reads the same
+// monitors in azmonitoring.coreos.com).
 func monitorAPI(v view.Exporters) string {
-	if v.Platform == config.PlatformAzureMonitor {
-		return AzureMonitorAPI
+	if v.MonitorAPI != "" {
+		return v.MonitorAPI
 	}
 	return monitoringv1.SchemeGroupVersion.String()
 }

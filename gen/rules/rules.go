@@ -92,7 +92,7 @@ func Files(v view.Rules) ([]render.File, error) {
 		// A managed Prometheus reads no PrometheusRule, and its cluster
 		// has no such CRD for kubectl apply -k to take: its own format is
 		// rendered beside (package azuremonitor).
-		if v.Platform == "" {
+		if v.Managed == "" {
 			files = append(files, render.File{Path: "prometheus/" + g.Name + ".yaml", Objects: []any{prometheusRule(v, g)}})
 		}
 	}

@@ -2,6 +2,7 @@ package view
 
 import (
 	"github.com/winobs/winobs/gen/config"
+	"github.com/winobs/winobs/gen/managed"
 	"github.com/winobs/winobs/gen/vocab"
 )
 
@@ -28,18 +29,20 @@ type Doctor struct {
 	// ShipperDefault: the eventlog-shipper is the log agent of every
 	// unlabelled node.
 	ShipperDefault bool
-	// Platform is where the rules run: a managed Prometheus's query API
-	// serves less than Prometheus's (no rules, alerts or config).
-	Platform string
+	// Managed is the managed Prometheus the rules run in (Name "" for
+	// none): its query API serves less than Prometheus's (no rules, alerts
+	// or config).
+	Managed managed.Service
 }
 
 // ForDoctor routes a validated config to gen doctor.
 func ForDoctor(cfg *config.Config) Doctor {
+	service, _ := managed.Lookup(cfg.Prometheus.Managed)
 	return Doctor{
 		Rules: Of(cfg).Rules, Terms: vocab.ForCluster(cfg), RuleTerms: vocab.ForRules(cfg), Cluster: cfg.Cluster,
 		Namespace: cfg.Namespace, ExporterJob: cfg.WindowsExporter.Job, KSMJob: cfg.KubeStateMetrics.Job,
 		ExporterDeployed: cfg.WindowsExporter.Deploy, EventsJob: cfg.Logs.EventsJob, PodLogsJob: cfg.Logs.PodLogsJob,
 		RunbookURL: cfg.Alerts.RunbookURL, ShipperDefault: cfg.LogAgent.Default == config.AgentShipper,
-		Platform: cfg.Prometheus.Platform,
+		Managed: service,
 	}
 }

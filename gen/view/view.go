@@ -7,6 +7,7 @@ package view
 
 import (
 	"github.com/winobs/winobs/gen/config"
+	"github.com/winobs/winobs/gen/managed"
 	"github.com/winobs/winobs/gen/vocab"
 )
 
@@ -40,9 +41,9 @@ type Rules struct {
 	LokiRules  config.LokiRules
 	// EventSets are the event sets forwarded: each brings its detections.
 	EventSets []string
-	// Platform is where the rules run: "" loads PrometheusRule objects; a
+	// Managed is where the rules run: "" loads PrometheusRule objects; a
 	// managed Prometheus reads none (and its cluster has no such CRD).
-	Platform string
+	Managed string
 }
 
 // Dashboards is what the dashboards read (package dashboards).
@@ -78,16 +79,20 @@ type Exporters struct {
 	// TextfileDir is where the shipper writes its metrics for the
 	// exporter's textfile collector.
 	TextfileDir string
-	// Platform chooses the monitor's API: Azure Monitor's ama-metrics
-	// reads azmonitoring.coreos.com monitors.
-	Platform string
+	// MonitorAPI is the apiVersion of the monitor the collector reads
+	// ("" for prometheus-operator's); MonitorDir, the folder the monitor
+	// is written to instead of being applied with the exporter ("" to
+	// apply it): both the managed Prometheus's (managed.Service).
+	MonitorAPI, MonitorDir string
 }
 
 // Managed is what a managed Prometheus's artifacts read (package
 // azuremonitor): the rules, the dashboards whose metrics it must keep,
 // where the rules go, and how the exporter is scraped.
 type Managed struct {
-	Platform   string
+	// Service is the managed Prometheus the rules run in (its row of
+	// package managed); its Name is "" for none.
+	Service    managed.Service
 	Azure      config.AzureMonitor
 	AMP        config.AMP
 	GMP        config.GMP
@@ -128,6 +133,7 @@ type Bundle struct {
 
 // Of routes a validated config to the builders.
 func Of(cfg *config.Config) Bundle {
+	service, _ := managed.Lookup(cfg.Prometheus.Managed)
 	agents := Agents{
 		Namespace: cfg.Namespace, CreateNamespace: cfg.CreateNamespace,
 		Nodes: cfg.Nodes, Pods: cfg.Pods, LokiSecret: cfg.LokiSecret, LogAgent: cfg.LogAgent,
@@ -142,7 +148,7 @@ func Of(cfg *config.Config) Bundle {
 		Rules: Rules{
 			Terms: vocab.ForRules(cfg), Alerts: cfg.Alerts, ExporterServices: cfg.WindowsExporter.Services,
 			Namespace: cfg.Namespace, RuleLabels: cfg.Prometheus.RuleLabels, Ruler: cfg.Ruler, LokiRules: cfg.LokiRules,
-			EventSets: cfg.EventLog.Sets, Platform: cfg.Prometheus.Platform,
+			EventSets: cfg.EventLog.Sets, Managed: cfg.Prometheus.Managed,
 		},
 		Dashboards: dashboards,
 		Alloy: Alloy{
@@ -150,13 +156,16 @@ func Of(cfg *config.Config) Bundle {
 			Cluster: cfg.Cluster, Logs: cfg.Logs, EventLog: cfg.EventLog,
 		},
 		Exporters: Exporters{Agents: agents, WindowsExporter: cfg.WindowsExporter, TextfileDir: cfg.Shipper.TextfileDir,
-			Platform: cfg.Prometheus.Platform},
+			MonitorAPI: service.MonitorAPI},
 		Shipper: Shipper{
 			Agents: agents, Shipper: cfg.Shipper, Loki: cfg.Loki,
 			Cluster: cfg.Cluster, EventsJob: cfg.Logs.EventsJob, EventLog: cfg.EventLog, StructuredMetadata: cfg.Logs.StructuredMetadata,
 		},
 	}
-	b.Managed = Managed{Platform: cfg.Prometheus.Platform, Azure: cfg.Prometheus.Azure, AMP: cfg.Prometheus.AMP, GMP: cfg.Prometheus.GMP, Cluster: cfg.Cluster,
+	if service.MonitorBeside {
+		b.Exporters.MonitorDir = service.Dir
+	}
+	b.Managed = Managed{Service: service, Azure: cfg.Prometheus.Azure, AMP: cfg.Prometheus.AMP, GMP: cfg.Prometheus.GMP, Cluster: cfg.Cluster,
 		Rules: b.Rules, Dashboards: dashboards, ScrapeInterval: cfg.WindowsExporter.ScrapeInterval,
 		ExporterJob: cfg.WindowsExporter.Job, KSMJob: cfg.KubeStateMetrics.Job}
 	return b

@@ -11,15 +11,10 @@ import (
 
 	"github.com/prometheus/prometheus/model/rulefmt"
 
-	"github.com/winobs/winobs/gen/config"
 	"github.com/winobs/winobs/gen/render"
 	"github.com/winobs/winobs/gen/rules"
 	"github.com/winobs/winobs/gen/view"
 )
-
-// Dir is where the AMP files are rendered, outside kustomization.yaml: they
-// go to AWS's APIs, not to the cluster.
-const Dir = "amp/"
 
 // AMP's quotas that a rule file meets (Amazon Managed Service for
 // Prometheus service quotas): rules a group (adjustable, 20 by default),
@@ -30,16 +25,9 @@ const (
 	MaxFileBytes     = 1 << 20
 )
 
-// Files renders the rule groups namespace and the scrape configuration,
-// for the amp platform alone.
-func Files(v view.Managed) ([]render.File, error) {
-	if v.Platform != config.PlatformAMP {
-		return nil, nil
-	}
-	groups, err := rules.Build(v.Rules)
-	if err != nil {
-		return nil, err
-	}
+// Files renders the rule groups namespace and the scrape configuration
+// into the service's folder (outside kustomization.yaml: they go to AWS's APIs).
+func Files(v view.Managed, groups rulefmt.RuleGroups) ([]render.File, error) {
 	ns, err := Namespace(v, groups)
 	if err != nil {
 		return nil, err
@@ -56,8 +44,8 @@ func Files(v view.Managed) ([]render.File, error) {
 		return nil, err
 	}
 	return []render.File{
-		{Path: Dir + NamespaceName(v) + ".yaml", Raw: raw},
-		{Path: Dir + "scrape-config.yaml", Raw: scrape},
+		{Path: v.Service.Dir + NamespaceName(v) + ".yaml", Raw: raw},
+		{Path: v.Service.Dir + "scrape-config.yaml", Raw: scrape},
 	}, nil
 }
 

@@ -12,7 +12,9 @@ import (
 	"github.com/prometheus/prometheus/model/rulefmt"
 	"github.com/prometheus/prometheus/promql/parser"
 
+	"github.com/winobs/winobs/gen/bundle"
 	"github.com/winobs/winobs/gen/config"
+	"github.com/winobs/winobs/gen/managed"
 	"github.com/winobs/winobs/gen/managed/amp"
 	"github.com/winobs/winobs/gen/rules"
 	"github.com/winobs/winobs/gen/view"
@@ -23,7 +25,7 @@ func ampView(t *testing.T, cluster string) view.Managed {
 	t.Helper()
 	c := config.Default()
 	c.Cluster.Name = cluster
-	managedrules.OnPlatform(c, config.PlatformAMP)
+	managedrules.OnPlatform(c, managed.AMP)
 	if probs := config.Validate(c); len(probs) > 0 {
 		t.Fatal(probs)
 	}
@@ -38,12 +40,12 @@ func ampView(t *testing.T, cluster string) view.Managed {
 func TestNamespaceFile(t *testing.T) {
 	for _, cluster := range []string{"", "eks-prod"} {
 		v := ampView(t, cluster)
-		files, err := amp.Files(v)
+		files, err := bundle.Managed(v)
 		if err != nil {
 			t.Fatal(err)
 		}
 		raw := files[0].Raw
-		if files[0].Path != amp.Dir+amp.NamespaceName(v)+".yaml" || len(raw) > amp.MaxFileBytes {
+		if files[0].Path != "amp/"+amp.NamespaceName(v)+".yaml" || len(raw) > amp.MaxFileBytes {
 			t.Fatalf("%s, %d bytes", files[0].Path, len(raw))
 		}
 		got, errs := rulefmt.Parse(raw, false, model.LegacyValidation, parser.NewParser(parser.Options{}), slog.New(slog.DiscardHandler))
@@ -76,13 +78,13 @@ func TestNamespaceFile(t *testing.T) {
 // named.
 func TestScrapeConfigLoads(t *testing.T) {
 	v := ampView(t, "eks-prod")
-	files, err := amp.Files(v)
+	files, err := bundle.Managed(v)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var raw []byte
 	for _, f := range files {
-		if f.Path == amp.Dir+"scrape-config.yaml" {
+		if f.Path == "amp/scrape-config.yaml" {
 			raw = f.Raw
 		}
 	}

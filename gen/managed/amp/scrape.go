@@ -54,7 +54,7 @@ type (
 // from the scraper's (docs/platforms.md).
 func ScrapeConfig(v view.Managed) Config {
 	c := Config{Global: Global{ScrapeInterval: v.ScrapeInterval.Model().String()}}
-	if v.Cluster.Name != "" {
+	if v.Cluster.Multi() {
 		c.Global.ExternalLabels = map[string]string{v.Cluster.Label: v.Cluster.Name}
 	}
 	nodeName := []string{"__meta_kubernetes_node_name"}

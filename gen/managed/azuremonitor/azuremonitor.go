@@ -14,26 +14,15 @@ import (
 
 	"github.com/prometheus/prometheus/model/rulefmt"
 
-	"github.com/winobs/winobs/gen/config"
 	"github.com/winobs/winobs/gen/render"
 	"github.com/winobs/winobs/gen/rules"
 	"github.com/winobs/winobs/gen/view"
 )
 
-// Dir is where the Azure files are rendered, outside kustomization.yaml:
-// the template goes to Azure Resource Manager, the settings to kube-system.
-const Dir = "azure-monitor/"
-
-// Files renders the rule groups' template and the ama-metrics settings, for
-// the azure-monitor platform alone.
-func Files(v view.Managed) ([]render.File, error) {
-	if v.Platform != config.PlatformAzureMonitor {
-		return nil, nil
-	}
-	groups, err := rules.Build(v.Rules)
-	if err != nil {
-		return nil, err
-	}
+// Files renders the rule groups' template and the ama-metrics settings into
+// the service's folder (outside kustomization.yaml: the template goes to Azure
+// Resource Manager, the settings to kube-system).
+func Files(v view.Managed, groups rulefmt.RuleGroups) ([]render.File, error) {
 	tmpl, err := Template(v, groups)
 	if err != nil {
 		return nil, err
@@ -51,8 +40,8 @@ func Files(v view.Managed) ([]render.File, error) {
 		return nil, err
 	}
 	return []render.File{
-		{Path: Dir + "prometheus-rule-groups.json", Raw: raw.Bytes()},
-		{Path: Dir + "ama-metrics-settings-configmap.yaml", Raw: settings},
+		{Path: v.Service.Dir + "prometheus-rule-groups.json", Raw: raw.Bytes()},
+		{Path: v.Service.Dir + "ama-metrics-settings-configmap.yaml", Raw: settings},
 	}, nil
 }
 
@@ -137,7 +126,7 @@ var groupName = regexp.MustCompile(`^[^:@/#{}%&+*<>?]+$`)
 // clusters' groups share a resource group, as Azure's own do
 // (NodeRecordingRulesRuleGroup-Win-<cluster>).
 func GroupName(v view.Managed, g string) string {
-	if v.Cluster.Name == "" {
+	if !v.Cluster.Multi() {
 		return g
 	}
 	return g + "-" + v.Cluster.Name

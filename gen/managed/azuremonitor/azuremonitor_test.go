@@ -14,8 +14,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	sigyaml "sigs.k8s.io/yaml"
 
+	"github.com/winobs/winobs/gen/bundle"
 	"github.com/winobs/winobs/gen/config"
 	"github.com/winobs/winobs/gen/dashboards"
+	"github.com/winobs/winobs/gen/managed"
 	"github.com/winobs/winobs/gen/managed/azuremonitor"
 	"github.com/winobs/winobs/gen/rules"
 	"github.com/winobs/winobs/gen/view"
@@ -42,7 +44,7 @@ func azureAliased(t *testing.T, clusterName string, alias bool) *config.Config {
 	t.Helper()
 	c := config.Default()
 	c.Cluster.Name = clusterName
-	c.Prometheus.Platform = config.PlatformAzureMonitor
+	c.Prometheus.Managed = managed.AzureMonitor
 	c.Prometheus.Azure = config.AzureMonitor{Workspace: workspace, Location: "westeurope", Cluster: cluster, ActionGroups: []string{actions}, ClusterAlias: alias}
 	if probs := config.Validate(c); len(probs) > 0 {
 		t.Fatal(probs)
@@ -53,12 +55,12 @@ func azureAliased(t *testing.T, clusterName string, alias bool) *config.Config {
 
 func template(t *testing.T, c *config.Config) (azuremonitor.ARMTemplate, []byte) {
 	t.Helper()
-	files, err := azuremonitor.Files(view.Of(c).Managed)
+	files, err := bundle.Managed(view.Of(c).Managed)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, f := range files {
-		if f.Path == azuremonitor.Dir+"prometheus-rule-groups.json" {
+		if f.Path == "azure-monitor/prometheus-rule-groups.json" {
 			var tmpl azuremonitor.ARMTemplate
 			if err := json.Unmarshal(f.Raw, &tmpl); err != nil {
 				t.Fatal(err)
@@ -84,7 +86,7 @@ func TestEveryRuleOnceAsRendered(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	back, err := managedrules.ReadBack(config.PlatformAzureMonitor, view.Of(c).Managed)
+	back, err := managedrules.ReadBack(managed.AzureMonitor, view.Of(c).Managed)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -502,7 +504,7 @@ func TestNoTemplateStringIsAnARMExpression(t *testing.T) {
 	// as an alias becomes one ARM cannot evaluate.
 	c := config.Default()
 	c.Cluster.Name = expr
-	c.Prometheus.Platform, c.Prometheus.Azure = config.PlatformAzureMonitor, config.AzureMonitor{Workspace: workspace, Location: "westeurope", Cluster: cluster}
+	c.Prometheus.Managed, c.Prometheus.Azure = managed.AzureMonitor, config.AzureMonitor{Workspace: workspace, Location: "westeurope", Cluster: cluster}
 	if probs := config.Validate(c); !strings.Contains(fmt.Sprint(probs), "cluster.name") {
 		t.Errorf("cluster.name %q: %v", expr, probs)
 	}

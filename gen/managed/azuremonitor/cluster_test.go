@@ -59,7 +59,7 @@ func TestRenderSelectsTheLabelAmaMetricsWrites(t *testing.T) {
 				t.Fatal(err)
 			}
 			var tmpl azuremonitor.ARMTemplate
-			if err := json.Unmarshal(data[azuremonitor.Dir+"prometheus-rule-groups.json"], &tmpl); err != nil {
+			if err := json.Unmarshal(data["azure-monitor/prometheus-rule-groups.json"], &tmpl); err != nil {
 				t.Fatal(err)
 			}
 			for _, g := range tmpl.Resources {
@@ -68,7 +68,7 @@ func TestRenderSelectsTheLabelAmaMetricsWrites(t *testing.T) {
 				}
 			}
 			var cm corev1.ConfigMap
-			if err := sigyaml.UnmarshalStrict(data[azuremonitor.Dir+"ama-metrics-settings-configmap.yaml"], &cm); err != nil {
+			if err := sigyaml.UnmarshalStrict(data["azure-monitor/ama-metrics-settings-configmap.yaml"], &cm); err != nil {
 				t.Fatal(err)
 			}
 			alias := ""

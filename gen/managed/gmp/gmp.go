@@ -68,21 +68,14 @@ type Rule struct {
 	Annotations map[string]string `json:"annotations,omitempty"`
 }
 
-// Files renders the rules object, for the gmp platform alone; it is a
+// Files renders the rules object into the service's folder; it is a
 // Kubernetes object, applied (and deleted) with the rest by kubectl -k.
-func Files(v view.Managed) ([]render.File, error) {
-	if v.Platform != config.PlatformGMP {
-		return nil, nil
-	}
-	groups, err := rules.Build(v.Rules)
-	if err != nil {
-		return nil, err
-	}
+func Files(v view.Managed, groups rulefmt.RuleGroups) ([]render.File, error) {
 	obj, err := Object(v, groups)
 	if err != nil {
 		return nil, err
 	}
-	return []render.File{{Path: "gmp/" + obj.Name + ".yaml", Objects: []any{obj}}}, nil
+	return []render.File{{Path: v.Service.Dir + obj.Name + ".yaml", Objects: []any{obj}}}, nil
 }
 
 // Object is the groups as one ClusterRules (scope cluster) or GlobalRules

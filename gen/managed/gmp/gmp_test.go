@@ -7,6 +7,7 @@ import (
 	"github.com/prometheus/prometheus/promql/parser"
 
 	"github.com/winobs/winobs/gen/config"
+	"github.com/winobs/winobs/gen/managed"
 	"github.com/winobs/winobs/gen/managed/gmp"
 	"github.com/winobs/winobs/gen/rules"
 	"github.com/winobs/winobs/gen/view"
@@ -16,7 +17,7 @@ import (
 func gmpView(t *testing.T, scope string) view.Managed {
 	t.Helper()
 	c := config.Default()
-	c.Prometheus.Platform, c.Prometheus.GMP.Scope = config.PlatformGMP, scope
+	c.Prometheus.Managed, c.Prometheus.GMP.Scope = managed.GMP, scope
 	if probs := config.Validate(c); len(probs) > 0 {
 		t.Fatal(probs)
 	}
@@ -44,7 +45,7 @@ func TestRulesObject(t *testing.T) {
 		if obj.Kind != kind || obj.APIVersion != "monitoring.googleapis.com/v1" || obj.Namespace != "" || len(obj.Spec.Groups) != len(want.Groups) {
 			t.Fatalf("%s %s %q %d groups", obj.APIVersion, obj.Kind, obj.Namespace, len(obj.Spec.Groups))
 		}
-		back, err := managedrules.ReadBack(config.PlatformGMP, v)
+		back, err := managedrules.ReadBack(managed.GMP, v)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -12,8 +12,10 @@ import (
 	"github.com/prometheus/common/model"
 	"github.com/prometheus/prometheus/model/rulefmt"
 	"github.com/prometheus/prometheus/promql/parser"
+	sigyaml "sigs.k8s.io/yaml"
 
 	"github.com/winobs/winobs/gen/config"
+	"github.com/winobs/winobs/gen/managed"
 	"github.com/winobs/winobs/gen/managed/amp"
 	"github.com/winobs/winobs/gen/managed/azuremonitor"
 	"github.com/winobs/winobs/gen/managed/gmp"
@@ -33,20 +35,20 @@ var (
 // needs (Azure Monitor's workspace, AMP's workspace and region; GMP none),
 // and no other platform's.
 func OnPlatform(c *config.Config, platform string) {
-	c.Prometheus.Platform = platform
+	c.Prometheus.Managed = platform
 	c.Prometheus.Azure, c.Prometheus.AMP = config.AzureMonitor{}, config.AMP{}
 	switch platform {
-	case config.PlatformAzureMonitor:
+	case managed.AzureMonitor:
 		c.Prometheus.Azure = ExampleAzure
-	case config.PlatformAMP:
+	case managed.AMP:
 		c.Prometheus.AMP = ExampleAMP
 	}
 }
 
 // ReadBack is the platform's rendered rules as a Prometheus rule file:
 // Azure Monitor's rule group (expression → expr, ISO 8601 `for` → a
-// duration), AMP's namespace file parsed by Prometheus' rulefmt, GMP's
-// rules object's groups.
+// duration); AMP's namespace file and GMP's rules object's groups parsed by
+// Prometheus' rulefmt.
 func ReadBack(platform string, v view.Managed) (rulefmt.RuleGroups, error) {
 	groups, err := rules.Build(v.Rules)
 	if err != nil {
@@ -54,7 +56,7 @@ func ReadBack(platform string, v view.Managed) (rulefmt.RuleGroups, error) {
 	}
 	var back rulefmt.RuleGroups
 	switch platform {
-	case config.PlatformAzureMonitor:
+	case managed.AzureMonitor:
 		tmpl, err := azuremonitor.Template(v, groups)
 		if err != nil {
 			return back, err
@@ -72,38 +74,37 @@ func ReadBack(platform string, v view.Managed) (rulefmt.RuleGroups, error) {
 			}
 			back.Groups = append(back.Groups, g)
 		}
-	case config.PlatformAMP:
-		files, err := amp.Files(v)
+	case managed.AMP:
+		files, err := amp.Files(v, groups)
 		if err != nil {
 			return back, err
 		}
-		parsed, errs := rulefmt.Parse(files[0].Raw, false, model.LegacyValidation, parser.NewParser(parser.Options{}), slog.New(slog.DiscardHandler))
-		if len(errs) > 0 {
-			return back, fmt.Errorf("%s: %v", files[0].Path, errs)
-		}
-		back = *parsed
-	case config.PlatformGMP:
+		return parse(files[0].Path, files[0].Raw)
+	case managed.GMP:
+		// The CRD's groups are Prometheus' rule file format (for as a
+		// duration string): read by rulefmt as Prometheus would.
 		obj, err := gmp.Object(v, groups)
 		if err != nil {
 			return back, err
 		}
-		for _, g := range obj.Spec.Groups {
-			out := rulefmt.RuleGroup{Name: g.Name}
-			for _, r := range g.Rules {
-				hold := rulefmt.Rule{Record: r.Record, Alert: r.Alert, Expr: r.Expr, Labels: r.Labels, Annotations: r.Annotations}
-				if r.For != "" {
-					if hold.For, err = model.ParseDuration(r.For); err != nil {
-						return back, err
-					}
-				}
-				out.Rules = append(out.Rules, hold)
-			}
-			back.Groups = append(back.Groups, out)
+		raw, err := sigyaml.Marshal(obj.Spec)
+		if err != nil {
+			return back, err
 		}
+		return parse("the "+obj.Kind+" object", raw)
 	default:
 		return back, fmt.Errorf("no managed platform %q", platform)
 	}
 	return back, nil
+}
+
+// parse reads a rule file as Prometheus' rulefmt does.
+func parse(what string, raw []byte) (rulefmt.RuleGroups, error) {
+	parsed, errs := rulefmt.Parse(raw, false, model.LegacyValidation, parser.NewParser(parser.Options{}), slog.New(slog.DiscardHandler))
+	if len(errs) > 0 {
+		return rulefmt.RuleGroups{}, fmt.Errorf("%s: %v", what, errs)
+	}
+	return *parsed, nil
 }
 
 // Diff compares got's rules with want's, in order across groups (a

@@ -8,6 +8,7 @@ import (
 	"github.com/prometheus/prometheus/model/rulefmt"
 
 	"github.com/winobs/winobs/gen/config"
+	"github.com/winobs/winobs/gen/managed"
 	"github.com/winobs/winobs/gen/rules"
 	"github.com/winobs/winobs/gen/view"
 	"github.com/winobs/winobs/internal/testkit/managedrules"
@@ -17,7 +18,7 @@ import (
 // every kind of difference: another expression, `for`, label or
 // annotation, a rule missing, two rules swapped.
 func TestReadBackAndDiff(t *testing.T) {
-	for _, platform := range []string{config.PlatformAzureMonitor, config.PlatformAMP, config.PlatformGMP} {
+	for _, platform := range []string{managed.AzureMonitor, managed.AMP, managed.GMP} {
 		c := config.Default()
 		managedrules.OnPlatform(c, platform)
 		if probs := config.Validate(c); len(probs) > 0 {
