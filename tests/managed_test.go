@@ -50,7 +50,7 @@ func TestManagedRulesPassTheRuleTests(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			managedrules.OnPlatform(cfg, platform)
+			managedrules.OnService(cfg, platform)
 			// Not validated: the second configuration's cluster label is
 			// refused on Azure Monitor and GMP (they write cluster), but the
 			// translation is what is tested here.

@@ -27,9 +27,9 @@ func runInit(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&s.LokiURL, "loki-url", "", "Loki push URL as the Windows nodes reach it (a NodePort, an internal load balancer or an ingress: not a Service)")
 	fs.StringVar(&s.LokiTenant, "loki-tenant", "", "X-Scope-OrgID of a multi-tenant Loki")
 	fs.StringVar(&s.APIHost, "api-server", "", "API server DNS name or IP as the Windows nodes reach it")
-	fs.IntVar(&s.APIPort, "api-port", 0, "API server port (default: the platform's, else 6443)")
+	fs.IntVar(&s.APIPort, "api-port", 0, "API server port (default: the distribution's (--platform), else 6443)")
 	scrape := fs.String("scrape-from", "", "comma-separated IPs or CIDRs of the nodes your Prometheus runs on")
-	fs.StringVar(&s.ServiceCIDR, "service-cidr", "", "the cluster's Service CIDR (default: the platform's, else 10.96.0.0/12)")
+	fs.StringVar(&s.ServiceCIDR, "service-cidr", "", "the cluster's Service CIDR (default: the distribution's (--platform), else 10.96.0.0/12)")
 	fs.StringVar(&s.Prometheus, "prometheus", "", "where the rules run: empty for kube-prometheus-stack (PrometheusRule), or a managed Prometheus: "+managedHelp())
 	fs.StringVar(&s.AMPWorkspace, "amp-workspace", "", "the AMP workspace id, ws-… (--prometheus "+managed.AMP+")")
 	fs.StringVar(&s.AMPRegion, "amp-region", "", "the AMP workspace's region, such as eu-west-1")
@@ -40,12 +40,12 @@ func runInit(args []string, stdout, stderr io.Writer) int {
 		s.AzureActionGroups = append(s.AzureActionGroups, id)
 		return nil
 	})
-	fs.StringVar(&s.Platform, "platform", "", "a managed platform's defaults for the API port and Service CIDR: "+strings.Join(config.PlatformNames(), ", ")+" (docs/config.md)")
+	fs.StringVar(&s.Distribution, "platform", "", "the Kubernetes distribution, for its defaults of the API port and Service CIDR: "+strings.Join(config.DistributionNames(), ", ")+" (docs/config.md)")
 	if code, ok := parseFlags(fs, args, stdout, stderr); !ok {
 		return code
 	}
-	if _, ok := config.Platforms[s.Platform]; s.Platform != "" && !ok {
-		fmt.Fprintf(stderr, "gen init: --platform %q: one of %s\n", s.Platform, strings.Join(config.PlatformNames(), ", "))
+	if _, ok := config.Distributions[s.Distribution]; s.Distribution != "" && !ok {
+		fmt.Fprintf(stderr, "gen init: --platform %q: one of %s\n", s.Distribution, strings.Join(config.DistributionNames(), ", "))
 		return 2
 	}
 	if *scrape != "" {
@@ -119,7 +119,7 @@ func runInit(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	fmt.Fprintf(stdout, "wrote %s\n", *path)
-	if q := managedQuestion(s.Platform); q != "" && s.Prometheus == "" {
+	if q := managedQuestion(s.Distribution); q != "" && s.Prometheus == "" {
 		fmt.Fprintln(stdout, q)
 	}
 	if s.Prometheus != "" {

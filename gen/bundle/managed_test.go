@@ -29,7 +29,7 @@ func TestEveryManagedServiceRenders(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			managedrules.OnPlatform(cfg, svc.Name)
+			managedrules.OnService(cfg, svc.Name)
 			if problems := config.Validate(cfg); len(problems) > 0 {
 				t.Fatalf("the config refuses prometheus.platform %q: %v", svc.Name, problems)
 			}

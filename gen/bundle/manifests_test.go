@@ -128,12 +128,12 @@ func configs(t *testing.T) map[string]*config.Config {
 		"kps exporter":   func(c *config.Config) { c.WindowsExporter.Deploy = false; c.Shipper.Deploy = true },
 		"multi-cluster":  func(c *config.Config) { c.Cluster.Name = "lab"; c.CreateNamespace = false },
 		"shipper agent":  func(c *config.Config) { c.LogAgent.Default = config.AgentShipper; c.Shipper.Deploy = true },
-		"amp":            func(c *config.Config) { managedrules.OnPlatform(c, managed.AMP) },
+		"amp":            func(c *config.Config) { managedrules.OnService(c, managed.AMP) },
 		"gmp":            func(c *config.Config) { c.Prometheus.Managed = managed.GMP },
 		"gmp global": func(c *config.Config) {
 			c.Prometheus.Managed, c.Prometheus.GMP.Scope = managed.GMP, config.GMPScopeGlobal
 		},
-		"azure-monitor": func(c *config.Config) { managedrules.OnPlatform(c, managed.AzureMonitor) },
+		"azure-monitor": func(c *config.Config) { managedrules.OnService(c, managed.AzureMonitor) },
 	}
 	out := map[string]*config.Config{}
 	for name, mutate := range variants {

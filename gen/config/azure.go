@@ -110,7 +110,7 @@ func validateAzureCluster(v *validator, c *Config) {
 	}
 }
 
-// Resolve settles the values a platform decides rather than the file, once,
+// Resolve settles the values a managed Prometheus decides rather than the file, once,
 // for every artifact and doctor, on a valid config; it returns what the
 // user should know of it, as warnings. On azure-monitor cluster.name
 // becomes the cluster label ama-metrics writes (AzureClusterLabel): its

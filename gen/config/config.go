@@ -103,9 +103,9 @@ func (c Cluster) Multi() bool { return c.Name != "" }
 type Prometheus struct {
 	// RuleLabels go on every PrometheusRule (the ruleSelector of kps).
 	RuleLabels Labels `yaml:"ruleLabels"`
-	// Managed is where the rules run: "" for a Prometheus that loads
-	// PrometheusRule objects, or one of the managed Prometheus services
-	// (managed.AzureMonitor).
+	// Managed is where the rules run (the key prometheus.platform): "" for
+	// a Prometheus that loads PrometheusRule objects, or a managed
+	// Prometheus service, a name of package managed's table.
 	Managed string `yaml:"platform"`
 	// Azure is Azure Monitor managed Prometheus, for managed.AzureMonitor.
 	Azure AzureMonitor `yaml:"azure"`
@@ -504,7 +504,7 @@ func load(path string) (*Config, *conffile.Document, Problems, error) {
 }
 
 // parse overlays src (read from file; none when file is "") on the
-// defaults, validates the result and resolves what its platform decides
+// defaults, validates the result and resolves what its managed Prometheus decides
 // (Resolve, whose warnings it returns).
 func parse(file string, src []byte) (*Config, *conffile.Document, Problems, error) {
 	cfg := pinnedDefaults()

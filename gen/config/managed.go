@@ -8,9 +8,9 @@ import (
 
 // validateManaged checks the managed Prometheus the rules go to
 // (prometheus.platform): a row of package managed's table, and its values
-// each by its form, at its line (Azure's resource
-// ids, AMP's workspace and region); a platform's values without the
-// platform are a mistake said at once.
+// each by its form, at its line (Azure's resource ids, AMP's workspace and
+// region); a service's values without that service chosen are a mistake
+// said at once.
 func validateManaged(v *validator, c *Config) {
 	p, a := c.Prometheus.Managed, c.Prometheus.Azure
 	m := c.Prometheus.AMP

@@ -34,9 +34,9 @@ type Site struct {
 	AzureWorkspace, AzureLocation, AzureCluster string
 	AzureActionGroups                           []string
 	AMPWorkspace, AMPRegion                     string
-	// Platform names a preset of Platforms (aks, eks, gke, kubeadm): the
+	// Distribution names a Kubernetes distribution's preset (Distributions: aks, eks, gke, kubeadm): the
 	// API port and Service CIDR not given above.
-	Platform string
+	Distribution string
 }
 
 // Starter returns a commented configuration file holding every per-cluster
@@ -52,13 +52,13 @@ func Starter(s Site) ([]byte, Problems, error) {
 		return v
 	}
 	release := or(s.Release, lab.Prometheus.RuleLabels["release"])
-	port, cidr, platformComment := lab.APIServer.Port, lab.ServiceCIDR, ""
-	if s.Platform != "" {
-		p, ok := Platforms[s.Platform]
+	port, cidr, distributionNote := lab.APIServer.Port, lab.ServiceCIDR, ""
+	if s.Distribution != "" {
+		p, ok := Distributions[s.Distribution]
 		if !ok {
-			return nil, nil, fmt.Errorf("unknown platform %q: one of %s", s.Platform, strings.Join(PlatformNames(), ", "))
+			return nil, nil, fmt.Errorf("unknown Kubernetes distribution %q (--platform): one of %s", s.Distribution, strings.Join(DistributionNames(), ", "))
 		}
-		port, cidr, platformComment = p.APIPort, p.ServiceCIDR, p.Note
+		port, cidr, distributionNote = p.APIPort, p.ServiceCIDR, p.Note
 	}
 	if s.APIPort != 0 {
 		port = s.APIPort
@@ -98,9 +98,9 @@ func Starter(s Site) ([]byte, Problems, error) {
 			field("host", or(s.APIHost, lab.APIServer.Host),
 				"The API server as the Windows nodes reach it (HostProcess pods resolve no cluster DNS and reach no\n"+
 					"Service IP): a load balancer's or a control-plane node's DNS name or IP."),
-			field("port", port, platformComment),
+			field("port", port, distributionNote),
 		), ""),
-		field("serviceCIDR", cidr, "The cluster's Service CIDR, so an address the nodes cannot reach is refused. "+platformHint),
+		field("serviceCIDR", cidr, "The cluster's Service CIDR, so an address the nodes cannot reach is refused. "+distributionHint),
 		field("loki", mapping(
 			field("url", or(s.LokiURL, lab.Loki.URL),
 				"Loki's push URL as the Windows nodes reach it: HostProcess pods reach no Service name or ClusterIP, so a\n"+
@@ -178,7 +178,7 @@ func mapping(fields ...kv) *yaml.Node {
 }
 
 // prometheusFields is the starter's prometheus section: the rule labels for
-// a Prometheus that loads PrometheusRules, or the managed platform and its
+// a Prometheus that loads PrometheusRules, or the managed Prometheus and its
 // resource ids.
 func prometheusFields(s Site, release string) *yaml.Node {
 	switch s.Prometheus {

@@ -161,9 +161,9 @@ func TestStarterPlatforms(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, name := range PlatformNames() {
-		p := Platforms[name]
-		src, _, err := Starter(Site{Platform: name})
+	for _, name := range DistributionNames() {
+		p := Distributions[name]
+		src, _, err := Starter(Site{Distribution: name})
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
@@ -176,14 +176,14 @@ func TestStarterPlatforms(t *testing.T) {
 			t.Errorf("docs/config.md has no row for %s with port %d, %s and a source", name, p.APIPort, p.ServiceCIDR)
 		}
 	}
-	src, _, err := Starter(Site{Platform: "aks", APIPort: 8443, ServiceCIDR: "10.2.0.0/16"})
+	src, _, err := Starter(Site{Distribution: "aks", APIPort: 8443, ServiceCIDR: "10.2.0.0/16"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if cfg, _, _, err := parse("(init)", src); err != nil || cfg.APIServer.Port != 8443 || cfg.ServiceCIDR != "10.2.0.0/16" {
 		t.Errorf("the flags beside a preset: %v %+v", err, cfg)
 	}
-	if _, _, err := Starter(Site{Platform: "openshift"}); err == nil || !strings.Contains(err.Error(), "aks, eks, gke, kubeadm") {
+	if _, _, err := Starter(Site{Distribution: "openshift"}); err == nil || !strings.Contains(err.Error(), "aks, eks, gke, kubeadm") {
 		t.Errorf("an unknown platform: %v", err)
 	}
 }

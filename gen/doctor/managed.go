@@ -59,7 +59,7 @@ func (r *run) managedReachable(ctx context.Context, api *API, id string) Check {
 	return c
 }
 
-// managedRules: the platform's rules run, as their records arrive (the
+// managedRules: the managed service's rules run, as their records arrive (the
 // node info record has a series whenever an exporter is scraped).
 func (r *run) managedRules(ctx context.Context, c Check) Check {
 	if r.exportersUp == 0 {

@@ -145,7 +145,7 @@ type RulerNamespace struct {
 func MetricsNamespace(r config.Ruler) string { return r.NamespacePrefix + "-windows" }
 
 // ClusterMetricsNamespace is MetricsNamespace with the cluster's name when
-// one is set: the name a managed platform's rule group takes (Azure
+// one is set: the name a managed Prometheus's rule group takes (Azure
 // Monitor's group, AMP's rule groups namespace), so several clusters' live
 // side by side in one workspace, as Azure's own
 // (NodeRecordingRulesRuleGroup-Win-<cluster>).

@@ -86,9 +86,10 @@ type Exporters struct {
 	MonitorAPI, MonitorDir string
 }
 
-// Managed is what a managed Prometheus's artifacts read (package
-// azuremonitor): the rules, the dashboards whose metrics it must keep,
-// where the rules go, and how the exporter is scraped.
+// Managed is what a managed Prometheus's renderers read (the packages
+// beneath gen/managed): the rules, the dashboards whose metrics it must
+// keep (Azure Monitor's keep-lists), where the rules go, and how the
+// exporter is scraped.
 type Managed struct {
 	// Service is the managed Prometheus the rules run in (its row of
 	// package managed); its Name is "" for none.

@@ -35,7 +35,7 @@ func TestReadmeOwnClusterPath(t *testing.T) {
 	}
 	for _, platform := range []string{"aks", "eks"} {
 		t.Run(platform, func(t *testing.T) {
-			preset := config.Platforms[platform]
+			preset := config.Distributions[platform]
 			b := startShaped(t, bin, preset.ServiceCIDR)
 			b.nodes()
 			b.kubectl("apply", "--server-side", "-f", repo(t, "testdata/crds"))
@@ -125,7 +125,7 @@ sed -i -e 's|k8s-lab-api.example.com|127.0.0.1|' -e 's|^  port: %d$|  port: %d|'
   -e 's|http://192.168.10.24:31100/loki/api/v1/push|http://127.0.0.1:3100/loki/api/v1/push|' \
   -e 's|192.168.10.2[346]/32|127.0.0.1/32|' -e 's|release: kps|release: kube-prometheus-stack|' "$1"
 grep -q '127.0.0.1' "$1"
-`, config.Platforms[platform].APIPort, b.apiPort),
+`, config.Distributions[platform].APIPort, b.apiPort),
 	}
 	for name, body := range files {
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o755); err != nil {

@@ -25,7 +25,7 @@ func ampView(t *testing.T, cluster string) view.Managed {
 	t.Helper()
 	c := config.Default()
 	c.Cluster.Name = cluster
-	managedrules.OnPlatform(c, managed.AMP)
+	managedrules.OnService(c, managed.AMP)
 	if probs := config.Validate(c); len(probs) > 0 {
 		t.Fatal(probs)
 	}

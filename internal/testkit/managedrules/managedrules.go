@@ -1,4 +1,4 @@
-// Package managedrules reads each managed Prometheus platform's rendered
+// Package managedrules reads each managed Prometheus's rendered
 // rules back as Prometheus rule groups, and compares them with the render's
 // own, for tests: what Azure Monitor, AMP and GMP are given must be the
 // rules the rule tests prove.
@@ -23,7 +23,7 @@ import (
 	"github.com/winobs/winobs/gen/view"
 )
 
-// Example settings of each platform, as a user's config would hold them:
+// Example settings of each service, as a user's config would hold them:
 // what the tests render with.
 var (
 	ExampleAzure = config.AzureMonitor{Location: "westeurope",
@@ -31,13 +31,13 @@ var (
 	ExampleAMP = config.AMP{WorkspaceID: "ws-8a6f7e7e-4d1e-4b88-8b4c-0123456789ab", Region: "eu-west-1"}
 )
 
-// OnPlatform sets c to render for platform with the example settings it
+// OnService sets c to render for service with the example settings it
 // needs (Azure Monitor's workspace, AMP's workspace and region; GMP none),
-// and no other platform's.
-func OnPlatform(c *config.Config, platform string) {
-	c.Prometheus.Managed = platform
+// and no other service's.
+func OnService(c *config.Config, service string) {
+	c.Prometheus.Managed = service
 	c.Prometheus.Azure, c.Prometheus.AMP = config.AzureMonitor{}, config.AMP{}
-	switch platform {
+	switch service {
 	case managed.AzureMonitor:
 		c.Prometheus.Azure = ExampleAzure
 	case managed.AMP:
@@ -45,17 +45,17 @@ func OnPlatform(c *config.Config, platform string) {
 	}
 }
 
-// ReadBack is the platform's rendered rules as a Prometheus rule file:
+// ReadBack is the service's rendered rules as a Prometheus rule file:
 // Azure Monitor's rule group (expression → expr, ISO 8601 `for` → a
 // duration); AMP's namespace file and GMP's rules object's groups parsed by
 // Prometheus' rulefmt.
-func ReadBack(platform string, v view.Managed) (rulefmt.RuleGroups, error) {
+func ReadBack(service string, v view.Managed) (rulefmt.RuleGroups, error) {
 	groups, err := rules.Build(v.Rules)
 	if err != nil {
 		return rulefmt.RuleGroups{}, err
 	}
 	var back rulefmt.RuleGroups
-	switch platform {
+	switch service {
 	case managed.AzureMonitor:
 		tmpl, err := azuremonitor.Template(v, groups)
 		if err != nil {
@@ -93,7 +93,7 @@ func ReadBack(platform string, v view.Managed) (rulefmt.RuleGroups, error) {
 		}
 		return parse("the "+obj.Kind+" object", raw)
 	default:
-		return back, fmt.Errorf("no managed platform %q", platform)
+		return back, fmt.Errorf("no managed Prometheus %q", service)
 	}
 	return back, nil
 }
@@ -108,7 +108,7 @@ func parse(what string, raw []byte) (rulefmt.RuleGroups, error) {
 }
 
 // Diff compares got's rules with want's, in order across groups (a
-// platform may regroup them): the same record or alert, expression, `for`,
+// service may regroup them): the same record or alert, expression, `for`,
 // labels and annotations, each once. It returns every difference.
 func Diff(want, got rulefmt.RuleGroups) []string {
 	flat := func(gs rulefmt.RuleGroups) []rulefmt.Rule {

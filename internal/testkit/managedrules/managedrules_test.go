@@ -20,7 +20,7 @@ import (
 func TestReadBackAndDiff(t *testing.T) {
 	for _, platform := range []string{managed.AzureMonitor, managed.AMP, managed.GMP} {
 		c := config.Default()
-		managedrules.OnPlatform(c, platform)
+		managedrules.OnService(c, platform)
 		if probs := config.Validate(c); len(probs) > 0 {
 			t.Fatal(probs)
 		}

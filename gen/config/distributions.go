@@ -2,11 +2,11 @@ package config
 
 import "slices"
 
-// Platform holds what a managed Kubernetes platform (or kubeadm) sets by
+// Distribution holds what a Kubernetes distribution (AKS, EKS, GKE, kubeadm) sets by
 // default that winobs must know from the Windows node's side: the port its
 // API endpoint listens on and the Service CIDR its clusters get unless told
 // otherwise. docs/config.md cites where each value comes from.
-type Platform struct {
+type Distribution struct {
 	// APIPort is the API server's port as the nodes reach it.
 	APIPort int
 	// ServiceCIDR is the default Service range of a new cluster.
@@ -16,8 +16,9 @@ type Platform struct {
 	Note string
 }
 
-// Platforms are the presets of `gen init --platform`.
-var Platforms = map[string]Platform{
+// Distributions are the presets of `gen init --platform` (the flag's name
+// kept for users' scripts).
+var Distributions = map[string]Distribution{
 	"aks": {APIPort: 443, ServiceCIDR: "10.0.0.0/16",
 		Note: "AKS: the API server's FQDN listens on 443; --service-cidr defaults to 10.0.0.0/16."},
 	"eks": {APIPort: 443, ServiceCIDR: "10.100.0.0/16",
@@ -28,17 +29,17 @@ var Platforms = map[string]Platform{
 		Note: "kubeadm: the API server listens on 6443 (--apiserver-bind-port); --service-cidr defaults to 10.96.0.0/12."},
 }
 
-// PlatformNames are the preset names, sorted.
-func PlatformNames() []string {
+// DistributionNames are the preset names, sorted.
+func DistributionNames() []string {
 	var names []string
-	for n := range Platforms {
+	for n := range Distributions {
 		names = append(names, n)
 	}
 	slices.Sort(names)
 	return names
 }
 
-// platformHint is how to read the Service CIDR off a running cluster: the
+// distributionHint is how to read the Service CIDR off a running cluster: the
 // kubernetes Service holds the first address of the range.
-const platformHint = "Check on the cluster:\n" +
+const distributionHint = "Check on the cluster:\n" +
 	"kubectl get service kubernetes -n default -o jsonpath='{.spec.clusterIP}' prints the range's first address."
