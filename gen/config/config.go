@@ -8,7 +8,6 @@ import (
 	_ "embed"
 	"fmt"
 	"reflect"
-	"regexp"
 	"slices"
 	"strings"
 
@@ -571,15 +570,3 @@ func pinnedDefaults() Config {
 // Services are Windows service key names (validated against the SCM's
 // grammar).
 type Services []string
-
-// Regex matches any of the services, case-insensitively (services report
-// the case they were registered with): one pattern for the exporter's
-// service filter, the rules and the dashboards. PromQL and the exporter
-// anchor it.
-func (s Services) Regex() string {
-	quoted := make([]string, len(s))
-	for i, name := range s {
-		quoted[i] = regexp.QuoteMeta(name)
-	}
-	return "(?i)(" + strings.Join(quoted, "|") + ")"
-}

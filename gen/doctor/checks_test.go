@@ -802,7 +802,7 @@ func TestMultiTenantLoki(t *testing.T) {
 		{"windows", Pass, "300 nodes, channels Application, System"},
 	} {
 		r := &run{v: view.ForDoctor(cfg), loki: newTestAPI(t, "Loki", loki, Auth{Tenant: tc.tenant}),
-			facts: facts{t: vocab.ForCluster(cfg), lt: vocab.ForCluster(cfg), windowsNodes: nodes}}
+			facts: facts{t: view.ForDoctor(cfg).Terms, lt: view.ForDoctor(cfg).Terms, windowsNodes: nodes}}
 		got := r.eventsPerNode(context.Background(), Check{})
 		if text := strings.Join(append(got.Evidence, got.Fix), " "); got.Status != tc.status || !strings.Contains(text, tc.want) {
 			t.Errorf("tenant %q: %s %s, want %q", tc.tenant, got.Status, text, tc.want)
@@ -921,7 +921,7 @@ func TestDetectionInputsRealLoki(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			r := &run{v: view.ForDoctor(cfg), loki: api, facts: facts{t: vocab.ForCluster(cfg), lt: vocab.ForCluster(cfg)}}
+			r := &run{v: view.ForDoctor(cfg), loki: api, facts: facts{t: view.ForDoctor(cfg).Terms, lt: view.ForDoctor(cfg).Terms}}
 			var got Check
 			for deadline := time.Now().Add(fixture.Patience); time.Now().Before(deadline); time.Sleep(300 * time.Millisecond) {
 				if got = r.detectionInputs(context.Background(), Check{}); got.Status != Skip {
@@ -969,7 +969,7 @@ func TestStructuredMetadataRealLoki(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			r := &run{v: view.ForDoctor(cfg), loki: api, now: time.Now, facts: facts{t: vocab.ForCluster(cfg), lt: vocab.ForCluster(cfg)}}
+			r := &run{v: view.ForDoctor(cfg), loki: api, now: time.Now, facts: facts{t: view.ForDoctor(cfg).Terms, lt: view.ForDoctor(cfg).Terms}}
 			checks := statuses(Report{Checks: r.do(context.Background(), lokiChecks)})
 			got := checks["loki-structured-metadata"]
 			text := strings.Join(append(got.Evidence, got.Fix), "\n")

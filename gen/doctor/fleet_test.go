@@ -20,7 +20,6 @@ import (
 	"github.com/winobs/winobs/contract"
 	"github.com/winobs/winobs/gen/config"
 	"github.com/winobs/winobs/gen/view"
-	"github.com/winobs/winobs/gen/vocab"
 	"github.com/winobs/winobs/internal/testkit/lokiproc"
 )
 
@@ -218,7 +217,7 @@ func TestAnswerTooLargeIsASkipNamingTheLimit(t *testing.T) {
 			writeJSON(w, nodes)
 		})
 		r := &run{v: view.ForDoctor(cfg), loki: newTestAPI(t, "Loki", loki, Auth{}),
-			facts: facts{t: vocab.ForCluster(cfg), lt: vocab.ForCluster(cfg), windowsNodes: nodes}}
+			facts: facts{t: view.ForDoctor(cfg).Terms, lt: view.ForDoctor(cfg).Terms, windowsNodes: nodes}}
 		got := r.eventsPerNode(context.Background(), Check{})
 		if text := strings.Join(got.Evidence, " "); got.Status != Skip || !strings.Contains(text, "Loki's limits_config.max_query_series") || !strings.Contains(got.Fix, "raise Loki's limits_config.max_query_series") {
 			t.Errorf("%s: %s %q (fix %q), want a skip naming max_query_series", name, got.Status, text, got.Fix)

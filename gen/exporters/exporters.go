@@ -19,6 +19,7 @@ import (
 	"github.com/winobs/winobs/gen/nodeagent"
 	"github.com/winobs/winobs/gen/render"
 	"github.com/winobs/winobs/gen/view"
+	"github.com/winobs/winobs/gen/vocab"
 )
 
 const (
@@ -86,7 +87,7 @@ func Objects(v view.Exporters) []any {
 // services (it reports every service otherwise).
 func ExporterConfig(v view.Exporters) string {
 	// The exporter anchors the regex and matches case-sensitively.
-	include := v.WindowsExporter.Services.Regex()
+	include := vocab.ServicesRegex(v.WindowsExporter.Services)
 	// textfile serves the eventlog-shipper's metrics (it listens on loopback).
 	return fmt.Sprintf(`collectors:
   enabled: "[defaults],container,pagefile,time,textfile"

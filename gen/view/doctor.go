@@ -39,7 +39,7 @@ type Doctor struct {
 func ForDoctor(cfg *config.Config) Doctor {
 	service, _ := managed.Lookup(cfg.Prometheus.Managed)
 	return Doctor{
-		Rules: Of(cfg).Rules, Terms: vocab.ForCluster(cfg), RuleTerms: vocab.ForRules(cfg), Cluster: cfg.Cluster,
+		Rules: rulesOf(cfg), Terms: vocab.ForCluster(Vocab(cfg)), RuleTerms: vocab.ForRules(Vocab(cfg)), Cluster: cfg.Cluster,
 		Namespace: cfg.Namespace, ExporterJob: cfg.WindowsExporter.Job, KSMJob: cfg.KubeStateMetrics.Job,
 		ExporterDeployed: cfg.WindowsExporter.Deploy, EventsJob: cfg.Logs.EventsJob, PodLogsJob: cfg.Logs.PodLogsJob,
 		RunbookURL: cfg.Alerts.RunbookURL, ShipperDefault: cfg.LogAgent.Default == config.AgentShipper,

@@ -132,6 +132,33 @@ type Bundle struct {
 	Managed    Managed
 }
 
+// Vocab routes the names the vocabulary is written in (package vocab, which
+// reads no config): the cluster's label and name, the jobs, the watched
+// services, the Loki layout.
+func Vocab(cfg *config.Config) vocab.Settings {
+	s := vocab.Settings{
+		ClusterLabel: cfg.Cluster.Label,
+		ExporterJob:  cfg.WindowsExporter.Job, KSMJob: cfg.KubeStateMetrics.Job,
+		EventsJob: cfg.Logs.EventsJob, PodLogsJob: cfg.Logs.PodLogsJob,
+		Services:           cfg.Alerts.NodeServices.Services,
+		StructuredMetadata: cfg.Logs.StructuredMetadata,
+	}
+	if cfg.Cluster.Multi() {
+		s.ClusterName = cfg.Cluster.Name
+	}
+	return s
+}
+
+// rulesOf routes the config to the rules (package rules), which gen and
+// doctor read.
+func rulesOf(cfg *config.Config) Rules {
+	return Rules{
+		Terms: vocab.ForRules(Vocab(cfg)), Alerts: cfg.Alerts, ExporterServices: cfg.WindowsExporter.Services,
+		Namespace: cfg.Namespace, RuleLabels: cfg.Prometheus.RuleLabels, Ruler: cfg.Ruler, LokiRules: cfg.LokiRules,
+		EventSets: cfg.EventLog.Sets, Managed: cfg.Prometheus.Managed,
+	}
+}
+
 // Of routes a validated config to the builders.
 func Of(cfg *config.Config) Bundle {
 	service, _ := managed.Lookup(cfg.Prometheus.Managed)
@@ -141,16 +168,12 @@ func Of(cfg *config.Config) Bundle {
 		ShipperDeployed: cfg.Shipper.Deploy,
 	}
 	dashboards := Dashboards{
-		Terms: vocab.ForDashboards(cfg), Cluster: cfg.Cluster, Alerts: cfg.Alerts,
+		Terms: vocab.ForDashboards(Vocab(cfg)), Cluster: cfg.Cluster, Alerts: cfg.Alerts,
 		Namespace: cfg.Namespace, Dashboards: cfg.Dashboards, Channels: cfg.EventLog.ChannelNames(),
 	}
 	b := Bundle{
-		Agents: agents,
-		Rules: Rules{
-			Terms: vocab.ForRules(cfg), Alerts: cfg.Alerts, ExporterServices: cfg.WindowsExporter.Services,
-			Namespace: cfg.Namespace, RuleLabels: cfg.Prometheus.RuleLabels, Ruler: cfg.Ruler, LokiRules: cfg.LokiRules,
-			EventSets: cfg.EventLog.Sets, Managed: cfg.Prometheus.Managed,
-		},
+		Agents:     agents,
+		Rules:      rulesOf(cfg),
 		Dashboards: dashboards,
 		Alloy: Alloy{
 			Agents: agents, Alloy: cfg.Alloy, APIServer: cfg.APIServer, Loki: cfg.Loki,

@@ -17,7 +17,6 @@ import (
 	"strings"
 
 	"github.com/winobs/winobs/contract"
-	"github.com/winobs/winobs/gen/config"
 )
 
 // Matcher is one label matcher. Its value is a literal, quoted by Literal,
@@ -124,24 +123,40 @@ type Terms struct {
 	// the cluster on every stream).
 	cluster, lokiCluster           Selector
 	exporter, ksm, events, podLogs Matcher
-	services                       config.Services
+	services                       []string
 	// metadata: the Loki keeps structured metadata (logs.structuredMetadata):
 	// an event's channel and LogMonitor's fields are metadata; without it
 	// the channel is a stream label and the fields are read from the line.
 	metadata bool
 }
 
+// Settings are the configured names the vocabulary is written in; package
+// view routes them from the config (vocab reads no config).
+type Settings struct {
+	// ClusterLabel names the cluster on every series; ClusterName is this
+	// cluster's, "" when the config names none (one cluster alone).
+	ClusterLabel, ClusterName string
+	// The scrape jobs of windows_exporter and kube-state-metrics, and the
+	// job labels of the event and pod-log streams.
+	ExporterJob, KSMJob, EventsJob, PodLogsJob string
+	// Services are the services the node-services alert watches.
+	Services []string
+	// StructuredMetadata: the Loki keeps structured metadata
+	// (logs.structuredMetadata).
+	StructuredMetadata bool
+}
+
 // ForRules is the vocabulary of the rules: they evaluate every cluster's
 // series, so selectors name no cluster.
-func ForRules(cfg *config.Config) Terms {
+func ForRules(s Settings) Terms {
 	return Terms{
-		ClusterLabel: cfg.Cluster.Label,
-		exporter:     Eq(contract.LabelJob, cfg.WindowsExporter.Job),
-		ksm:          Eq(contract.LabelJob, cfg.KubeStateMetrics.Job),
-		events:       Eq(contract.LabelJob, cfg.Logs.EventsJob),
-		podLogs:      Eq(contract.LabelJob, cfg.Logs.PodLogsJob),
-		services:     cfg.Alerts.NodeServices.Services,
-		metadata:     cfg.Logs.StructuredMetadata,
+		ClusterLabel: s.ClusterLabel,
+		exporter:     Eq(contract.LabelJob, s.ExporterJob),
+		ksm:          Eq(contract.LabelJob, s.KSMJob),
+		events:       Eq(contract.LabelJob, s.EventsJob),
+		podLogs:      Eq(contract.LabelJob, s.PodLogsJob),
+		services:     s.Services,
+		metadata:     s.StructuredMetadata,
 	}
 }
 
@@ -151,21 +166,21 @@ func ForRules(cfg *config.Config) Terms {
 // cluster is only an external label keeps its series so, and they are the
 // chosen cluster's when Grafana reads that Prometheus (docs/dashboards.md).
 // LogQL's streams always carry it: the agents write it.
-func ForDashboards(cfg *config.Config) Terms {
-	t := ForRules(cfg)
-	if cfg.Cluster.Multi() {
-		t.cluster = Selector{VarOrAbsent(cfg.Cluster.Label, "cluster")}
-		t.lokiCluster = Selector{Var(cfg.Cluster.Label, "=", "cluster")}
+func ForDashboards(s Settings) Terms {
+	t := ForRules(s)
+	if s.ClusterName != "" {
+		t.cluster = Selector{VarOrAbsent(s.ClusterLabel, "cluster")}
+		t.lokiCluster = Selector{Var(s.ClusterLabel, "=", "cluster")}
 	}
 	return t
 }
 
 // ForCluster is the vocabulary of one cluster's live checks (doctor): with
 // a cluster name in the config, every selector selects that cluster.
-func ForCluster(cfg *config.Config) Terms {
-	t := ForRules(cfg)
-	if cfg.Cluster.Multi() {
-		t.cluster = Selector{Eq(cfg.Cluster.Label, cfg.Cluster.Name)}
+func ForCluster(s Settings) Terms {
+	t := ForRules(s)
+	if s.ClusterName != "" {
+		t.cluster = Selector{Eq(s.ClusterLabel, s.ClusterName)}
 		t.lokiCluster = t.cluster
 	}
 	return t
@@ -271,11 +286,23 @@ func (t Terms) By(labels ...string) string {
 }
 
 // Services are the node services that must run.
-func (t Terms) Services() config.Services { return t.services }
+func (t Terms) Services() []string { return t.services }
 
 // ServiceMatcher matches the node services, case-insensitively (services
 // report the case they were registered with).
-func (t Terms) ServiceMatcher() Matcher { return Re("name", t.services.Regex()) }
+func (t Terms) ServiceMatcher() Matcher { return Re("name", ServicesRegex(t.services)) }
+
+// ServicesRegex matches any of the services, case-insensitively (services
+// report the case they were registered with): one pattern for the
+// exporter's service filter, the rules and the dashboards. PromQL and the
+// exporter anchor it.
+func ServicesRegex(services []string) string {
+	quoted := make([]string, len(services))
+	for i, name := range services {
+		quoted[i] = regexp.QuoteMeta(name)
+	}
+	return "(?i)(" + strings.Join(quoted, "|") + ")"
+}
 
 var placeholder = regexp.MustCompile(`\$\[(\w+)\]`)
 

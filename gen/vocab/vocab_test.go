@@ -7,9 +7,12 @@ import (
 	"testing"
 
 	"github.com/prometheus/prometheus/promql/parser"
-
-	"github.com/winobs/winobs/gen/config"
 )
+
+// defaults are the default config's names (view routes them; these tests
+// hold the vocabulary to the text it writes).
+var defaults = Settings{ClusterLabel: "cluster", ExporterJob: "windows-exporter", KSMJob: "kube-state-metrics",
+	EventsJob: "windows-events", PodLogsJob: "windows-pods", StructuredMetadata: true}
 
 // grafanaInterpolation is Grafana's own variable pattern (@grafana/scenes
 // 8.19.0's VARIABLE_REGEX: $name, [[name]], [[name:format]], ${name},
@@ -48,9 +51,9 @@ func TestLiteral(t *testing.T) {
 // $cluster (PromQL: or series without the label; LogQL: exactly); With never
 // changes the selector it extends.
 func TestSelectors(t *testing.T) {
-	cfg := config.Default()
-	cfg.Cluster.Name, cfg.Cluster.Label = "eu", "k8s_cluster"
-	r, d := ForRules(cfg), ForDashboards(cfg)
+	multi := defaults
+	multi.ClusterName, multi.ClusterLabel = "eu", "k8s_cluster"
+	r, d := ForRules(multi), ForDashboards(multi)
 	for got, want := range map[string]string{
 		r.Exporter().String(): `{job="windows-exporter"}`,
 		d.Exporter(Var("instance", "=~", "instance")).String():                   `{job="windows-exporter", k8s_cluster=~` + "`${cluster:regex}|`" + `, instance=~"$instance"}`,
@@ -71,8 +74,7 @@ func TestSelectors(t *testing.T) {
 	if a.String() == b.String() || base.String() != d.Exporter().String() {
 		t.Errorf("With aliased: %s %s %s", base, a, b)
 	}
-	single := config.Default()
-	if ForDashboards(single).Exporter().String() != `{job="windows-exporter"}` {
+	if ForDashboards(defaults).Exporter().String() != `{job="windows-exporter"}` {
 		t.Error("a single-cluster dashboard selects a cluster")
 	}
 }
@@ -81,7 +83,7 @@ func TestSelectors(t *testing.T) {
 // arguments, inserted as they are; an unknown placeholder, an argument that
 // shadows a term and an unused argument are errors that name them.
 func TestExpand(t *testing.T) {
-	terms := ForRules(config.Default())
+	terms := ForRules(defaults)
 	got, err := terms.Expand(`max by ($[cluster]) ($[NodeCommitRatio]{$[exporter], $[volumes]}) > $[threshold]`, Args{"threshold": "0.9 $[cluster]"})
 	if err != nil || got != `max by (cluster) (`+Records.NodeCommitRatio+`{job="windows-exporter", volume=~"[A-Za-z]:"}) > 0.9 $[cluster]` {
 		t.Errorf("%q %v", got, err)
@@ -105,7 +107,7 @@ func TestExpand(t *testing.T) {
 // The boot time reads each exporter version's name, so the alert and the
 // fleet table see a node whichever exporter it runs.
 func TestBootTimeCoversEveryVersion(t *testing.T) {
-	e := BootTime("instance", ForRules(config.Default()).Exporter())
+	e := BootTime("instance", ForRules(defaults).Exporter())
 	for _, name := range []string{"windows_system_boot_time_timestamp{", "windows_system_boot_time_timestamp_seconds{", "windows_system_system_up_time{"} {
 		if !strings.Contains(e, name) {
 			t.Errorf("%s lacks %s", e, name)
