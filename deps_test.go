@@ -114,12 +114,13 @@ func TestBinariesLinkOnlyWhatTheyNeed(t *testing.T) {
 // imports nothing of winobs's.
 func TestOnlyContractSpellsTheNames(t *testing.T) {
 	// The event stream's labels that winobs's agents make (job, namespace,
-	// pod and container are everyone's words), and winobs's metrics.
+	// pod and container are everyone's words), winobs's metrics, and the
+	// Loki alerts' names (the detections' names were once written twice).
 	names := map[string]bool{}
 	for _, n := range []string{contract.LabelNode, contract.LabelChannel, contract.LabelComputer, contract.LabelStream, contract.LabelLane, contract.MetaLogMonitor, contract.MetaEventID} {
 		names[strconv.Quote(n)] = true
 	}
-	for _, m := range contract.ShipperMetrics {
+	for _, m := range append(slices.Clone(contract.ShipperMetrics), contract.LokiAlerts...) {
 		names[strconv.Quote(m)] = true
 	}
 	exempt := []string{"contract/", "internal/testkit/lokitest/", "shipper/eventxml/", "tests/", "internal/testkit/logqlcheck/"}

@@ -250,7 +250,7 @@ func logMonitorLinesThroughAlloy(t *testing.T, metadata bool) {
 	}
 	wantCrashes := map[string]bool{"eventlog-app-error": true, "eventlog-verbose": true, "eventlog-critical": true, "eventlog-split": true, "eventlog-v21-raw-tab": true}
 	if !maps.Equal(crashes, wantCrashes) {
-		t.Errorf("%s selects %v, want %v", rules.AlertContainerAppCrashed, slices.Sorted(maps.Keys(crashes)), slices.Sorted(maps.Keys(wantCrashes)))
+		t.Errorf("%s selects %v, want %v", contract.AlertContainerAppCrashed, slices.Sorted(maps.Keys(crashes)), slices.Sorted(maps.Keys(wantCrashes)))
 	}
 }
 
@@ -262,11 +262,11 @@ func crashRule(t *testing.T) string {
 		t.Fatal(err)
 	}
 	for _, r := range groups.Groups[0].Rules {
-		if r.Alert == rules.AlertContainerAppCrashed {
+		if r.Alert == contract.AlertContainerAppCrashed {
 			return r.Expr
 		}
 	}
-	t.Fatalf("no %s", rules.AlertContainerAppCrashed)
+	t.Fatalf("no %s", contract.AlertContainerAppCrashed)
 	return ""
 }
 

@@ -114,17 +114,17 @@ type EventReader struct {
 // EventReaders are the Loki alerts that read event log channels, and
 // their inputs.
 var EventReaders = []EventReader{
-	{Alert: "WindowsNodeServiceTerminated", Channel: ChannelSystem, IDs: []int{7031, 7034}},
-	{Alert: "WindowsServiceStartFailed", Channel: ChannelSystem, IDs: []int{7000, 7009}},
-	{Alert: "WindowsLogonBruteForce", Set: SetSecurity, Channel: ChannelSecurity, IDs: []int{4625}},
-	{Alert: "WindowsAccountLockedOut", Set: SetSecurity, Channel: ChannelSecurity, IDs: []int{4740}},
-	{Alert: "WindowsAuditLogCleared", Set: SetSecurity, Channel: ChannelSecurity, IDs: []int{1102}},
-	{Alert: "WindowsPrivilegedGroupChanged", Set: SetSecurity, Channel: ChannelSecurity, IDs: []int{4728, 4729, 4732, 4733, 4756, 4757}},
-	{Alert: "WindowsServiceInstalled", Set: SetSecurity, Channel: ChannelSystem, IDs: []int{7045}},
-	{Alert: "WindowsServiceInstalled", Set: SetSecurity, Channel: ChannelSecurity, IDs: []int{4697}},
-	{Alert: "WindowsAccountCreated", Set: SetSecurity, Channel: ChannelSecurity, IDs: []int{4720}},
-	{Alert: "WindowsHostNetworkServiceErrors", Set: SetNodeOperations, Channel: ChannelHNS, Levels: []int{1, 2}},
-	{Alert: "WindowsHostComputeServiceErrors", Set: SetNodeOperations, Channel: ChannelHCS, Levels: []int{1, 2}},
+	{Alert: contract.AlertNodeServiceTerminated, Channel: ChannelSystem, IDs: []int{7031, 7034}},
+	{Alert: contract.AlertServiceStartFailed, Channel: ChannelSystem, IDs: []int{7000, 7009}},
+	{Alert: contract.AlertLogonBruteForce, Set: SetSecurity, Channel: ChannelSecurity, IDs: []int{4625}},
+	{Alert: contract.AlertAccountLockedOut, Set: SetSecurity, Channel: ChannelSecurity, IDs: []int{4740}},
+	{Alert: contract.AlertAuditLogCleared, Set: SetSecurity, Channel: ChannelSecurity, IDs: []int{1102}},
+	{Alert: contract.AlertPrivilegedGroupChanged, Set: SetSecurity, Channel: ChannelSecurity, IDs: []int{4728, 4729, 4732, 4733, 4756, 4757}},
+	{Alert: contract.AlertServiceInstalled, Set: SetSecurity, Channel: ChannelSystem, IDs: []int{7045}},
+	{Alert: contract.AlertServiceInstalled, Set: SetSecurity, Channel: ChannelSecurity, IDs: []int{4697}},
+	{Alert: contract.AlertAccountCreated, Set: SetSecurity, Channel: ChannelSecurity, IDs: []int{4720}},
+	{Alert: contract.AlertHostNetworkErrors, Set: SetNodeOperations, Channel: ChannelHNS, Levels: []int{1, 2}},
+	{Alert: contract.AlertHostComputeErrors, Set: SetNodeOperations, Channel: ChannelHCS, Levels: []int{1, 2}},
 }
 
 // setWarnings names the detection that loses all its input to exclusions

@@ -14,19 +14,6 @@ import (
 	"github.com/winobs/winobs/gen/vocab"
 )
 
-// Detections of the event sets (docs/events.md), each rendered with its
-// set. Alert names are sections of docs/runbooks.md.
-const (
-	AlertLogonBruteForce        = "WindowsLogonBruteForce"
-	AlertAccountLockedOut       = "WindowsAccountLockedOut"
-	AlertAuditLogCleared        = "WindowsAuditLogCleared"
-	AlertServiceInstalled       = "WindowsServiceInstalled"
-	AlertAccountCreated         = "WindowsAccountCreated"
-	AlertPrivilegedGroupChanged = "WindowsPrivilegedGroupChanged"
-	AlertHostNetworkErrors      = "WindowsHostNetworkServiceErrors"
-	AlertHostComputeErrors      = "WindowsHostComputeServiceErrors"
-)
-
 // Thresholds of the detections: BruteForceLogons failed logons of one
 // account on one node in 10 minutes, held for 2 minutes; HostServiceErrors
 // errors of the HNS or HCS on one node in 10 minutes.
@@ -52,8 +39,8 @@ func detectionRules(v view.Rules, ts *templates) []rulefmt.Rule {
 		security := channel(config.ChannelSecurity)
 		out = append(out,
 			rulefmt.Rule{
-				Alert: AlertLogonBruteForce,
-				Expr: ts.fill(AlertLogonBruteForce,
+				Alert: contract.AlertLogonBruteForce,
+				Expr: ts.fill(contract.AlertLogonBruteForce,
 					`sum by ($[cluster], $[nodeLabel], target_user) (count_over_time($[sec] | json event_id="event_id", event_data="event_data" | event_id="$[id]" | $[user] [10m])) >= $[n]`,
 					vocab.Args{"nodeLabel": contract.LabelNode, "sec": security, "user": vocab.EventField("event_data", "TargetUserName", "target_user"), "n": strconv.Itoa(BruteForceLogons), "id": vocab.SecurityFailedLogon}),
 				For:    model.Duration(BruteForceHold),
@@ -64,8 +51,8 @@ func detectionRules(v view.Rules, ts *templates) []rulefmt.Rule {
 				},
 			},
 			rulefmt.Rule{
-				Alert: AlertAccountLockedOut,
-				Expr: ts.fill(AlertAccountLockedOut,
+				Alert: contract.AlertAccountLockedOut,
+				Expr: ts.fill(contract.AlertAccountLockedOut,
 					`sum by ($[cluster], $[nodeLabel], target_user) (count_over_time($[sec] | json event_id="event_id", event_data="event_data" | event_id="$[id]" | $[user] [10m])) > 0`,
 					vocab.Args{"nodeLabel": contract.LabelNode, "sec": security, "user": vocab.EventField("event_data", "TargetUserName", "target_user"), "id": vocab.SecurityLockout}),
 				Labels: map[string]string{"severity": "warning"},
@@ -75,8 +62,8 @@ func detectionRules(v view.Rules, ts *templates) []rulefmt.Rule {
 				},
 			},
 			rulefmt.Rule{
-				Alert: AlertAuditLogCleared,
-				Expr: ts.fill(AlertAuditLogCleared,
+				Alert: contract.AlertAuditLogCleared,
+				Expr: ts.fill(contract.AlertAuditLogCleared,
 					`sum by ($[cluster], $[nodeLabel], subject_user) (count_over_time($[sec] | json event_id="event_id", user_data="user_data" | event_id="$[id]" | $[user] [10m])) > 0`,
 					vocab.Args{"nodeLabel": contract.LabelNode, "sec": security, "user": vocab.EventField("user_data", "SubjectUserName", "subject_user"), "id": vocab.SecurityLogCleared}),
 				Labels: map[string]string{"severity": "critical"},
@@ -89,8 +76,8 @@ func detectionRules(v view.Rules, ts *templates) []rulefmt.Rule {
 				// The SCM's 7045 in System, or Security's 4697 where the
 				// audit policy logs it (it names who installed the
 				// service): one install, one alert, grouped by service.
-				Alert: AlertServiceInstalled,
-				Expr: ts.fill(AlertServiceInstalled,
+				Alert: contract.AlertServiceInstalled,
+				Expr: ts.fill(contract.AlertServiceInstalled,
 					`sum by ($[cluster], $[nodeLabel], service) (count_over_time($[both] | json | (event_id="$[scm]" and source="$[scmSource]") or event_id="$[audit]" | $[service] [10m])) > 0`,
 					vocab.Args{"nodeLabel": contract.LabelNode, "both": t.Channels(nil, config.ChannelSystem, config.ChannelSecurity),
 						"scmSource": vocab.SCMProvider, "service": vocab.EventField("event_data", "ServiceName", "service"),
@@ -102,8 +89,8 @@ func detectionRules(v view.Rules, ts *templates) []rulefmt.Rule {
 				},
 			},
 			rulefmt.Rule{
-				Alert: AlertAccountCreated,
-				Expr: ts.fill(AlertAccountCreated,
+				Alert: contract.AlertAccountCreated,
+				Expr: ts.fill(contract.AlertAccountCreated,
 					`sum by ($[cluster], $[nodeLabel], target_user, subject_user) (count_over_time($[sec] | json event_id="event_id", event_data="event_data" | event_id="$[id]" | $[users] [10m])) > 0`,
 					vocab.Args{"nodeLabel": contract.LabelNode, "sec": security, "id": vocab.SecurityAccountCreated,
 						// TargetUserName (the new account) comes before SubjectUserName (who made it).
@@ -115,8 +102,8 @@ func detectionRules(v view.Rules, ts *templates) []rulefmt.Rule {
 				},
 			},
 			rulefmt.Rule{
-				Alert: AlertPrivilegedGroupChanged,
-				Expr: ts.fill(AlertPrivilegedGroupChanged,
+				Alert: contract.AlertPrivilegedGroupChanged,
+				Expr: ts.fill(contract.AlertPrivilegedGroupChanged,
 					`sum by ($[cluster], $[nodeLabel], group, event_id) (count_over_time($[sec] | json event_id="event_id", event_data="event_data" | event_id=~"$[ids]" | $[group] | group_sid=~"$[sids]" [10m])) > 0`,
 					vocab.Args{"nodeLabel": contract.LabelNode, "sec": security, "sids": PrivilegedGroupSIDs, "ids": vocab.SecurityGroupMember,
 						// TargetUserName (the group's name) comes before its TargetSid.
@@ -131,8 +118,8 @@ func detectionRules(v view.Rules, ts *templates) []rulefmt.Rule {
 	}
 	if slices.Contains(v.EventSets, config.SetNodeOperations) {
 		for _, hs := range []struct{ alert, channel, what string }{
-			{AlertHostNetworkErrors, config.ChannelHNS, "Host Network Service (pod endpoints, networks, load balancers)"},
-			{AlertHostComputeErrors, config.ChannelHCS, "Host Compute Service (container create and start)"},
+			{contract.AlertHostNetworkErrors, config.ChannelHNS, "Host Network Service (pod endpoints, networks, load balancers)"},
+			{contract.AlertHostComputeErrors, config.ChannelHCS, "Host Compute Service (container create and start)"},
 		} {
 			out = append(out, rulefmt.Rule{
 				Alert: hs.alert,

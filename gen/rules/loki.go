@@ -11,13 +11,6 @@ import (
 // LokiGroup is the Loki ruler group of event log alerts.
 const LokiGroup = "winobs-windows-events"
 
-// Event log alert names (sections of docs/runbooks.md).
-const (
-	AlertNodeServiceTerminated = "WindowsNodeServiceTerminated"
-	AlertServiceStartFailed    = "WindowsServiceStartFailed"
-	AlertContainerAppCrashed   = "WindowsContainerApplicationCrashed"
-)
-
 // LokiGroups returns the event log alerts for the Loki ruler: one rule per
 // node service that terminated unexpectedly, and one for any service that
 // failed to start or timed out (at boot, often a slow disk). Expressions are
@@ -29,8 +22,8 @@ func LokiGroups(v view.Rules) (rulefmt.RuleGroups, error) {
 	g := rulefmt.RuleGroup{Name: LokiGroup}
 	for _, svc := range v.ExporterServices {
 		g.Rules = append(g.Rules, rulefmt.Rule{
-			Alert: AlertNodeServiceTerminated,
-			Expr: ts.fill(AlertNodeServiceTerminated,
+			Alert: contract.AlertNodeServiceTerminated,
+			Expr: ts.fill(contract.AlertNodeServiceTerminated,
 				`sum by ($[cluster], $[nodeLabel]) (count_over_time($[scm] | event_id=~"$[terminated]|$[terminatedOnce]" | event_data=~".*<Binary>$[key]0000.*" [10m])) > 0`,
 				vocab.Args{"nodeLabel": contract.LabelNode, "scm": scm, "terminated": vocab.SCMTerminated, "terminatedOnce": vocab.SCMTerminatedOnce, "key": vocab.BinaryServiceKey(svc)}),
 			Labels: map[string]string{"severity": "critical", "service": svc},
@@ -42,8 +35,8 @@ func LokiGroups(v view.Rules) (rulefmt.RuleGroups, error) {
 		})
 	}
 	g.Rules = append(g.Rules, rulefmt.Rule{
-		Alert: AlertServiceStartFailed,
-		Expr: ts.fill(AlertServiceStartFailed,
+		Alert: contract.AlertServiceStartFailed,
+		Expr: ts.fill(contract.AlertServiceStartFailed,
 			`sum by ($[cluster], $[nodeLabel]) (count_over_time($[scm] | event_id=~"$[failed]|$[timeout]" [15m])) > 0`,
 			vocab.Args{"nodeLabel": contract.LabelNode, "scm": scm, "failed": vocab.SCMStartFailed, "timeout": vocab.SCMStartTimeout}),
 		Labels: map[string]string{"severity": "warning"},
@@ -56,8 +49,8 @@ func LokiGroups(v view.Rules) (rulefmt.RuleGroups, error) {
 	// A container's own event log, as LogMonitor prints it and the pod
 	// pipeline tags it (contract's Meta* structured metadata).
 	g.Rules = append(g.Rules, rulefmt.Rule{
-		Alert: AlertContainerAppCrashed,
-		Expr: ts.fill(AlertContainerAppCrashed,
+		Alert: contract.AlertContainerAppCrashed,
+		Expr: ts.fill(contract.AlertContainerAppCrashed,
 			`sum by ($[cluster], $[namespace], $[pod], $[container], $[source], $[eventID]) (count_over_time($[pods] | $[fromEventLog] | $[crashSources] | $[crashIDs] [10m])) > 0`,
 			vocab.Args{
 				"namespace": contract.LabelNamespace, "pod": contract.LabelPod, "container": contract.LabelContainer,
