@@ -76,7 +76,7 @@ func TestLokiRulerFiresEveryDetectionRealLoki(t *testing.T) {
 		for _, at := range test.AlertTests {
 			for _, a := range at.ExpAlerts {
 				fires = true
-				want[at.AlertName] = append(want[at.AlertName], a.Labels)
+				want[at.Alertname] = append(want[at.Alertname], a.ExpLabels)
 			}
 		}
 		if !fires {

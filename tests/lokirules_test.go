@@ -80,9 +80,9 @@ func runLokiRuleTests(t *testing.T, metadata bool) {
 		for _, test := range f.Tests {
 			for _, at := range test.AlertTests {
 				if len(at.ExpAlerts) > 0 {
-					fires[at.AlertName] = true
+					fires[at.Alertname] = true
 				} else {
-					quiet[at.AlertName] = true
+					quiet[at.Alertname] = true
 				}
 			}
 		}
@@ -105,8 +105,9 @@ func TestLokiRuleTestsReadTheRender(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		// Load makes the paths relative to the working directory (promtest.Read).
 		for _, rf := range f.RuleFiles {
-			if got := filepath.Clean(filepath.Join(filepath.Dir(path), rf)); got != filepath.Clean("../manifests/ruler/loki/winobs-windows-events.yaml") {
+			if got := filepath.Clean(rf); got != filepath.Clean("../manifests/ruler/loki/winobs-windows-events.yaml") {
 				t.Errorf("%s reads %s, not the rendered Loki rules", path, got)
 			}
 		}

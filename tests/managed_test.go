@@ -27,6 +27,7 @@ import (
 	"github.com/winobs/winobs/gen/view"
 	"github.com/winobs/winobs/gen/vocab"
 	"github.com/winobs/winobs/internal/testkit/managedrules"
+	"github.com/winobs/winobs/internal/testkit/promtest"
 )
 
 // Issues 59, 60 and 66: one test set proves every output. Each managed
@@ -255,7 +256,7 @@ func evaluateOnSample(t *testing.T, ruleFile string, records []string) map[strin
 			}
 		}
 	}
-	tf := &testFile{RuleFiles: []string{ruleFile}, EvaluationInterval: model.Duration(time.Minute)}
+	tf := &promtest.File{Header: promtest.Header{RuleFiles: []string{ruleFile}, EvaluationInterval: promtest.DefaultEvaluationInterval}}
 	suite, err := promqltest.NewLazyLoader(load.String(), promqltest.LazyLoaderOpts{Parser: promqlParser})
 	if err != nil {
 		t.Fatal(err)

@@ -4,10 +4,8 @@
 package tests
 
 import (
-	"bytes"
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -15,62 +13,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/common/model"
 	"github.com/prometheus/common/promslog"
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/promql"
 	"github.com/prometheus/prometheus/promql/parser"
 	"github.com/prometheus/prometheus/promql/promqltest"
 	"github.com/prometheus/prometheus/rules"
-	"go.yaml.in/yaml/v3"
+	"github.com/winobs/winobs/internal/testkit/promtest"
 )
-
-// testFile is promtool's unit-test file, minus what winobs does not use
-// (fuzzy_compare, start_timestamp, histograms): an unknown key fails the test.
-type testFile struct {
-	RuleFiles          []string       `yaml:"rule_files"`
-	EvaluationInterval model.Duration `yaml:"evaluation_interval"`
-	GroupEvalOrder     []string       `yaml:"group_eval_order"`
-	Tests              []testGroup    `yaml:"tests"`
-}
-
-type testGroup struct {
-	Name            string            `yaml:"name"`
-	Interval        model.Duration    `yaml:"interval"`
-	InputSeries     []inputSeries     `yaml:"input_series"`
-	AlertRuleTests  []alertTest       `yaml:"alert_rule_test"`
-	PromqlExprTests []exprTest        `yaml:"promql_expr_test"`
-	ExternalLabels  map[string]string `yaml:"external_labels"`
-}
-
-type inputSeries struct {
-	Series string `yaml:"series"`
-	Values string `yaml:"values"`
-}
-
-type alertTest struct {
-	EvalTime  model.Duration `yaml:"eval_time"`
-	Alertname string         `yaml:"alertname"`
-	ExpAlerts []expAlert     `yaml:"exp_alerts"`
-	// labelsOnly compares the firing alerts' labels alone (runGroupLagged).
-	labelsOnly bool
-}
-
-type expAlert struct {
-	ExpLabels      map[string]string `yaml:"exp_labels"`
-	ExpAnnotations map[string]string `yaml:"exp_annotations"`
-}
-
-type exprTest struct {
-	Expr       string         `yaml:"expr"`
-	EvalTime   model.Duration `yaml:"eval_time"`
-	ExpSamples []expSample    `yaml:"exp_samples"`
-}
-
-type expSample struct {
-	Labels string  `yaml:"labels"`
-	Value  float64 `yaml:"value"`
-}
 
 var promqlParser = parser.NewParser(parser.Options{})
 
@@ -83,22 +33,10 @@ func testFiles(t testing.TB) []string {
 	return files
 }
 
-func loadTestFile(t testing.TB, path string) *testFile {
-	src, err := os.ReadFile(path)
-	if err != nil {
+func loadTestFile(t testing.TB, path string) *promtest.File {
+	var tf promtest.File
+	if err := promtest.Read(path, &tf); err != nil {
 		t.Fatal(err)
-	}
-	dec := yaml.NewDecoder(bytes.NewReader(src))
-	dec.KnownFields(true)
-	var tf testFile
-	if err := dec.Decode(&tf); err != nil {
-		t.Fatalf("%s: %v", path, err)
-	}
-	if tf.EvaluationInterval == 0 {
-		tf.EvaluationInterval = model.Duration(time.Minute)
-	}
-	for i, rf := range tf.RuleFiles {
-		tf.RuleFiles[i] = filepath.Join(filepath.Dir(path), rf)
 	}
 	return &tf
 }
@@ -122,14 +60,14 @@ func TestRuleUnitTests(t *testing.T) {
 // evaluated at every evaluation interval from zero up to the last eval_time,
 // alerts are compared at the evaluation covering their eval_time, and
 // expressions are queried at the end over inputs and recorded series alike.
-func runGroup(tf *testFile, tg testGroup) []error { return runGroupLagged(tf, tg, nil) }
+func runGroup(tf *promtest.File, tg promtest.Group) []error { return runGroupLagged(tf, tg, nil) }
 
 // runGroupLagged is runGroup for alerts that may see their inputs late:
 // an alert named in lag passes where its labels (not its annotations,
 // whose values move with time) are as expected at eval_time or that much
 // later. For the alerts that read records of a group evaluated after their
 // own, which see them one evaluation late (tests/managed_test.go).
-func runGroupLagged(tf *testFile, tg testGroup, lag map[string]time.Duration) []error {
+func runGroupLagged(tf *promtest.File, tg promtest.Group, lag map[string]time.Duration) []error {
 	interval := time.Duration(tf.EvaluationInterval)
 	if tg.Interval == 0 {
 		tg.Interval = tf.EvaluationInterval
@@ -172,19 +110,19 @@ func runGroupLagged(tf *testFile, tg testGroup, lag map[string]time.Duration) []
 	// Each alert test is tried at one time or, lagged, at two: it fails
 	// when every try does.
 	type try struct {
-		at alertTest
+		at promtest.AlertTest
 		id int
 	}
-	var maxEval model.Duration
-	byTime := map[model.Duration][]try{}
+	var maxEval promtest.Duration
+	byTime := map[promtest.Duration][]try{}
 	tries, failed := map[int]int{}, map[int][]error{}
 	for id, at := range tg.AlertRuleTests {
-		variants := []alertTest{at}
+		variants := []promtest.AlertTest{at}
 		if d, ok := lag[at.Alertname]; ok {
-			at.labelsOnly = true
+			at.LabelsOnly = true
 			late := at
-			late.EvalTime += model.Duration(d)
-			variants = []alertTest{at, late}
+			late.EvalTime += promtest.Duration(d)
+			variants = []promtest.AlertTest{at, late}
 		}
 		for _, v := range variants {
 			byTime[v.EvalTime] = append(byTime[v.EvalTime], try{v, id})
@@ -195,7 +133,7 @@ func runGroupLagged(tf *testFile, tg testGroup, lag map[string]time.Duration) []
 	for _, et := range tg.PromqlExprTests {
 		maxEval = max(maxEval, et.EvalTime)
 	}
-	evalTimes := make([]model.Duration, 0, len(byTime))
+	evalTimes := make([]promtest.Duration, 0, len(byTime))
 	for et := range byTime {
 		evalTimes = append(evalTimes, et)
 	}
@@ -268,7 +206,7 @@ func orderGroups(m map[string]*rules.Group, order []string) []*rules.Group {
 
 // compareAlerts checks the firing alerts named at.Alertname against the
 // expected ones: labels and annotations must match exactly.
-func compareAlerts(groups []*rules.Group, at alertTest) error {
+func compareAlerts(groups []*rules.Group, at promtest.AlertTest) error {
 	var got, want []string
 	for _, g := range groups {
 		for _, r := range g.Rules() {
@@ -277,7 +215,7 @@ func compareAlerts(groups []*rules.Group, at alertTest) error {
 				continue
 			}
 			for _, a := range ar.ActiveAlerts() {
-				if a.State == rules.StateFiring && at.labelsOnly {
+				if a.State == rules.StateFiring && at.LabelsOnly {
 					got = append(got, a.Labels.String())
 				} else if a.State == rules.StateFiring {
 					got = append(got, a.Labels.String()+" "+a.Annotations.String())
@@ -290,7 +228,7 @@ func compareAlerts(groups []*rules.Group, at alertTest) error {
 		for k, v := range ea.ExpLabels {
 			lbls[k] = v
 		}
-		if at.labelsOnly {
+		if at.LabelsOnly {
 			want = append(want, labels.FromMap(lbls).String())
 			continue
 		}
@@ -307,7 +245,7 @@ func compareAlerts(groups []*rules.Group, at alertTest) error {
 
 // compareExpr queries et.Expr and compares the samples exactly, as promtool
 // does without fuzzy_compare.
-func compareExpr(suite *promqltest.LazyLoader, start time.Time, et exprTest) error {
+func compareExpr(suite *promqltest.LazyLoader, start time.Time, et promtest.ExprTest) error {
 	q, err := suite.QueryEngine().NewInstantQuery(suite.Context(), suite.Queryable(), nil, et.Expr, start.Add(time.Duration(et.EvalTime)))
 	if err != nil {
 		return fmt.Errorf("expr %q: %w", et.Expr, err)

@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/prometheus/promql/parser"
 
 	"github.com/winobs/winobs/gen/config"
+	"github.com/winobs/winobs/internal/testkit/promtest"
 	"github.com/winobs/winobs/internal/testkit/rulecheck"
 )
 
@@ -188,7 +189,7 @@ func (g *testedGroup) readSeries(desc string, ourJobs map[string]bool) error {
 
 // readAlertTest notes when an alert is expected, with which labels, and
 // when it is expected silent.
-func (g *testedGroup) readAlertTest(at alertTest) {
+func (g *testedGroup) readAlertTest(at promtest.AlertTest) {
 	if g.fired[at.Alertname] == nil {
 		g.fired[at.Alertname] = map[time.Duration]map[string]bool{}
 	}

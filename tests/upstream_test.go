@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/prometheus/prometheus/promql/promqltest"
+	"github.com/winobs/winobs/internal/testkit/promtest"
 )
 
 // TestFixturesReproduceUpstreamJoinBugs runs kube-prometheus-stack's Windows
@@ -16,7 +17,7 @@ import (
 // fixture that stopped reproducing a bug would prove nothing.
 func TestFixturesReproduceUpstreamJoinBugs(t *testing.T) {
 	tf := loadTestFile(t, "records.yaml")
-	var tg *testGroup
+	var tg *promtest.Group
 	for i := range tf.Tests {
 		if strings.Contains(tf.Tests[i].Name, "helm-charts 5243") {
 			tg = &tf.Tests[i]

@@ -32,17 +32,15 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/winobs/winobs/contract"
+	"github.com/winobs/winobs/internal/testkit/promtest"
 	"github.com/winobs/winobs/shipper/eventxml"
 )
 
-// File is a test file.
+// File is a test file: promtool's header (the rule files are Loki rule
+// files, Prometheus' rule-file groups; a lokitool namespace file's
+// namespace key is ignored), then Loki's tests.
 type File struct {
-	// RuleFiles are Loki rule files (Prometheus' rule-file groups; a
-	// lokitool namespace file's namespace key is ignored), relative to the
-	// test file.
-	RuleFiles []string `yaml:"rule_files"`
-	// EvaluationInterval is how often the rules are evaluated (1m).
-	EvaluationInterval model.Duration `yaml:"evaluation_interval"`
+	promtest.Header `yaml:",inline"`
 	// EventsDir holds the Event XML files entries name, relative to the
 	// test file.
 	EventsDir string `yaml:"events_dir"`
@@ -87,19 +85,13 @@ type Entry struct {
 	Metadata map[string]string `yaml:"metadata"`
 }
 
-// AlertTest holds the alerts firing at EvalTime.
-type AlertTest struct {
-	EvalTime  model.Duration `yaml:"eval_time"`
-	AlertName string         `yaml:"alertname"`
-	ExpAlerts []ExpAlert     `yaml:"exp_alerts"`
-}
-
-// ExpAlert is one firing alert: its labels (the rule's and the query's;
+// AlertTest and ExpAlert are promtool's (package promtest): the alerts
+// firing at EvalTime, each its labels (the rule's and the query's;
 // alertname is added) and, when given, its annotations.
-type ExpAlert struct {
-	Labels      map[string]string `yaml:"exp_labels"`
-	Annotations map[string]string `yaml:"exp_annotations"`
-}
+type (
+	AlertTest = promtest.AlertTest
+	ExpAlert  = promtest.ExpAlert
+)
 
 // Loki is where the tests run: a Loki with auth_enabled, whose tenants keep
 // the tests apart.
@@ -116,26 +108,16 @@ type Sample struct {
 
 // Load reads a test file and the rules it names.
 func Load(path string) (*File, []rulefmt.Rule, error) {
-	raw, err := os.ReadFile(path)
-	if err != nil {
-		return nil, nil, err
-	}
 	var f File
-	dec := yaml.NewDecoder(bytes.NewReader(raw))
-	dec.KnownFields(true)
-	if err := dec.Decode(&f); err != nil {
-		return nil, nil, fmt.Errorf("%s: %w", path, err)
-	}
-	if f.EvaluationInterval == 0 {
-		f.EvaluationInterval = model.Duration(time.Minute)
+	if err := promtest.Read(path, &f); err != nil {
+		return nil, nil, err
 	}
 	if err := f.check(); err != nil {
 		return nil, nil, fmt.Errorf("%s: %w", path, err)
 	}
 	f.EventsDir = filepath.Join(filepath.Dir(path), f.EventsDir)
 	var rules []rulefmt.Rule
-	for _, rf := range f.RuleFiles {
-		p := filepath.Join(filepath.Dir(path), rf)
+	for _, p := range f.RuleFiles {
 		b, err := os.ReadFile(p)
 		if err != nil {
 			return nil, nil, err
@@ -227,12 +209,12 @@ func (f *File) Run(ctx context.Context, loki Loki, rules []rulefmt.Rule, start t
 			return nil, fmt.Errorf("%s: pushing its lines: %w", test.Name, err)
 		}
 		for _, at := range test.AlertTests {
-			got, err := f.firing(ctx, loki, tenant, rules, at.AlertName, start, time.Duration(at.EvalTime))
+			got, err := f.firing(ctx, loki, tenant, rules, at.Alertname, start, time.Duration(at.EvalTime))
 			if err != nil {
 				return nil, fmt.Errorf("%s: %w", test.Name, err)
 			}
 			if msg := compare(at, got); msg != "" {
-				failures = append(failures, Failure{test.Name, at.AlertName, time.Duration(at.EvalTime), msg})
+				failures = append(failures, Failure{test.Name, at.Alertname, time.Duration(at.EvalTime), msg})
 			}
 		}
 	}
@@ -468,11 +450,11 @@ func instance(r rulefmt.Rule, s Sample, at time.Time) (*alert, error) {
 func compare(at AlertTest, got []alert) string {
 	var want, have []string
 	for _, e := range at.ExpAlerts {
-		l := maps.Clone(e.Labels)
+		l := maps.Clone(e.ExpLabels)
 		if l == nil {
 			l = map[string]string{}
 		}
-		l["alertname"] = at.AlertName
+		l["alertname"] = at.Alertname
 		want = append(want, labels.FromMap(l).String())
 	}
 	for _, a := range got {
@@ -484,17 +466,17 @@ func compare(at AlertTest, got []alert) string {
 		return fmt.Sprintf("firing %v, want %v", have, want)
 	}
 	for _, e := range at.ExpAlerts {
-		l := maps.Clone(e.Labels)
+		l := maps.Clone(e.ExpLabels)
 		if l == nil {
 			l = map[string]string{}
 		}
-		l["alertname"] = at.AlertName
+		l["alertname"] = at.Alertname
 		key := labels.FromMap(l).String()
 		for _, a := range got {
 			if labels.FromMap(a.labels).String() != key {
 				continue
 			}
-			for k, v := range e.Annotations {
+			for k, v := range e.ExpAnnotations {
 				if a.annotations[k] != v {
 					return fmt.Sprintf("%s: annotation %s = %q, want %q", key, k, a.annotations[k], v)
 				}
