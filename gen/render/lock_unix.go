@@ -12,7 +12,7 @@ import (
 // output until unlock, so two gen runs into the same --out take turns
 // instead of setting each other's trees aside (a lock on the directory
 // itself leaves no lock file behind in the user's tree).
-func lockParent(parent, _ string) (unlock func(), err error) {
+func lockParent(parent, _ string, waitFor func(try func() (bool, error)) error) (unlock func(), err error) {
 	d, err := os.Open(parent)
 	if err != nil {
 		return nil, err

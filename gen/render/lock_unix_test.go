@@ -24,9 +24,7 @@ func TestLockHeldElsewhereIsAnError(t *testing.T) {
 	if err := syscall.Flock(int(d.Fd()), syscall.LOCK_EX); err != nil {
 		t.Skip(err)
 	}
-	lockWait = 300 * time.Millisecond
-	defer func() { lockWait = 30 * time.Second }()
-	_, err = Write(filepath.Join(parent, "out"), sample())
+	_, err = Options{LockWait: 300 * time.Millisecond}.Write(filepath.Join(parent, "out"), sample())
 	if err == nil || !strings.Contains(err.Error(), "another process holds the lock") {
 		t.Errorf("a held lock: %v", err)
 	}

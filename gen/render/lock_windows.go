@@ -13,7 +13,7 @@ import (
 // lockParent holds an exclusive lock until unlock, so two gen runs into the
 // same --out take turns. Windows cannot lock a directory handle, so the
 // lock is on an empty file beside the output, .<out>.lock, which stays.
-func lockParent(parent, base string) (unlock func(), err error) {
+func lockParent(parent, base string, waitFor func(try func() (bool, error)) error) (unlock func(), err error) {
 	f, err := os.OpenFile(filepath.Join(parent, "."+base+".lock"), os.O_RDWR|os.O_CREATE, 0o644)
 	if err != nil {
 		return nil, err

@@ -195,7 +195,6 @@ func TestEncodeRejectsBadFiles(t *testing.T) {
 // the new output is in place, the file is kept with the old tree, and gen
 // fails naming where.
 func TestSwapKeepsFilesWrittenDuringTheRun(t *testing.T) {
-	defer func() { swapHook = nil }()
 	for _, tc := range []struct {
 		stage, want string
 		newInPlace  bool
@@ -210,7 +209,7 @@ func TestSwapKeepsFilesWrittenDuringTheRun(t *testing.T) {
 			}
 			before := read(t, filepath.Join(dir, RecordFile))
 			var kept string
-			swapHook = func(stage string) {
+			racing := Options{Hook: func(stage string) {
 				if stage != tc.stage {
 					return
 				}
@@ -226,10 +225,9 @@ func TestSwapKeepsFilesWrittenDuringTheRun(t *testing.T) {
 				if err := os.WriteFile(kept, []byte("mine"), 0o644); err != nil {
 					t.Fatal(err)
 				}
-			}
+			}}
 			files := append(sample(), File{Path: "extra.json", Raw: []byte("{}\n")})
-			_, err := Write(dir, files)
-			swapHook = nil
+			_, err := racing.Write(dir, files)
 			if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "mine.txt") {
 				t.Fatalf("err = %v, want %q naming mine.txt", err, tc.want)
 			}
@@ -325,19 +323,18 @@ func TestConcurrentWritesTakeTurns(t *testing.T) {
 func TestWriteIntoAMountPoint(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "out")
 	os.Mkdir(dir, 0o755)
-	rename = func(from, to string) error {
+	mount := Options{Rename: func(from, to string) error {
 		if from == filepath.Clean(dir) {
 			return &os.LinkError{Op: "rename", Old: from, New: to, Err: syscall.EBUSY}
 		}
 		return os.Rename(from, to)
-	}
-	defer func() { rename = os.Rename }()
+	}}
 	for i := range 2 {
 		files := sample()
 		if i == 1 {
 			files = files[:1] // the raw file goes: removed from the mount
 		}
-		if _, err := Write(dir, files); err != nil {
+		if _, err := mount.Write(dir, files); err != nil {
 			t.Fatalf("write %d: %v", i, err)
 		}
 		if diffs, err := Diff(dir, files); err != nil || len(diffs) != 0 {
@@ -345,7 +342,7 @@ func TestWriteIntoAMountPoint(t *testing.T) {
 		}
 	}
 	os.WriteFile(filepath.Join(dir, "mine.txt"), []byte("x"), 0o644)
-	if _, err := Write(dir, sample()); err == nil || !strings.Contains(err.Error(), "mine.txt") {
+	if _, err := mount.Write(dir, sample()); err == nil || !strings.Contains(err.Error(), "mine.txt") {
 		t.Errorf("a foreign file in the mount: %v", err)
 	}
 	if read(t, filepath.Join(dir, "mine.txt")) != "x" {

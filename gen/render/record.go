@@ -1,0 +1,244 @@
+package render
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path"
+	"path/filepath"
+	"sort"
+	"strings"
+)
+
+// RecordFile lists every file gen wrote with its SHA-256, in sha256sum's
+// format. Write replaces a directory only when everything in it is listed
+// there unchanged, so it never deletes a file it did not write.
+const RecordFile = ".winobs-files.sha256"
+
+// maxReadSize bounds what Diff and the ownership check read of one file.
+const maxReadSize = 64 << 20
+
+// record is RecordFile's content for the files in out, sorted by path.
+func record(out map[string][]byte) []byte {
+	paths := make([]string, 0, len(out))
+	for p := range out {
+		paths = append(paths, p)
+	}
+	sort.Strings(paths)
+	var b bytes.Buffer
+	for _, p := range paths {
+		fmt.Fprintf(&b, "%s  %s\n", sum(out[p]), p)
+	}
+	return b.Bytes()
+}
+
+// sum is a file's hash as the record writes it.
+func sum(b []byte) string { return fmt.Sprintf("%x", sha256.Sum256(b)) }
+
+func parseRecord(b []byte) (map[string]string, error) {
+	out := map[string]string{}
+	for i, line := range strings.Split(strings.TrimSuffix(string(b), "\n"), "\n") {
+		sum, p, ok := strings.Cut(line, "  ")
+		if !ok || len(sum) != 64 || checkPath(p) != nil {
+			return nil, fmt.Errorf("%s line %d is not a sha256sum line", RecordFile, i+1)
+		}
+		out[p] = sum
+	}
+	return out, nil
+}
+
+// clearOwned removes what removeOwned removes from dir, keeping dir itself
+// and the staging directory keep; an empty dir (a fresh mount) has nothing
+// to remove.
+func clearOwned(dir, keep string) error {
+	if _, err := os.Lstat(filepath.Join(dir, RecordFile)); errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err := removeOwnedFiles(dir); err != nil {
+		return err
+	}
+	var left []string
+	_ = filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		switch {
+		case err != nil || p == dir:
+			return err
+		case d.IsDir() && d.Name() == keep:
+			return filepath.SkipDir
+		case !d.IsDir():
+			rel, _ := filepath.Rel(dir, p)
+			left = append(left, filepath.ToSlash(rel))
+		}
+		return nil
+	})
+	if len(left) > 0 {
+		return fmt.Errorf("%s: files appeared in it while gen ran: %s", dir, strings.Join(left, ", "))
+	}
+	return nil
+}
+
+// removeOwned deletes a previous output gen wrote: each regular file listed
+// in its record whose hash still matches, then the directories left empty.
+// Anything else stays, and the error names where.
+func removeOwned(dir string) error {
+	if err := removeOwnedFiles(dir); err != nil {
+		return err
+	}
+	if err := os.Remove(dir); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("the new output is in place; the previous one was kept in %s, because files appeared in it while gen ran: %s",
+			dir, strings.Join(filesIn(dir), ", "))
+	}
+	return nil
+}
+
+// filesIn lists the files under dir (at most ten, then how many more).
+func filesIn(dir string) []string {
+	var left []string
+	_ = filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			rel, _ := filepath.Rel(dir, p)
+			left = append(left, filepath.ToSlash(rel))
+		}
+		return nil
+	})
+	sort.Strings(left)
+	if len(left) > 10 {
+		left = append(left[:10], fmt.Sprintf("and %d more", len(left)-10))
+	}
+	return left
+}
+
+// removeOwnedFiles is removeOwned but for dir itself.
+func removeOwnedFiles(dir string) error {
+	rec, err := readRegular(filepath.Join(dir, RecordFile))
+	if err != nil {
+		return fmt.Errorf("the previous output was kept in %s: %s: %v", dir, RecordFile, err)
+	}
+	want, err := parseRecord(rec)
+	if err != nil {
+		return fmt.Errorf("the previous output was kept in %s: %w", dir, err)
+	}
+	var dirs []string
+	for rel := range want {
+		p := filepath.Join(dir, filepath.FromSlash(rel))
+		if b, err := readRegular(p); err == nil && sum(b) == want[rel] {
+			_ = os.Remove(p)
+		}
+		for d := path.Dir(rel); d != "."; d = path.Dir(d) {
+			dirs = append(dirs, filepath.Join(dir, filepath.FromSlash(d)))
+		}
+	}
+	_ = os.Remove(filepath.Join(dir, RecordFile))
+	// Deepest first; a directory that is not empty is kept.
+	sort.Slice(dirs, func(i, j int) bool { return len(dirs[i]) > len(dirs[j]) })
+	for _, d := range dirs {
+		_ = os.Remove(d)
+	}
+	return nil
+}
+
+// ownedOrAbsent accepts a missing or empty directory, or one that holds
+// exactly files gen wrote, unchanged: a regular file listed in RecordFile
+// with the same hash. Anything else is named in the refusal.
+func ownedOrAbsent(dir string) error {
+	fi, err := os.Lstat(dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if fi.Mode()&os.ModeSymlink != 0 {
+		return fmt.Errorf("%s is a symbolic link; refusing to replace it (give the directory it points to)", dir)
+	}
+	if !fi.IsDir() {
+		return fmt.Errorf("%s is not a directory; refusing to replace it", dir)
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil || len(entries) == 0 {
+		return err
+	}
+	rec, err := readRegular(filepath.Join(dir, RecordFile))
+	if err != nil {
+		return fmt.Errorf("%s is not empty and was not generated by winobs (%s: %v); refusing to replace it (output of a winobs before the record file: delete it once by hand)", dir, RecordFile, err)
+	}
+	want, err := parseRecord(rec)
+	if err != nil {
+		return fmt.Errorf("%s: %w; refusing to replace it", dir, err)
+	}
+	var foreign []string
+	err = filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err != nil || p == dir {
+			return err
+		}
+		rel, err := filepath.Rel(dir, p)
+		if err != nil {
+			return err
+		}
+		rel = filepath.ToSlash(rel)
+		switch {
+		case d.IsDir():
+			if !recordedDir(want, rel) {
+				foreign = append(foreign, rel+"/ (not written by gen)")
+				return filepath.SkipDir
+			}
+		case rel == RecordFile:
+		case !d.Type().IsRegular():
+			foreign = append(foreign, rel+" (not a regular file)")
+		case want[rel] == "":
+			foreign = append(foreign, rel+" (not written by gen)")
+		default:
+			b, err := readRegular(p)
+			if err != nil || sum(b) != want[rel] {
+				foreign = append(foreign, rel+" (changed since gen wrote it)")
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if len(foreign) > 0 {
+		sort.Strings(foreign)
+		more := ""
+		if len(foreign) > 10 {
+			more = fmt.Sprintf(" and %d more", len(foreign)-10)
+			foreign = foreign[:10]
+		}
+		return fmt.Errorf("%s holds files gen did not write or that changed since; refusing to replace it: %s%s",
+			dir, strings.Join(foreign, ", "), more)
+	}
+	return nil
+}
+
+func recordedDir(want map[string]string, dir string) bool {
+	for p := range want {
+		if strings.HasPrefix(p, dir+"/") {
+			return true
+		}
+	}
+	return false
+}
+
+// readRegular reads a regular file of bounded size without following a
+// symbolic link or opening a device.
+func readRegular(p string) ([]byte, error) {
+	fi, err := os.Lstat(p)
+	if err != nil {
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("not a regular file")
+	}
+	if fi.Size() > maxReadSize {
+		return nil, fmt.Errorf("larger than %d bytes", maxReadSize)
+	}
+	f, err := os.Open(p)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return io.ReadAll(io.LimitReader(f, maxReadSize+1))
+}
