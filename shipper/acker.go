@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/winobs/winobs/contract"
-	"github.com/winobs/winobs/shipper/checkpoint"
+	"github.com/winobs/winobs/shipper/state"
 	"github.com/winobs/winobs/shipper/lanes"
 	"github.com/winobs/winobs/shipper/loki"
 	"github.com/winobs/winobs/shipper/ratelog"
@@ -21,15 +21,15 @@ import (
 // delivery has got.
 type positions interface {
 	start(channel string) (resume, error)
-	mark(cp checkpoint.Checkpoint) error
-	acked(channel string) (checkpoint.Checkpoint, bool)
+	mark(cp state.Checkpoint) error
+	acked(channel string) (state.Checkpoint, bool)
 }
 
 // acker owns the checkpoints. Only a delivered batch moves them, and only
 // after every earlier batch was delivered (one batch is in flight at a
 // time), so a saved position never skips an undelivered event.
 type acker struct {
-	store     *checkpoint.Store
+	store     *state.Store
 	onCorrupt string // shipconfig's onCorruptCheckpoint
 	budget    *budget
 	m         *metrics
@@ -40,11 +40,11 @@ type acker struct {
 	// an earlier one. A replay's pushes must not lower it: the next run
 	// would take what an earlier run pushed for new events (and change
 	// lanes inside it). Only the push loop uses it.
-	reach map[string]checkpoint.Checkpoint
+	reach map[string]state.Checkpoint
 	// pins are, per channel, the pins of its last sent mark, saved or read
 	// at start: a new mark carries those its acknowledged checkpoint has
 	// not passed (a replay's), then its own push's.
-	pins map[string][]checkpoint.Pin
+	pins map[string][]state.Pin
 	// sentLog says a failing sent mark once a minute, not every batch: a
 	// full disk may be where the log goes too.
 	sentLog *ratelog.Limiter
@@ -60,7 +60,7 @@ type acker struct {
 type unsavedCheckpoints struct {
 	since time.Time
 	err   error
-	cps   map[string]checkpoint.Checkpoint
+	cps   map[string]state.Checkpoint
 }
 
 // saveFailure is why checkpoints are not being saved, or nil.
@@ -72,7 +72,7 @@ func (a *acker) saveFailure() *unsavedCheckpoints {
 
 // newAcker is the acker of a run: its checkpoints in store, the failing
 // sent mark said at most once a minute.
-func newAcker(store *checkpoint.Store, onCorrupt string, bud *budget, m *metrics, log *slog.Logger) *acker {
+func newAcker(store *state.Store, onCorrupt string, bud *budget, m *metrics, log *slog.Logger) *acker {
 	return &acker{store: store, onCorrupt: onCorrupt, budget: bud, m: m, log: log, now: time.Now,
 		sentLog: ratelog.New(log, time.Minute)}
 }
@@ -83,7 +83,7 @@ var _ positions = (*acker)(nil)
 // a corrupt checkpoint without a valid previous copy the configured
 // onCorruptCheckpoint policy (shipconfig.Oldest or Newest).
 type resume struct {
-	cp        checkpoint.Checkpoint
+	cp        state.Checkpoint
 	found     bool
 	onCorrupt string // "" unless the checkpoint was corrupt
 }
@@ -98,7 +98,7 @@ func (a *acker) start(channel string) (resume, error) {
 	if err == nil {
 		return resume{cp: cp, found: found}, nil
 	}
-	if !errors.Is(err, checkpoint.ErrCorrupt) {
+	if !errors.Is(err, state.ErrCorrupt) {
 		// Unreadable, not corrupt: an operator must look; guessing could
 		// re-ship or skip a whole channel.
 		return resume{}, fmt.Errorf("checkpoint: %w", err)
@@ -112,15 +112,15 @@ func (a *acker) start(channel string) (resume, error) {
 }
 
 // mark saves a position that needs no delivery: a bookmark taken at start.
-func (a *acker) mark(cp checkpoint.Checkpoint) error { return a.store.Save(cp) }
+func (a *acker) mark(cp state.Checkpoint) error { return a.store.Save(cp) }
 
 // sent is a channel's sent mark at start: how far an earlier run's
 // pushes reached.
-func (a *acker) sent(channel string) (checkpoint.Checkpoint, bool) {
+func (a *acker) sent(channel string) (state.Checkpoint, bool) {
 	cp, ok := a.store.Sent(channel)
 	if ok {
 		if a.reach == nil {
-			a.reach = map[string]checkpoint.Checkpoint{}
+			a.reach = map[string]state.Checkpoint{}
 		}
 		a.reach[channel] = cp
 		a.keepPins(channel, cp.Pins)
@@ -128,19 +128,19 @@ func (a *acker) sent(channel string) (checkpoint.Checkpoint, bool) {
 	return cp, ok
 }
 
-func (a *acker) keepPins(channel string, pins []checkpoint.Pin) {
+func (a *acker) keepPins(channel string, pins []state.Pin) {
 	if a.pins == nil {
-		a.pins = map[string][]checkpoint.Pin{}
+		a.pins = map[string][]state.Pin{}
 	}
 	a.pins[channel] = pins
 }
 
 // pinsFor are the pins a new sent mark of channel carries: its last
 // mark's beyond the acknowledged checkpoint, then p, at most
-// checkpoint.MaxPins (the oldest go).
-func (a *acker) pinsFor(channel string, cp checkpoint.Checkpoint, p checkpoint.Pin) []checkpoint.Pin {
+// state.MaxPins (the oldest go).
+func (a *acker) pinsFor(channel string, cp state.Checkpoint, p state.Pin) []state.Pin {
 	acked, _ := a.acked(channel)
-	var out []checkpoint.Pin
+	var out []state.Pin
 	for _, old := range a.pins[channel] {
 		pos := cp
 		pos.RecordID, pos.Offset = old.RecordID, old.Offset
@@ -149,11 +149,11 @@ func (a *acker) pinsFor(channel string, cp checkpoint.Checkpoint, p checkpoint.P
 		}
 	}
 	out = append(out, p)
-	return out[max(len(out)-checkpoint.MaxPins, 0):]
+	return out[max(len(out)-state.MaxPins, 0):]
 }
 
 // sending records, before a batch is pushed, how far it reaches in each
-// channel (checkpoint.Store.SaveSent), unless an earlier push reached
+// channel (state.Store.SaveSent), unless an earlier push reached
 // further. A mark that cannot be saved is logged, not fatal: stopping
 // would deliver nothing; a crash meanwhile may show replayed events twice.
 func (a *acker) sending(b *batch) {
@@ -175,7 +175,7 @@ func (a *acker) sending(b *batch) {
 
 // beyond reports whether position cp is past mark: further in the same dump
 // file, in another file, or a later record of a live channel.
-func beyond(cp, mark checkpoint.Checkpoint) bool {
+func beyond(cp, mark state.Checkpoint) bool {
 	if cp.Source != "" || mark.Source != "" {
 		return cp.Source != mark.Source || cp.Fingerprint != mark.Fingerprint || cp.Offset > mark.Offset
 	}
@@ -183,7 +183,7 @@ func beyond(cp, mark checkpoint.Checkpoint) bool {
 }
 
 // acked is the last delivered position of a channel.
-func (a *acker) acked(channel string) (checkpoint.Checkpoint, bool) { return a.store.Peek(channel) }
+func (a *acker) acked(channel string) (state.Checkpoint, bool) { return a.store.Peek(channel) }
 
 // savePlans writes a channel's lane plans beside its checkpoints: the
 // acker owns every durable write of the shipper's state.
@@ -200,7 +200,7 @@ func (a *acker) plans(channel string) (lanes.Plans, string, error) { return a.st
 // the end of the run) tries again, readiness and the checkpoint-age gauge
 // say so, and only a restart meanwhile resends (Loki drops the identical
 // entries).
-func (a *acker) save(positions map[string]checkpoint.Checkpoint) {
+func (a *acker) save(positions map[string]state.Checkpoint) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	todo := positions
@@ -208,12 +208,12 @@ func (a *acker) save(positions map[string]checkpoint.Checkpoint) {
 		todo = a.unsaved.cps
 		maps.Copy(todo, positions) // a channel's newer position wins
 	}
-	var failed map[string]checkpoint.Checkpoint
+	var failed map[string]state.Checkpoint
 	var lastErr error
 	for ch, cp := range todo {
 		if err := a.store.Save(cp); err != nil {
 			if failed == nil {
-				failed = map[string]checkpoint.Checkpoint{}
+				failed = map[string]state.Checkpoint{}
 			}
 			failed[ch], lastErr = cp, fmt.Errorf("saving checkpoint of %s: %w", ch, err)
 			continue

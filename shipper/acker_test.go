@@ -14,7 +14,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
-	"github.com/winobs/winobs/shipper/checkpoint"
+	"github.com/winobs/winobs/shipper/state"
 	"github.com/winobs/winobs/shipper/loki"
 	"github.com/winobs/winobs/shipper/shipconfig"
 )
@@ -23,7 +23,7 @@ import (
 
 func testAcker(t *testing.T, dir, onCorrupt string) *acker {
 	t.Helper()
-	store, err := checkpoint.Open(dir)
+	store, err := state.Open(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -41,7 +41,7 @@ func TestAckerSavesOnlyDeliveredPositions(t *testing.T) {
 	}
 	a.m.pending.WithLabelValues("System").Add(3)
 	b := newBatch()
-	b.positions["System"] = checkpoint.Checkpoint{Channel: "System", Source: "dump.xml", Offset: 900, RecordID: 3562}
+	b.positions["System"] = state.Checkpoint{Channel: "System", Source: "dump.xml", Offset: 900, RecordID: 3562}
 	b.counts["System"], b.events, b.bytes, b.charge = 3, 3, 120, 500
 	b.streams = []loki.Stream{{Labels: `{class="node", job="windows-events"}`}}
 	// Loki stored two of System's entries (one of them re-stamped) and
@@ -105,23 +105,23 @@ func TestAckerAppliesTheCorruptCheckpointPolicy(t *testing.T) {
 // replays from an older checkpoint does not lower it until it pushes past
 // it, and a new dump file at the same path starts it again.
 func TestSentMarkNeverMovesBack(t *testing.T) {
-	live := func(id uint64) checkpoint.Checkpoint { return checkpoint.Checkpoint{Channel: "System", RecordID: id} }
-	dump := func(fp string, off int64) checkpoint.Checkpoint {
-		return checkpoint.Checkpoint{Channel: "System", Source: "dump.xml", Fingerprint: fp, Offset: off, RecordID: uint64(off)}
+	live := func(id uint64) state.Checkpoint { return state.Checkpoint{Channel: "System", RecordID: id} }
+	dump := func(fp string, off int64) state.Checkpoint {
+		return state.Checkpoint{Channel: "System", Source: "dump.xml", Fingerprint: fp, Offset: off, RecordID: uint64(off)}
 	}
 	tests := []struct {
 		name    string
-		earlier checkpoint.Checkpoint // the mark an earlier run left (zero: none)
-		pushes  []checkpoint.Checkpoint
-		want    []checkpoint.Checkpoint // the mark after each push
+		earlier state.Checkpoint // the mark an earlier run left (zero: none)
+		pushes  []state.Checkpoint
+		want    []state.Checkpoint // the mark after each push
 	}{
-		{"first run", checkpoint.Checkpoint{}, []checkpoint.Checkpoint{live(5), live(9)}, []checkpoint.Checkpoint{live(5), live(9)}},
-		{"a replay below the mark keeps it", live(500), []checkpoint.Checkpoint{live(120), live(480), live(500), live(501), live(502)},
-			[]checkpoint.Checkpoint{live(500), live(500), live(500), live(501), live(502)}},
-		{"a replay in the same dump file keeps it", dump("a", 900), []checkpoint.Checkpoint{dump("a", 300), dump("a", 901)},
-			[]checkpoint.Checkpoint{dump("a", 900), dump("a", 901)}},
-		{"another file at the path starts it again", dump("a", 900), []checkpoint.Checkpoint{dump("b", 300)},
-			[]checkpoint.Checkpoint{dump("b", 300)}},
+		{"first run", state.Checkpoint{}, []state.Checkpoint{live(5), live(9)}, []state.Checkpoint{live(5), live(9)}},
+		{"a replay below the mark keeps it", live(500), []state.Checkpoint{live(120), live(480), live(500), live(501), live(502)},
+			[]state.Checkpoint{live(500), live(500), live(500), live(501), live(502)}},
+		{"a replay in the same dump file keeps it", dump("a", 900), []state.Checkpoint{dump("a", 300), dump("a", 901)},
+			[]state.Checkpoint{dump("a", 900), dump("a", 901)}},
+		{"another file at the path starts it again", dump("a", 900), []state.Checkpoint{dump("b", 300)},
+			[]state.Checkpoint{dump("b", 300)}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -150,7 +150,7 @@ func TestSentMarkNeverMovesBack(t *testing.T) {
 // the times left out, not once per batch: the full disk may hold the log.
 func TestSentMarkFailureIsRateLimited(t *testing.T) {
 	dir := t.TempDir()
-	store, err := checkpoint.Open(dir)
+	store, err := state.Open(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -162,7 +162,7 @@ func TestSentMarkFailureIsRateLimited(t *testing.T) {
 	}
 	for i := range 100 {
 		b := newBatch()
-		b.positions["System"] = checkpoint.Checkpoint{Channel: "System", RecordID: uint64(i + 1)}
+		b.positions["System"] = state.Checkpoint{Channel: "System", RecordID: uint64(i + 1)}
 		a.sending(b)
 	}
 	if n := strings.Count(logs.String(), "cannot save the sent mark"); n != 1 {
@@ -176,14 +176,14 @@ func TestSentMarkFailureIsRateLimited(t *testing.T) {
 // Issue 67: a sent mark carries each push's pin (the time it moved the
 // channel's entries up to), and a replay's: those of the last mark that
 // the acknowledged checkpoint has not passed, then the new push's, at most
-// checkpoint.MaxPins; read back at start as they were saved.
+// state.MaxPins; read back at start as they were saved.
 func TestSentMarkCarriesThePins(t *testing.T) {
 	dir := t.TempDir()
 	a := testAcker(t, dir, shipconfig.Oldest)
 	at := func(s int) time.Time { return time.Date(2026, 12, 7, 12, 0, s, 0, time.UTC) }
 	push := func(id uint64, raised time.Time) {
 		b := newBatch()
-		b.positions["System"] = checkpoint.Checkpoint{Channel: "System", RecordID: id}
+		b.positions["System"] = state.Checkpoint{Channel: "System", RecordID: id}
 		if !raised.IsZero() {
 			b.raise("System", raised)
 		}
@@ -203,7 +203,7 @@ func TestSentMarkCarriesThePins(t *testing.T) {
 		t.Errorf("pins %v, want %v", got, want)
 	}
 	// Push 10 acknowledged: its pin goes.
-	if err := a.store.Save(checkpoint.Checkpoint{Channel: "System", RecordID: 10}); err != nil {
+	if err := a.store.Save(state.Checkpoint{Channel: "System", RecordID: 10}); err != nil {
 		t.Fatal(err)
 	}
 	push(30, at(3))
@@ -220,11 +220,11 @@ func TestSentMarkCarriesThePins(t *testing.T) {
 	if got := pins(); len(got) != 2 || got[1] != "30@2026-12-07T12:00:03Z" {
 		t.Errorf("a replay within the mark changed its pins: %v", got)
 	}
-	for i := range checkpoint.MaxPins + 5 {
+	for i := range state.MaxPins + 5 {
 		push(uint64(40+i), at(i%60))
 	}
-	if got := pins(); len(got) != checkpoint.MaxPins || got[len(got)-1] != fmt.Sprintf("%d@%s", 40+checkpoint.MaxPins+4, at((checkpoint.MaxPins+4)%60).Format(time.RFC3339Nano)) {
-		t.Errorf("%d pins, the newest last, want %d: %v", len(got), checkpoint.MaxPins, got)
+	if got := pins(); len(got) != state.MaxPins || got[len(got)-1] != fmt.Sprintf("%d@%s", 40+state.MaxPins+4, at((state.MaxPins+4)%60).Format(time.RFC3339Nano)) {
+		t.Errorf("%d pins, the newest last, want %d: %v", len(got), state.MaxPins, got)
 	}
 }
 

@@ -3,7 +3,7 @@ package shipper
 import (
 	"time"
 
-	"github.com/winobs/winobs/shipper/checkpoint"
+	"github.com/winobs/winobs/shipper/state"
 	"github.com/winobs/winobs/shipper/eventxml"
 	"github.com/winobs/winobs/shipper/loki"
 )
@@ -15,7 +15,7 @@ type record struct {
 	channel string
 	xml     []byte
 	texts   *eventxml.Texts
-	cp      checkpoint.Checkpoint
+	cp      state.Checkpoint
 	drop    string // reason, for a skipped event
 	size    int64  // bytes charged to the in-flight budget
 }
@@ -24,18 +24,18 @@ type record struct {
 type batch struct {
 	streams   []loki.Stream
 	index     map[string]int
-	positions map[string]checkpoint.Checkpoint
+	positions map[string]state.Checkpoint
 	counts    map[string]int // entries per channel
 	events    int
 	bytes     int
 	charge    int64
 	// raised is, per channel, the latest time an entry was moved up to
-	// (into Loki's window): the push's pin (pin, checkpoint.Pin).
+	// (into Loki's window): the push's pin (pin, state.Pin).
 	raised map[string]time.Time
 }
 
 func newBatch() *batch {
-	return &batch{index: map[string]int{}, positions: map[string]checkpoint.Checkpoint{}, counts: map[string]int{}, raised: map[string]time.Time{}}
+	return &batch{index: map[string]int{}, positions: map[string]state.Checkpoint{}, counts: map[string]int{}, raised: map[string]time.Time{}}
 }
 
 // raise notes an entry of channel moved up to at.
@@ -47,7 +47,7 @@ func (b *batch) raise(channel string, at time.Time) {
 
 // pin gives every entry of a channel that is not a replay and older than
 // the latest time one was moved up to that time, before the batch's sent
-// mark is saved: the push is then one time a channel (checkpoint.Pin), its
+// mark is saved: the push is then one time a channel (state.Pin), its
 // entries their event time moved up to it, which a replay after a crash
 // reproduces (formatter.pinned). Still in Loki's window: the entry moved
 // up last was, when it was formatted. It returns, per channel, how many
@@ -71,9 +71,9 @@ func (b *batch) pin() map[string]int {
 }
 
 // pinOf is channel's pin for the batch's sent mark, at its position.
-func (b *batch) pinOf(channel string) checkpoint.Pin {
+func (b *batch) pinOf(channel string) state.Pin {
 	cp := b.positions[channel]
-	p := checkpoint.Pin{RecordID: cp.RecordID, Offset: cp.Offset}
+	p := state.Pin{RecordID: cp.RecordID, Offset: cp.Offset}
 	if at, ok := b.raised[channel]; ok {
 		p.At = at.UTC().Format(time.RFC3339Nano)
 	}

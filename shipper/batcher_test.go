@@ -5,14 +5,14 @@ import (
 	"time"
 
 	"github.com/winobs/winobs/internal/testkit/fixture"
-	"github.com/winobs/winobs/shipper/checkpoint"
+	"github.com/winobs/winobs/shipper/state"
 )
 
 // The batcher alone. Skipped records (no XML) carry only a position and a
 // budget charge, which is all batching looks at.
 
 func skipped(offset, size int64) record {
-	return record{channel: "System", drop: "too_large", size: size, cp: checkpoint.Checkpoint{Channel: "System", Offset: offset}}
+	return record{channel: "System", drop: "too_large", size: size, cp: state.Checkpoint{Channel: "System", Offset: offset}}
 }
 
 func startBatcher(t *testing.T, maxBytes int, maxWait time.Duration, out chan *batch) chan<- record {

@@ -10,7 +10,7 @@ import (
 
 	"github.com/winobs/winobs/contract"
 	"github.com/winobs/winobs/eventfilter"
-	"github.com/winobs/winobs/shipper/checkpoint"
+	"github.com/winobs/winobs/shipper/state"
 	"github.com/winobs/winobs/shipper/eventxml"
 	"github.com/winobs/winobs/shipper/lanes"
 	"github.com/winobs/winobs/shipper/loki"
@@ -46,7 +46,7 @@ type formatter struct {
 	lanes *lanes.Controller
 	// last is the last event formatted per channel, so a checkpoint after
 	// a skipped record still names the last real event.
-	last map[string]checkpoint.Checkpoint
+	last map[string]state.Checkpoint
 	// sent is, per channel, how far the last push before a restart reached.
 	sent map[string]sentMark
 	// newest is the newest timestamp formatted per stream, to keep each
@@ -75,7 +75,7 @@ type streamKey struct {
 
 func newFormatter(cfg *shipconfig.Config, m *metrics, log *slog.Logger, lc *lanes.Controller) *formatter {
 	f := &formatter{cfg: cfg, m: m, log: ratelog.New(log, time.Minute), now: time.Now, labels: map[streamKey]string{}, meta: map[string][]loki.Label{},
-		last: map[string]checkpoint.Checkpoint{}, newest: map[string]time.Time{}, sent: map[string]sentMark{}, lanes: lc,
+		last: map[string]state.Checkpoint{}, newest: map[string]time.Time{}, sent: map[string]sentMark{}, lanes: lc,
 		queries: map[string]*eventfilter.Query{}}
 	for _, d := range cfg.Dumps {
 		if q, err := eventfilter.Parse(d.Query); d.Query != "" && err == nil { // Validate refused any other
@@ -86,11 +86,11 @@ func newFormatter(cfg *shipconfig.Config, m *metrics, log *slog.Logger, lc *lane
 }
 
 // resume starts a channel from its last delivered event.
-func (f *formatter) resume(cp checkpoint.Checkpoint) { f.last[cp.Channel] = cp }
+func (f *formatter) resume(cp state.Checkpoint) { f.last[cp.Channel] = cp }
 
 // replaying marks the events of a channel up to sent, the position the
 // last push before a restart reached, as possibly stored already.
-func (f *formatter) replaying(sent checkpoint.Checkpoint) {
+func (f *formatter) replaying(sent state.Checkpoint) {
 	upTo, _ := time.Parse(time.RFC3339Nano, sent.TimeCreated) // once, not per event
 	m := sentMark{Checkpoint: sent, upTo: upTo}
 	for _, p := range sent.Pins {
@@ -101,15 +101,15 @@ func (f *formatter) replaying(sent checkpoint.Checkpoint) {
 }
 
 // sentMark is a channel's sent mark, the newest event time it held, and
-// the timestamps its pushes gave (checkpoint.Pin).
+// the timestamps its pushes gave (state.Pin).
 type sentMark struct {
-	checkpoint.Checkpoint
+	state.Checkpoint
 	upTo time.Time
 	pins []pinAt
 }
 
 type pinAt struct {
-	checkpoint.Pin
+	state.Pin
 	at time.Time
 }
 

@@ -14,7 +14,7 @@ import (
 
 	"github.com/winobs/winobs/eventfilter"
 	"github.com/winobs/winobs/internal/testkit/fixture"
-	"github.com/winobs/winobs/shipper/checkpoint"
+	"github.com/winobs/winobs/shipper/state"
 	"github.com/winobs/winobs/shipper/eventxml"
 	"github.com/winobs/winobs/shipper/lanes"
 	"github.com/winobs/winobs/shipper/loki"
@@ -56,7 +56,7 @@ func TestFormatterWritesAlloysLineAndLabels(t *testing.T) {
 	// The golden lines name services.exe, as looked up on the shipping host.
 	f.lookups = eventxml.Lookups{ProcessName: func(uint32) string { return "services.exe" }}
 	b := newBatch()
-	f.add(b, record{channel: "System", xml: xml, cp: checkpoint.Checkpoint{Channel: "System", Offset: 42}, size: int64(len(xml))})
+	f.add(b, record{channel: "System", xml: xml, cp: state.Checkpoint{Channel: "System", Offset: 42}, size: int64(len(xml))})
 
 	if len(b.streams) != 1 || len(b.streams[0].Entries) != 1 {
 		t.Fatalf("streams %+v", b.streams)
@@ -89,12 +89,12 @@ func TestFormatterCountsEverySkip(t *testing.T) {
 	xml := fixture.Read(t, fixture.EventLog, renderedSample)
 	f := testFormatter(t, nil)
 	b := newBatch()
-	f.add(b, record{channel: "System", xml: xml, cp: checkpoint.Checkpoint{Channel: "System", Offset: 1}})
+	f.add(b, record{channel: "System", xml: xml, cp: state.Checkpoint{Channel: "System", Offset: 1}})
 	first := b.positions["System"]
 	for i, r := range []record{
-		{channel: "System", xml: []byte("<Event><System>"), cp: checkpoint.Checkpoint{Channel: "System", Offset: 2}},
-		{channel: "System", drop: "render_error", cp: checkpoint.Checkpoint{Channel: "System", Offset: 3}},
-		{channel: "System", drop: "too_large", cp: checkpoint.Checkpoint{Channel: "System", Offset: 4}},
+		{channel: "System", xml: []byte("<Event><System>"), cp: state.Checkpoint{Channel: "System", Offset: 2}},
+		{channel: "System", drop: "render_error", cp: state.Checkpoint{Channel: "System", Offset: 3}},
+		{channel: "System", drop: "too_large", cp: state.Checkpoint{Channel: "System", Offset: 4}},
 	} {
 		f.add(b, r)
 		cp := b.positions["System"]
@@ -267,7 +267,7 @@ func TestChannelsShareTheirClassStream(t *testing.T) {
 		{"Security", "security-4740-lockout.xml"},
 	} {
 		xml := fixture.Read(t, fixture.Events, tc.file)
-		f.add(b, record{channel: tc.channel, xml: xml, cp: checkpoint.Checkpoint{Channel: tc.channel}, size: int64(len(xml))})
+		f.add(b, record{channel: tc.channel, xml: xml, cp: state.Checkpoint{Channel: tc.channel}, size: int64(len(xml))})
 	}
 	got := map[string][]string{}
 	for _, st := range b.streams {

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/winobs/winobs/conffile"
-	"github.com/winobs/winobs/shipper/checkpoint"
+	"github.com/winobs/winobs/shipper/state"
 	"github.com/winobs/winobs/shipper/ratelog"
 	"github.com/winobs/winobs/shipper/shipconfig"
 )
@@ -67,7 +67,7 @@ func (s *Shipper) writeHealth() (stop func()) {
 
 // createNew makes a new file; a variable so a test can have the disk
 // refuse it, as a full one does.
-var createNew = checkpoint.CreateNew
+var createNew = state.CreateNew
 
 // keepHealth writes health() to path every healthInterval until the
 // returned stop, which writes that the shipper stopped: a stopped shipper is
@@ -108,7 +108,7 @@ func keepHealth(path string, health func() Health, log *slog.Logger) (stop func(
 // removed, or moved aside when it cannot be (a directory with files in it),
 // and a new file is made.
 func openHealth(path string) (*os.File, error) {
-	if f, _ := checkpoint.OpenInPlace(path, healthSize); f != nil {
+	if f, _ := state.OpenInPlace(path, healthSize); f != nil {
 		return f, nil // an error here is what is replaced below
 	}
 	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
@@ -120,7 +120,7 @@ func openHealth(path string) (*os.File, error) {
 	if err := createNew(path, bytes.Repeat([]byte(" "), healthSize)); err != nil {
 		return nil, err
 	}
-	f, err := checkpoint.OpenInPlace(path, healthSize)
+	f, err := state.OpenInPlace(path, healthSize)
 	if f == nil && err == nil {
 		err = fmt.Errorf("%s was replaced while it was made", path)
 	}

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/winobs/winobs/shipper/checkpoint"
+	"github.com/winobs/winobs/shipper/state"
 )
 
 // The probe's verdict from the health file: live while it is fresh, ready
@@ -124,7 +124,7 @@ func TestHealthFileOnFullDisk(t *testing.T) {
 	keepHealth(path, ready, quiet)() // a first run, on a disk with room
 
 	createNew = func(string, []byte) error { return syscall.ENOSPC }
-	defer func() { createNew = checkpoint.CreateNew }()
+	defer func() { createNew = state.CreateNew }()
 	stop := keepHealth(path, ready, quiet)
 	defer stop()
 	if err := CheckHealth(path, true, time.Now()); err != nil {

@@ -20,7 +20,7 @@ import (
 
 	"github.com/winobs/winobs/internal/testkit/fixture"
 	"github.com/winobs/winobs/internal/testkit/lokitest"
-	"github.com/winobs/winobs/shipper/checkpoint"
+	"github.com/winobs/winobs/shipper/state"
 	"github.com/winobs/winobs/shipper/lanes"
 	"github.com/winobs/winobs/shipper/shipconfig"
 )
@@ -277,7 +277,7 @@ func (h *harness) verify(scenario string, trials int) {
 		}
 	}
 	st := h.recv.Stats()
-	store, _ := checkpoint.Open(filepath.Join(h.dir, "state"))
+	store, _ := state.Open(filepath.Join(h.dir, "state"))
 	if _, found, note, err := store.Load("System"); err != nil || !found || note != "" {
 		h.t.Errorf("final checkpoint: found %v, note %q, err %v", found, note, err)
 	}
@@ -986,7 +986,7 @@ func splitBacklog(t *testing.T, events, kills int, between func(h *harness, run 
 // lanePlan is the saved lane plan of the backlog's one stream (none while
 // there is none).
 func (h *harness) lanePlan() lanes.Plan {
-	store, err := checkpoint.Open(filepath.Join(h.dir, "state"))
+	store, err := state.Open(filepath.Join(h.dir, "state"))
 	if err != nil {
 		h.t.Fatal(err)
 	}
@@ -1057,11 +1057,11 @@ func TestReliabilityRestartWithOtherRates(t *testing.T) {
 // nothing shows twice.
 func TestReliabilityLanesFullStateDisk(t *testing.T) {
 	full := []string{"System.checkpoint.tmp", "System.sent.tmp", "System.lanes.tmp"}
-	var cp checkpoint.Checkpoint
+	var cp state.Checkpoint
 	var plan lanes.Plan
 	var delivered, whileFull int
 	h := splitBacklog(t, scale(40000, 300000), 3, func(h *harness, run int) {
-		store, _ := checkpoint.Open(filepath.Join(h.dir, "state"))
+		store, _ := state.Open(filepath.Join(h.dir, "state"))
 		switch run {
 		case 1: // full from the second run on
 			cp, _ = store.Peek("System")

@@ -24,7 +24,7 @@ import (
 	"golang.org/x/net/netutil"
 
 	"github.com/winobs/winobs/contract"
-	"github.com/winobs/winobs/shipper/checkpoint"
+	"github.com/winobs/winobs/shipper/state"
 	"github.com/winobs/winobs/shipper/eventxml"
 	"github.com/winobs/winobs/shipper/lanes"
 	"github.com/winobs/winobs/shipper/loki"
@@ -53,7 +53,7 @@ type Shipper struct {
 
 // New builds a shipper from a validated config.
 func New(cfg *shipconfig.Config, log *slog.Logger) (*Shipper, error) {
-	store, err := checkpoint.Open(cfg.StateDir)
+	store, err := state.Open(cfg.StateDir)
 	if err != nil {
 		return nil, fmt.Errorf("state directory: %w", err)
 	}
@@ -61,7 +61,7 @@ func New(cfg *shipconfig.Config, log *slog.Logger) (*Shipper, error) {
 		// The exporter's textfile directory may not exist yet on a new
 		// node; the exporter reads it as SYSTEM, and no one else may
 		// write metrics into it under the shipper's name.
-		if err := checkpoint.SecureDir(filepath.Dir(cfg.Textfile)); err != nil {
+		if err := state.SecureDir(filepath.Dir(cfg.Textfile)); err != nil {
 			return nil, fmt.Errorf("textfile directory: %w", err)
 		}
 	}

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/winobs/winobs/contract"
-	"github.com/winobs/winobs/shipper/checkpoint"
+	"github.com/winobs/winobs/shipper/state"
 	"github.com/winobs/winobs/shipper/dump"
 	"github.com/winobs/winobs/shipper/shipconfig"
 )
@@ -162,8 +162,8 @@ func (ds *dumpSource) emitDrop(ctx context.Context, env sourceEnv, offset int64,
 	return env.emit(ctx, record{channel: ds.d.Channel, cp: ds.cp(offset, fp), drop: reason})
 }
 
-func (ds *dumpSource) cp(offset int64, fp string) checkpoint.Checkpoint {
-	return checkpoint.Checkpoint{Channel: ds.d.Channel, Source: ds.d.Path, Offset: offset, Fingerprint: fp}
+func (ds *dumpSource) cp(offset int64, fp string) state.Checkpoint {
+	return state.Checkpoint{Channel: ds.d.Channel, Source: ds.d.Path, Offset: offset, Fingerprint: fp}
 }
 
 // changed tells whether the file at the path is no longer the one read:
@@ -219,7 +219,7 @@ func (ds *dumpSource) start(env sourceEnv) (int64, error) {
 
 // replaced tells whether the file at the path is not the one cp was taken
 // in: shorter than the offset, or starting otherwise.
-func (ds *dumpSource) replaced(cp checkpoint.Checkpoint) string {
+func (ds *dumpSource) replaced(cp state.Checkpoint) string {
 	st, err := os.Stat(ds.d.Path)
 	if err != nil {
 		return "" // Open reports it

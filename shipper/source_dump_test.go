@@ -14,7 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/winobs/winobs/internal/testkit/fixture"
-	"github.com/winobs/winobs/shipper/checkpoint"
+	"github.com/winobs/winobs/shipper/state"
 	"github.com/winobs/winobs/shipper/ratelog"
 	"github.com/winobs/winobs/shipper/shipconfig"
 )
@@ -22,14 +22,14 @@ import (
 // The dump source alone: it knows positions and emit, nothing else.
 
 // fixedPositions is a positions with one stored checkpoint per channel.
-type fixedPositions map[string]checkpoint.Checkpoint
+type fixedPositions map[string]state.Checkpoint
 
 func (p fixedPositions) start(ch string) (resume, error) {
 	cp, ok := p[ch]
 	return resume{cp: cp, found: ok}, nil
 }
-func (p fixedPositions) mark(cp checkpoint.Checkpoint) error { p[cp.Channel] = cp; return nil }
-func (p fixedPositions) acked(ch string) (checkpoint.Checkpoint, bool) {
+func (p fixedPositions) mark(cp state.Checkpoint) error { p[cp.Channel] = cp; return nil }
+func (p fixedPositions) acked(ch string) (state.Checkpoint, bool) {
 	cp, ok := p[ch]
 	return cp, ok
 }

@@ -6,7 +6,7 @@ import (
 
 	"github.com/winobs/winobs/shipper/shipconfig"
 
-	"github.com/winobs/winobs/shipper/checkpoint"
+	"github.com/winobs/winobs/shipper/state"
 	"github.com/winobs/winobs/shipper/subscribe"
 )
 
@@ -44,7 +44,7 @@ func (ls *liveSource) run(ctx context.Context, env sourceEnv) error {
 		}
 		if ok {
 			bookmark = bm
-			if err := env.positions.mark(checkpoint.Checkpoint{Channel: name, Bookmark: bm}); err != nil {
+			if err := env.positions.mark(state.Checkpoint{Channel: name, Bookmark: bm}); err != nil {
 				return err
 			}
 		}
@@ -63,7 +63,7 @@ func (ls *liveSource) run(ctx context.Context, env sourceEnv) error {
 		go ls.reportLag(ctx, n, env)
 	}
 	return subscribe.Run(ctx, ls.api, name, query, bookmark, start, subscribe.Options{}, hooks, func(e subscribe.Event) error {
-		r := record{channel: name, xml: e.XML, texts: e.Texts, cp: checkpoint.Checkpoint{Channel: name, Bookmark: e.Bookmark}, size: int64(len(e.XML))}
+		r := record{channel: name, xml: e.XML, texts: e.Texts, cp: state.Checkpoint{Channel: name, Bookmark: e.Bookmark}, size: int64(len(e.XML))}
 		if e.RenderErr != nil {
 			env.m.renderErrors.WithLabelValues(name).Inc()
 			env.logs.Warn("render_error", "skipping an event that could not be rendered", "channel", name, "error", e.RenderErr)

@@ -43,7 +43,7 @@ const (
 // programs create their directories with no ACL of their own, so the step
 // runs before them, in the agent's own image (HostProcess: powershell.exe
 // and icacls.exe are the node's). The shipper does the same for its own
-// directories in Go (shipper/checkpoint.SecureDir).
+// directories in Go (shipper/state.SecureDir).
 func SecureDirsContainer(image string, dirs ...string) corev1.Container {
 	var plan []string
 	for _, s := range SecureDirsPlan(dirs...) {

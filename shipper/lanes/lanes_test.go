@@ -202,7 +202,7 @@ func TestNoChangeOverPushedOrUnsavedEvents(t *testing.T) {
 // restart), every event a restart replays goes to the lane it went to
 // before, as long as the next run resumes with the saved plan and the sent
 // mark as its floor: the newest event any run handed to Loki, which a full
-// disk still takes (checkpoint.Store.SaveSent writes it in place) and a
+// disk still takes (state.Store.SaveSent writes it in place) and a
 // replay never lowers (the shipper's acker).
 func TestReplaysLandInTheSameLane(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))

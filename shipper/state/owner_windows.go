@@ -1,6 +1,6 @@
 //go:build windows
 
-package checkpoint
+package state
 
 import (
 	"errors"
