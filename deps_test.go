@@ -107,6 +107,75 @@ func TestBinariesLinkOnlyWhatTheyNeed(t *testing.T) {
 	}
 }
 
+// The house's layout (ARCHITECTURE.md): what only gen uses lives under
+// gen/, the shipper's under shipper/, and a package at the top level is
+// one both binaries link; the managed Prometheus table is a leaf config
+// and view can read; vocab is fed by view alone (it reads no config); no
+// production package imports a test kit.
+func TestLayering(t *testing.T) {
+	list := func(args ...string) map[string][]string {
+		out, err := exec.Command("go", append([]string{"list", "-f", "{{.ImportPath}} {{join .Imports \" \"}}"}, args...)...).CombinedOutput()
+		if err != nil {
+			t.Fatalf("go list %v: %v\n%s", args, err, out)
+		}
+		pkgs := map[string][]string{}
+		for line := range strings.Lines(string(out)) {
+			f := strings.Fields(line)
+			pkgs[strings.TrimSuffix(strings.TrimPrefix(f[0]+"/", module), "/")] = f[1:] // the root: ""
+		}
+		return pkgs
+	}
+	deps := func(pkg string) map[string]bool {
+		out, err := exec.Command("go", "list", "-deps", pkg).CombinedOutput()
+		if err != nil {
+			t.Fatalf("go list -deps %s: %v\n%s", pkg, err, out)
+		}
+		set := map[string]bool{}
+		for _, d := range strings.Fields(string(out)) {
+			set[strings.TrimPrefix(d, module)] = true
+		}
+		return set
+	}
+	gen, shipper := deps("./cmd/gen"), deps("./cmd/eventlog-shipper")
+	top := 0
+	for pkg, imports := range list("./...") {
+		first, _, _ := strings.Cut(pkg, "/")
+		switch first {
+		case "", "cmd", "gen", "shipper", "internal", "tests", "scripts", "images":
+		default:
+			top++
+			if !gen[pkg] || !shipper[pkg] {
+				t.Errorf("%s sits at the top level, but gen links it: %v, the shipper: %v; a package one binary uses lives under its folder", pkg, gen[pkg], shipper[pkg])
+			}
+		}
+		for _, imp := range imports {
+			own := strings.TrimPrefix(imp, module)
+			if own == imp {
+				continue
+			}
+			switch {
+			case strings.HasPrefix(own, "internal/testkit/") && first != "internal" && first != "tests":
+				t.Errorf("%s (production code) imports the test kit %s", pkg, own)
+			case first == "gen" && (own == "shipper" || strings.HasPrefix(own, "shipper/")) && own != "shipper/shipconfig":
+				t.Errorf("%s imports the shipper's runtime %s (gen reads shipper/shipconfig alone)", pkg, own)
+			case first == "shipper" && strings.HasPrefix(own, "gen/"):
+				t.Errorf("%s imports gen's %s", pkg, own)
+			case pkg == "gen/managed":
+				t.Errorf("the managed table imports %s: it must stay a leaf that config and view read", own)
+			}
+		}
+	}
+	if top < 4 {
+		t.Errorf("read only %d top-level packages", top)
+	}
+	if d := deps("./gen/vocab"); d["gen/config"] {
+		t.Error("vocab links config: view routes what it needs (vocab.Settings)")
+	}
+}
+
+// module is this module's import path, with its slash.
+const module = "github.com/winobs/winobs/"
+
 // The names that cross a process boundary are spelled once, in package
 // contract: no other non-test Go file holds winobs's own as a string (struct tags and
 // the keys of log calls are not names another process reads; the Loki model
