@@ -9,11 +9,11 @@ import (
 	"time"
 
 	"github.com/winobs/winobs/contract"
-	"github.com/winobs/winobs/shipper/state"
 	"github.com/winobs/winobs/shipper/lanes"
 	"github.com/winobs/winobs/shipper/loki"
 	"github.com/winobs/winobs/shipper/ratelog"
 	"github.com/winobs/winobs/shipper/shipconfig"
+	"github.com/winobs/winobs/shipper/state"
 )
 
 // positions is what a source sees of the checkpoints: where to resume, a

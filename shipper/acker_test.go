@@ -14,9 +14,9 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
-	"github.com/winobs/winobs/shipper/state"
 	"github.com/winobs/winobs/shipper/loki"
 	"github.com/winobs/winobs/shipper/shipconfig"
+	"github.com/winobs/winobs/shipper/state"
 )
 
 // The acker alone, on a real checkpoint directory.

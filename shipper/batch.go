@@ -3,9 +3,9 @@ package shipper
 import (
 	"time"
 
-	"github.com/winobs/winobs/shipper/state"
 	"github.com/winobs/winobs/shipper/eventxml"
 	"github.com/winobs/winobs/shipper/loki"
+	"github.com/winobs/winobs/shipper/state"
 )
 
 // record is one event read from a source, with the checkpoint just past it.

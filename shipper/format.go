@@ -10,12 +10,12 @@ import (
 
 	"github.com/winobs/winobs/contract"
 	"github.com/winobs/winobs/eventfilter"
-	"github.com/winobs/winobs/shipper/state"
 	"github.com/winobs/winobs/shipper/eventxml"
 	"github.com/winobs/winobs/shipper/lanes"
 	"github.com/winobs/winobs/shipper/loki"
 	"github.com/winobs/winobs/shipper/ratelog"
 	"github.com/winobs/winobs/shipper/shipconfig"
+	"github.com/winobs/winobs/shipper/state"
 )
 
 // Loki's label limits (max_label_name_length, max_label_value_length): a

@@ -14,11 +14,11 @@ import (
 
 	"github.com/winobs/winobs/eventfilter"
 	"github.com/winobs/winobs/internal/testkit/fixture"
-	"github.com/winobs/winobs/shipper/state"
 	"github.com/winobs/winobs/shipper/eventxml"
 	"github.com/winobs/winobs/shipper/lanes"
 	"github.com/winobs/winobs/shipper/loki"
 	"github.com/winobs/winobs/shipper/shipconfig"
+	"github.com/winobs/winobs/shipper/state"
 )
 
 // The formatter alone, on the real sample events.

@@ -11,9 +11,9 @@ import (
 	"time"
 
 	"github.com/winobs/winobs/conffile"
-	"github.com/winobs/winobs/shipper/state"
 	"github.com/winobs/winobs/shipper/ratelog"
 	"github.com/winobs/winobs/shipper/shipconfig"
+	"github.com/winobs/winobs/shipper/state"
 )
 
 // The health file (shipconfig.HealthFile, in the state directory) is where

@@ -20,9 +20,9 @@ import (
 
 	"github.com/winobs/winobs/internal/testkit/fixture"
 	"github.com/winobs/winobs/internal/testkit/lokitest"
-	"github.com/winobs/winobs/shipper/state"
 	"github.com/winobs/winobs/shipper/lanes"
 	"github.com/winobs/winobs/shipper/shipconfig"
+	"github.com/winobs/winobs/shipper/state"
 )
 
 var (

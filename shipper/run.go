@@ -24,13 +24,13 @@ import (
 	"golang.org/x/net/netutil"
 
 	"github.com/winobs/winobs/contract"
-	"github.com/winobs/winobs/shipper/state"
 	"github.com/winobs/winobs/shipper/eventxml"
 	"github.com/winobs/winobs/shipper/lanes"
 	"github.com/winobs/winobs/shipper/loki"
 	"github.com/winobs/winobs/shipper/pace"
 	"github.com/winobs/winobs/shipper/ratelog"
 	"github.com/winobs/winobs/shipper/shipconfig"
+	"github.com/winobs/winobs/shipper/state"
 )
 
 // Shipper wires the stages of ARCHITECTURE.md's shipper line: sources (dump

@@ -8,9 +8,9 @@ import (
 	"time"
 
 	"github.com/winobs/winobs/contract"
-	"github.com/winobs/winobs/shipper/state"
 	"github.com/winobs/winobs/shipper/dump"
 	"github.com/winobs/winobs/shipper/shipconfig"
+	"github.com/winobs/winobs/shipper/state"
 )
 
 // dumpSource ships a wevtutil RenderedXml dump, resuming at the offset of

@@ -14,9 +14,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/winobs/winobs/internal/testkit/fixture"
-	"github.com/winobs/winobs/shipper/state"
 	"github.com/winobs/winobs/shipper/ratelog"
 	"github.com/winobs/winobs/shipper/shipconfig"
+	"github.com/winobs/winobs/shipper/state"
 )
 
 // The dump source alone: it knows positions and emit, nothing else.
