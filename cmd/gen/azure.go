@@ -27,9 +27,10 @@ func runAzureSettings(args []string, stdout, stderr io.Writer) int {
 	if code, ok := parseFlags(fs, args, stdout, stderr); !ok {
 		return code
 	}
+	azure, _ := managed.Lookup(managed.AzureMonitor)
 	if *current == "" {
 		fmt.Fprintln(stderr, "gen azure-settings: --current FILE is required (kubectl get cm -n kube-system "+azuremonitor.SettingsName+" -o yaml > current.yaml); "+
-			"a cluster without that ConfigMap takes out/azure-monitor/ama-metrics-settings-configmap.yaml as it is (kubectl create -f)")
+			"a cluster without that ConfigMap takes out/"+azure.Dir+"ama-metrics-settings-configmap.yaml as it is (kubectl create -f)")
 		return 2
 	}
 	cfg, warnings, err := config.Read(*configPath)

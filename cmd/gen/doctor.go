@@ -50,7 +50,7 @@ func runDoctor(args []string, stdout, stderr io.Writer) int {
 		// region; credentials from AWS's standard chain, never a flag.
 		a := cfg.Prometheus.AMP
 		promAuth.SigV4Region = a.Region
-		if *promURL == "" {
+		if *promURL == "" && svc.Doctor.QueryURL != nil {
 			*promURL = svc.Doctor.QueryURL(a.Region, a.WorkspaceID)
 		}
 	}

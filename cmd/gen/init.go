@@ -51,8 +51,9 @@ func runInit(args []string, stdout, stderr io.Writer) int {
 	if *scrape != "" {
 		s.ScrapeFrom = strings.Split(*scrape, ",")
 	}
+	_, known := managed.Lookup(s.Prometheus)
 	switch {
-	case s.Prometheus != "" && !known(s.Prometheus):
+	case s.Prometheus != "" && !known:
 		fmt.Fprintf(stderr, "gen init: --prometheus %q: empty (kube-prometheus-stack), %s\n", s.Prometheus, managed.Names())
 		return 2
 	case s.Prometheus == managed.AMP && (s.AMPWorkspace == "" || s.AMPRegion == ""):
@@ -187,12 +188,6 @@ func managedHelp() string {
 		each = append(each, e+")")
 	}
 	return strings.Join(each, ", ")
-}
-
-// known: name is a row of package managed's table.
-func known(name string) bool {
-	_, ok := managed.Lookup(name)
-	return ok
 }
 
 // initFlags names the flag that sets each field gen init writes.

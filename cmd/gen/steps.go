@@ -61,9 +61,9 @@ func managedSteps(cfg *config.Config, configPath string) []string {
 		)
 	case managed.GMP:
 		steps = append(steps,
-			"3. the rules came with step 2 (out/gmp/, a ClusterRules); GMP's managed collection must be on for its CRDs and rule evaluator",
+			"3. the rules came with step 2 ("+dir+", a ClusterRules); GMP's managed collection must be on for its CRDs and rule evaluator",
 			"4. the scrape: GMP's managed collectors run on Linux and scrape their own node alone, never a Windows node: run self-deployed",
-			"   collection on Linux (docs/platforms.md), which scrapes the exporters as out/gmp/windows-exporter-monitor.yaml says",
+			"   collection on Linux (docs/platforms.md), which scrapes the exporters as "+dir+"windows-exporter-monitor.yaml says",
 			"5. doctor, through GMP's frontend: kubectl port-forward -n <its namespace> svc/frontend 9090, then",
 			"     go run ./cmd/gen doctor --config "+c+" --prometheus http://127.0.0.1:9090",
 		)

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/winobs/winobs/contract"
+	"github.com/winobs/winobs/gen/managed"
 	"github.com/winobs/winobs/gen/rules"
 	"github.com/winobs/winobs/gen/vocab"
 )
@@ -130,9 +131,9 @@ func (r *run) commitPerNode(ctx context.Context, c Check) Check {
 // in 0.32).
 func (r *run) commitLimitMetric(ctx context.Context, c Check) Check {
 	c.Fix = "the memory collector is off or the exporter is 0.32+ (" + r.runbook(rules.AlertNodeCommitLimitMetricAbsent) + ")"
-	if r.oneMetric() {
+	if r.v.Managed.Name == managed.AzureMonitor {
 		// Azure's minimal ingestion profile keeps neither commit metric.
-		c.Fix = "ama-metrics drops it unless kept: apply out/azure-monitor/ama-metrics-settings-configmap.yaml (its keep-lists hold every metric winobs reads; docs/platforms.md), or " + c.Fix
+		c.Fix = "ama-metrics drops it unless kept: apply out/" + r.v.Managed.Dir + "ama-metrics-settings-configmap.yaml (its keep-lists hold every metric winobs reads; docs/platforms.md), or " + c.Fix
 	}
 	return r.scrapedWithout(ctx, c, vocab.Metrics.MemoryCommitLimit, r.t.Exporter())
 }

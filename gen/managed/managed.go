@@ -26,6 +26,14 @@ const (
 	GMP = "gmp"
 )
 
+// The services' output folders, named once for their rows and for the
+// commands their rows tell.
+const (
+	azureMonitorDir = "azure-monitor/"
+	ampDir          = "amp/"
+	gmpDir          = "gmp/"
+)
+
 // Service is one managed Prometheus: what every part of gen needs to know
 // of it apart from its renderer.
 type Service struct {
@@ -84,7 +92,7 @@ var Services = []Service{
 	{
 		Name: AzureMonitor, Title: "Azure Monitor managed Prometheus", Collector: "the ama-metrics add-on", Distribution: "aks",
 		InitFlags: "--azure-workspace <id> --azure-location <region>",
-		Dir:       "azure-monitor/", ClusterLabel: "cluster",
+		Dir:       azureMonitorDir, ClusterLabel: "cluster",
 		// ama-metrics reads the same PodMonitor as prometheus-operator, in
 		// a group of its own (its chart's podmonitors.azmonitoring.coreos.com CRD).
 		MonitorAPI: "azmonitoring.coreos.com/v1",
@@ -95,7 +103,7 @@ var Services = []Service{
 				"of an identity with Monitoring Data Reader on the workspace",
 			NoRules: "Azure Monitor's query API serves no rules, alerts or configuration (documented: query, query_range, series, labels, __name__ values): " +
 				"see the rule groups with az resource list --resource-type Microsoft.AlertsManagement/prometheusRuleGroups, and its alerts in the portal's Alerts",
-			Deploy: "deploy them: az deployment group create -g <the workspace's resource group> --template-file out/azure-monitor/prometheus-rule-groups.json; their clusterName is the cluster label ama-metrics writes (docs/platforms.md#the-cluster-label): a cluster_alias in the cluster's ama-metrics settings that winobs's config does not know renames it (gen azure-settings finds it)",
+			Deploy: "deploy them: az deployment group create -g <the workspace's resource group> --template-file out/" + azureMonitorDir + "prometheus-rule-groups.json; their clusterName is the cluster label ama-metrics writes (docs/platforms.md#the-cluster-label): a cluster_alias in the cluster's ama-metrics settings that winobs's config does not know renames it (gen azure-settings finds it)",
 			// "Query Prometheus metrics using the API and PromQL", API
 			// limitations: "There can only be one __name__ label matcher in a query".
 			OneMetricPerQuery: true,
@@ -104,14 +112,14 @@ var Services = []Service{
 	{
 		Name: AMP, Title: "Amazon Managed Service for Prometheus", Distribution: "eks",
 		InitFlags: "--amp-workspace ws-… --amp-region <region>",
-		Dir:       "amp/", MonitorBeside: true,
+		Dir:       ampDir, MonitorBeside: true,
 		Doctor: Doctor{
 			Endpoint: "AMP workspace",
 			Reach: "check the URL (https://aps-workspaces.<region>.amazonaws.com/workspaces/<ws-id>) and the AWS credentials doctor signs with " +
 				"(SigV4: the standard chain, AWS_PROFILE or the environment, never a flag; aps:QueryMetrics on the workspace)",
 			NoRules: "doctor reads no rules or alerts from Amazon Managed Service for Prometheus, whose namespace splits the alerts by its quota: " +
 				"see them with aws amp describe-rule-groups-namespace and the workspace's alert manager",
-			Deploy: "upload it: aws amp create-rule-groups-namespace (or put-rule-groups-namespace) --workspace-id <ws-id> --name <namespace> --data fileb://out/amp/<namespace>.yaml",
+			Deploy: "upload it: aws amp create-rule-groups-namespace (or put-rule-groups-namespace) --workspace-id <ws-id> --name <namespace> --data fileb://out/" + ampDir + "<namespace>.yaml",
 			SigV4:  true,
 			QueryURL: func(region, workspace string) string {
 				return "https://aps-workspaces." + region + ".amazonaws.com/workspaces/" + workspace
@@ -120,13 +128,13 @@ var Services = []Service{
 	},
 	{
 		Name: GMP, Title: "Google Cloud Managed Service for Prometheus", Distribution: "gke",
-		Dir: "gmp/", MonitorBeside: true, ClusterLabel: "cluster",
+		Dir: gmpDir, MonitorBeside: true, ClusterLabel: "cluster",
 		Doctor: Doctor{
 			Endpoint: "GMP frontend",
 			Reach: "check the URL (the frontend's Service, port-forwarded: http://127.0.0.1:9090) and, when not through the frontend, the token: " +
 				"--prometheus-bearer-token-file with gcloud auth print-access-token's output",
 			NoRules: "GMP's frontend serves the query API alone: see the ClusterRules with kubectl describe clusterrules, and the alerts in Cloud Monitoring",
-			Deploy:  "apply it: kubectl apply -k out (gmp/winobs-windows.yaml), with GMP's managed collection on so its CRDs and rule evaluator exist",
+			Deploy:  "apply it: kubectl apply -k out (" + gmpDir + "winobs-windows.yaml), with GMP's managed collection on so its CRDs and rule evaluator exist",
 		},
 	},
 }

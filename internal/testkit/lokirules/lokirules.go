@@ -54,9 +54,9 @@ type File struct {
 
 // Test is one test: streams pushed, alerts expected.
 type Test struct {
-	Name         string        `yaml:"name"`
-	InputStreams []InputStream `yaml:"input_streams"`
-	AlertTests   []AlertTest   `yaml:"alert_rule_test"`
+	Name         string               `yaml:"name"`
+	InputStreams []InputStream        `yaml:"input_streams"`
+	AlertTests   []promtest.AlertTest `yaml:"alert_rule_test"`
 }
 
 // InputStream is one stream's lines.
@@ -84,14 +84,6 @@ type Entry struct {
 	// event's channel, as the agents attach it.
 	Metadata map[string]string `yaml:"metadata"`
 }
-
-// AlertTest and ExpAlert are promtool's (package promtest): the alerts
-// firing at EvalTime, each its labels (the rule's and the query's;
-// alertname is added) and, when given, its annotations.
-type (
-	AlertTest = promtest.AlertTest
-	ExpAlert  = promtest.ExpAlert
-)
 
 // Loki is where the tests run: a Loki with auth_enabled, whose tenants keep
 // the tests apart.
@@ -447,7 +439,7 @@ func instance(r rulefmt.Rule, s Sample, at time.Time) (*alert, error) {
 
 // compare reports how the firing alerts differ from the expected ones ("":
 // they match). Annotations are compared where the test gives them.
-func compare(at AlertTest, got []alert) string {
+func compare(at promtest.AlertTest, got []alert) string {
 	var want, have []string
 	for _, e := range at.ExpAlerts {
 		l := maps.Clone(e.ExpLabels)
